@@ -1,0 +1,62 @@
+"""What both engines share: the iterative topological walk and the grad-recording switch.
+
+A node of either engine (``Value`` or ``Tensor``) exposes ``_prev``, the tuple of nodes it
+was computed from. That is all the walk needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+
+def topological_order(root: Any) -> list[Any]:
+    """Return every node ``root`` depends on, each listed after all of its inputs.
+
+    An explicit stack replaces recursion, so a chain of a million nodes needs no more
+    than Python's default recursion limit. Each stack entry is a node and an iterator over
+    its inputs: the node is emitted (post-order) once that iterator is exhausted, which is
+    exactly when all its inputs have been emitted. ``visited`` makes shared nodes appear
+    once however many paths lead to them.
+    """
+    order: list[Any] = []
+    visited = {root}
+    stack = [(root, iter(root._prev))]
+    while stack:
+        node, inputs = stack[-1]
+        for parent in inputs:
+            if parent not in visited:
+                visited.add(parent)
+                stack.append((parent, iter(parent._prev)))
+                break
+        else:
+            stack.pop()
+            order.append(node)
+    return order
+
+
+class _GradMode:
+    """Whether new nodes record their inputs (the switch ``no_grad`` turns off)."""
+
+    enabled = True
+
+
+def is_grad_enabled() -> bool:
+    """True when operations record the graph needed for ``backward()``."""
+    return _GradMode.enabled
+
+
+@contextmanager
+def no_grad() -> Iterator[None]:
+    """Run a block without recording the graph, as ``torch.no_grad()`` does.
+
+    Results computed inside have no inputs and no backward rule, so evaluation and
+    parameter updates cost no graph memory.
+    """
+    previous = _GradMode.enabled
+    _GradMode.enabled = False
+    try:
+        yield
+    finally:
+        _GradMode.enabled = previous

@@ -1,0 +1,46 @@
+"""Losses on lists of Values, each the mean over the batch (as torch's default)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .engine import Operand, Value, _lift
+
+
+def _check_sizes(name: str, preds: Sequence[Value], targets: Sequence[float]) -> None:
+    if len(preds) != len(targets):
+        raise ValueError(f"{name}: {len(preds)} predictions but {len(targets)} targets")
+    if len(preds) == 0:
+        raise ValueError(f"{name}: needs at least one prediction")
+
+
+def mean(values: Sequence[Value]) -> Value:
+    """The average, written as micrograd writes it: sum(values) * (1 / n)."""
+    return Value.sum(values) * (1.0 / len(values))
+
+
+def svm_loss(scores: Sequence[Value], labels: Sequence[float]) -> Value:
+    """Max-margin (hinge) loss mean(relu(1 - y * score)) for labels y in {-1, +1}."""
+    _check_sizes("svm_loss", scores, labels)
+    return mean([(1 + -y * s).relu() for s, y in zip(scores, labels)])
+
+
+def mse_loss(preds: Sequence[Operand], targets: Sequence[float]) -> Value:
+    """mean((pred - target) ** 2)."""
+    _check_sizes("mse_loss", preds, targets)  # type: ignore[arg-type]
+    return mean([(_lift(p, "mse_loss") - t) ** 2 for p, t in zip(preds, targets)])
+
+
+def bce_with_logits(logits: Sequence[Value], labels: Sequence[float]) -> Value:
+    """Binary cross-entropy on raw scores z for labels y in {0, 1}, computed stably as
+    ``max(z, 0) - z*y + log(1 + exp(-|z|))`` so large |z| never overflows (torch's
+    ``binary_cross_entropy_with_logits``)."""
+    _check_sizes("bce_with_logits", logits, labels)
+    terms = []
+    for z, y in zip(logits, labels):
+        z = _lift(z, "bce_with_logits")
+        if z.data >= 0.0:  # max(z, 0) = z and -|z| = -z
+            terms.append(z * (1.0 - y) + (1 + (-z).exp()).log())
+        else:  # max(z, 0) = 0 and -|z| = z
+            terms.append(-z * y + (1 + z.exp()).log())
+    return mean(terms)

@@ -1,0 +1,111 @@
+"""Optimisers for anything with ``.data`` and ``.grad``: Values (floats) and Tensors
+(NumPy arrays) alike. The update rules follow ``torch.optim`` step for step."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+
+class Optimizer:
+    """Holds the parameters; ``zero_grad()`` clears their gradients between steps."""
+
+    def __init__(self, params: Iterable[Any], lr: float) -> None:
+        self.params = list(params)
+        if not self.params:
+            raise ValueError("optimizer got an empty parameter list")
+        for p in self.params:
+            if not (hasattr(p, "data") and hasattr(p, "grad")):
+                raise TypeError(f"optimizer parameters need .data and .grad, got {type(p)}")
+        if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not lr >= 0.0:
+            raise ValueError(f"learning rate must be a number >= 0, got {lr!r}")
+        self.lr = float(lr)
+
+    def zero_grad(self) -> None:
+        """Reset gradients: 0.0 for a Value, None for a Tensor (as torch does)."""
+        for p in self.params:
+            p.grad = 0.0 if isinstance(p.grad, float) else None
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+
+class SGD(Optimizer):
+    """p -= lr * g, with optional momentum (``buf = momentum * buf + g``) and L2 weight
+    decay (``g += weight_decay * p``), exactly as ``torch.optim.SGD``."""
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float,
+        momentum: float = 0.0,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(params, lr)
+        if not momentum >= 0.0:
+            raise ValueError(f"momentum must be >= 0, got {momentum!r}")
+        if not weight_decay >= 0.0:
+            raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
+        self.momentum = float(momentum)
+        self.weight_decay = float(weight_decay)
+        self._buffers: list[Any] = [None] * len(self.params)
+
+    def step(self) -> None:
+        for i, p in enumerate(self.params):
+            g = p.grad
+            if g is None:
+                continue
+            if self.weight_decay:
+                g = g + self.weight_decay * p.data
+            if self.momentum:
+                buf = self._buffers[i]
+                # torch starts the buffer at the first gradient itself
+                buf = g if buf is None else self.momentum * buf + g
+                self._buffers[i] = buf
+                g = buf
+            p.data -= self.lr * g
+
+
+class Adam(Optimizer):
+    """Adam with bias correction (Kingma & Ba, 2015), arranged as ``torch.optim.Adam``:
+
+    m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g
+    p -= lr/(1 - b1**t) * m / (sqrt(v)/sqrt(1 - b2**t) + eps)
+    """
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+    ) -> None:
+        super().__init__(params, lr)
+        beta1, beta2 = betas
+        if not (0.0 <= beta1 < 1.0 and 0.0 <= beta2 < 1.0):
+            raise ValueError(f"betas must each be in [0, 1), got {betas!r}")
+        if not eps >= 0.0:
+            raise ValueError(f"eps must be >= 0, got {eps!r}")
+        self.betas = (float(beta1), float(beta2))
+        self.eps = float(eps)
+        self.weight_decay = float(weight_decay)
+        self.t = 0
+        self._m: list[Any] = [0.0] * len(self.params)
+        self._v: list[Any] = [0.0] * len(self.params)
+
+    def step(self) -> None:
+        self.t += 1
+        beta1, beta2 = self.betas
+        step_size = self.lr / (1.0 - beta1**self.t)
+        correction2_sqrt = math.sqrt(1.0 - beta2**self.t)
+        for i, p in enumerate(self.params):
+            g = p.grad
+            if g is None:
+                continue
+            if self.weight_decay:
+                g = g + self.weight_decay * p.data
+            m = self._m[i] = beta1 * self._m[i] + (1.0 - beta1) * g
+            v = self._v[i] = beta2 * self._v[i] + (1.0 - beta2) * (g * g)
+            p.data -= step_size * m / ((v**0.5) / correction2_sqrt + self.eps)
