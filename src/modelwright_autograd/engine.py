@@ -225,11 +225,7 @@ class Value:
             raise ValueError(f"dot: {len(weights)} weights but {len(inputs)} inputs")
         ws = [_lift(w, "dot") for w in weights]
         xs = [_lift(x, "dot") for x in inputs]
-        b = _lift(bias, "dot")
-        total = b.data
-        for w, x in zip(ws, xs):  # the order micrograd's sum(w*x, b) uses, bit for bit
-            total += w.data * x.data
-        return Value(total, (*ws, *xs, b), "dot", _dot_backward)
+        return _dot(ws, xs, _lift(bias, "dot"))
 
     # ------------------------------------------------------------------ the backward pass
     def backward(self, gradient: float = 1.0) -> None:
@@ -248,6 +244,14 @@ class Value:
         for node in reversed(order):
             if node._backward is not None:
                 node._backward(node)
+
+
+def _dot(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
+    """``Value.dot`` for inputs already known to be Values (the neuron's hot path)."""
+    total = b.data
+    for w, x in zip(ws, xs):  # the order micrograd's sum(w*x, b) uses, bit for bit
+        total += w.data * x.data
+    return Value(total, (*ws, *xs, b), "dot", _dot_backward)
 
 
 def _lift(x: Operand, op: str) -> Value:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-from .engine import Operand, Value, _lift
+from .engine import Operand, Value, _dot, _lift
 
 _ACTIVATIONS = ("relu", "tanh", "sigmoid")
 
@@ -60,10 +60,14 @@ class Neuron(Module):
     def __call__(self, x: Sequence[Operand]) -> Value:
         if len(x) != len(self.w):
             raise ValueError(f"Neuron expects {len(self.w)} inputs, got {len(x)}")
+        return self._forward([_lift(xi, "Neuron input") for xi in x])
+
+    def _forward(self, xs: list[Value]) -> Value:
+        """The neuron on inputs already checked and lifted to Values (Layer's hot path)."""
         if self.fused:  # one node for the whole pre-activation (see Value.dot)
-            act = Value.dot(self.w, x, self.b)
+            act = _dot(self.w, xs, self.b)
         else:  # the textbook form: a chain of products and sums, 2n nodes
-            act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)
+            act = sum((wi * xi for wi, xi in zip(self.w, xs)), self.b)
         if not self.nonlin:
             return act
         return getattr(act, self.activation)()
@@ -99,7 +103,7 @@ class Layer(Module):
         if len(x) != nin:
             raise ValueError(f"Layer expects {nin} inputs, got {len(x)}")
         xs = [_lift(xi, "Layer input") for xi in x]  # lift numbers once, not per neuron
-        return [n(xs) for n in self.neurons]
+        return [n._forward(xs) for n in self.neurons]
 
     def parameters(self) -> list[Value]:
         return [p for n in self.neurons for p in n.parameters()]
