@@ -1,0 +1,289 @@
+"""A tiny, safe expression language for building ``Value`` graphs from text.
+
+``parse_expression("a*b + c", {"a": 2, "b": 3, "c": 4})`` returns the output ``Value``.
+The text is parsed with Python's ``ast`` and every node is checked against an allow-list
+before anything is built; nothing is ever passed to ``eval``. Allowed: numbers, variables
+that were given a value, ``+ - * / **``, unary minus, parentheses and the functions
+``exp log tanh relu sigmoid``. Anything else raises ``ExpressionError`` pointing at the
+offending part of the text.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+from collections.abc import Callable, Iterable, Mapping
+
+from .engine import Value
+
+#: The functions an expression may call, each a method of ``Value``.
+FUNCTIONS: dict[str, Callable[[Value], Value]] = {
+    "exp": Value.exp,
+    "log": Value.log,
+    "tanh": Value.tanh,
+    "relu": Value.relu,
+    "sigmoid": Value.sigmoid,
+}
+
+_BINARY: dict[type, tuple[str, Callable[[Value, Value], Value]]] = {
+    ast.Add: ("+", lambda x, y: x + y),
+    ast.Sub: ("-", lambda x, y: x - y),
+    ast.Mult: ("*", lambda x, y: x * y),
+    ast.Div: ("/", lambda x, y: x / y),
+    ast.Pow: ("**", lambda x, y: x**y),
+}
+
+# Operators Python knows but the language refuses, by symbol, to point at them in messages.
+_REFUSED_OPERATORS = {
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.MatMult: "@",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.UAdd: "+",
+    ast.Invert: "~",
+    ast.Not: "not",
+}
+
+# What to call the node types people are most likely to try.
+_NODE_NAMES = {
+    ast.Subscript: "subscripts (indexing)",
+    ast.Lambda: "lambda functions",
+    ast.Compare: "comparisons",
+    ast.BoolOp: "'and' / 'or'",
+    ast.IfExp: "conditional expressions (x if c else y)",
+    ast.NamedExpr: "assignments (:=)",
+    ast.Tuple: "tuples (a comma between two expressions)",
+    ast.List: "lists",
+    ast.Set: "sets",
+    ast.Dict: "dicts",
+    ast.ListComp: "comprehensions",
+    ast.SetComp: "comprehensions",
+    ast.DictComp: "comprehensions",
+    ast.GeneratorExp: "generator expressions",
+    ast.JoinedStr: "f-strings",
+    ast.Starred: "starred arguments (*x)",
+    ast.Await: "await expressions",
+    ast.Yield: "yield expressions",
+    ast.YieldFrom: "yield expressions",
+    ast.Slice: "slices",
+}
+
+_ALLOWED = (
+    "allowed: numbers, variables given as name=value, + - * / **, unary minus, "
+    "parentheses and the functions " + ", ".join(FUNCTIONS)
+)
+
+
+class ExpressionError(ValueError):
+    """A rejected expression or ``name=value`` pair, with the column it points at.
+
+    ``str(error)`` is the message followed by the text, a caret line under the offending
+    part and a hint (what the language allows), ready to print.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        text: str | None = None,
+        start: int = 0,
+        end: int = 0,
+        hint: str = "",
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        self.text = text
+        self.start = start  # 0-based character offsets into ``text``: [start, end)
+        self.end = max(end, start + 1)
+
+    @property
+    def column(self) -> int:
+        """The 1-based column of the offending part."""
+        return self.start + 1
+
+    def __str__(self) -> str:
+        hint = f"\n  ({self.hint})" if self.hint else ""
+        if self.text is None:
+            return self.message + hint
+        shown = "".join(ch if ch.isprintable() else " " for ch in self.text)
+        carets = " " * self.start + "^" * (self.end - self.start)
+        return f"{self.message} (column {self.column})\n  {shown}\n  {carets}{hint}"
+
+
+def parse_assignments(pairs: Iterable[str]) -> dict[str, Value]:
+    """Turn ``["a=2", "b=-3.5"]`` into ``{"a": Value(2.0, label="a"), ...}``.
+
+    A name must be a Python identifier that is neither a keyword nor one of the function
+    names; a value is anything ``float()`` reads (so ``inf`` and ``nan`` are allowed).
+    """
+    variables: dict[str, Value] = {}
+    for pair in pairs:
+        name, sep, number = pair.partition("=")
+        stripped = name.strip()
+        if not sep:
+            raise ExpressionError(f"expected name=value, got {pair!r} (no '=')", pair, 0, len(pair))
+        if not stripped.isidentifier() or keyword.iskeyword(stripped):
+            raise ExpressionError(f"{stripped!r} is not a valid variable name", pair, 0, len(name))
+        if stripped in FUNCTIONS:
+            raise ExpressionError(
+                f"{stripped!r} is a function name and cannot be a variable", pair, 0, len(name)
+            )
+        if stripped in variables:
+            raise ExpressionError(f"variable {stripped!r} is given twice", pair, 0, len(name))
+        try:
+            x = float(number)
+        except ValueError:
+            raise ExpressionError(
+                f"the value of {stripped} must be a number, got {number!r}",
+                pair,
+                len(name) + 1,
+                len(pair),
+            ) from None
+        variables[stripped] = Value(x, label=stripped)
+    return variables
+
+
+def parse_expression(text: str, variables: Mapping[str, Value | float] | None = None) -> Value:
+    """Build the ``Value`` graph of ``text``; return its output node.
+
+    Each name refers to one Value however often it appears, so ``a*a + a`` accumulates
+    both uses into ``a.grad``. Numbers given for ``variables`` become Values labelled with
+    their names. Interior nodes are labelled with the text they came from (``"a*b"``).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"expression must be a str, got {type(text).__name__}")
+    values = _as_values(variables or {})
+    for i, ch in enumerate(text):
+        if ch in "\r\n":
+            raise ExpressionError("the expression must be on one line", text, i, i + 1)
+    if not text.strip():
+        raise ExpressionError("the expression is empty")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        start = len(text) if not e.offset or e.offset > len(text) else e.offset - 1
+        message = f"not a valid expression: {e.msg}"
+        raise ExpressionError(message, text, start, hint=_ALLOWED) from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError("the expression is nested too deeply") from None
+    except ValueError as e:  # null bytes
+        raise ExpressionError(f"not a valid expression: {e}") from None
+    builder = _Builder(text, values)
+    try:
+        builder.check(tree.body)  # the whole tree is vetted before anything is built
+        return builder.build(tree.body)
+    except RecursionError:
+        raise ExpressionError("the expression is nested too deeply") from None
+
+
+def _as_values(variables: Mapping[str, Value | float]) -> dict[str, Value]:
+    values: dict[str, Value] = {}
+    for name, v in variables.items():
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise ValueError(f"{name!r} is not a valid variable name")
+        if name in FUNCTIONS:
+            raise ValueError(f"{name!r} is a function name and cannot be a variable")
+        values[name] = v if isinstance(v, Value) else Value(v, label=name)
+    return values
+
+
+class _Builder:
+    """Checks an ``ast`` tree against the allow-list, then builds it from Values."""
+
+    def __init__(self, text: str, variables: dict[str, Value]) -> None:
+        self.text = text
+        self.variables = variables
+        self.encoded = text.encode("utf-8")
+
+    def _column(self, byte_offset: int) -> int:
+        """ast reports UTF-8 byte offsets; turn one into a character offset."""
+        return len(self.encoded[:byte_offset].decode("utf-8", errors="ignore"))
+
+    def _error(self, message: str, node: ast.AST) -> ExpressionError:
+        start = self._column(node.col_offset)  # type: ignore[attr-defined]
+        end = self._column(node.end_col_offset)  # type: ignore[attr-defined]
+        return ExpressionError(message, self.text, start, end, _ALLOWED)
+
+    def _operator_error(self, node: ast.BinOp, symbol: str) -> ExpressionError:
+        """Point at the operator itself, which ast gives no position for."""
+        lo = self._column(node.left.end_col_offset)  # type: ignore[arg-type]
+        hi = self._column(node.right.col_offset)
+        at = self.text.find(symbol, lo, hi)
+        start = at if at >= 0 else lo
+        message = f"operator {symbol} is not allowed"
+        return ExpressionError(message, self.text, start, start + len(symbol), _ALLOWED)
+
+    def check(self, node: ast.expr) -> None:
+        """Raise ExpressionError at the leftmost part of ``node`` outside the language."""
+        if isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self._error(f"{value!r} is not a number", node)
+            try:
+                float(value)
+            except OverflowError:
+                raise self._error("this whole number is too large for a float", node) from None
+        elif isinstance(node, ast.Name):
+            if node.id in FUNCTIONS:
+                raise self._error(f"{node.id} is a function: call it as {node.id}(x)", node)
+            if node.id not in self.variables:
+                raise self._error(f"{node.id!r} has no value: give it as {node.id}=<number>", node)
+        elif isinstance(node, ast.BinOp):
+            self.check(node.left)
+            if type(node.op) not in _BINARY:
+                raise self._operator_error(node, _REFUSED_OPERATORS.get(type(node.op), "?"))
+            self.check(node.right)
+        elif isinstance(node, ast.UnaryOp):
+            if not isinstance(node.op, ast.USub):
+                symbol = _REFUSED_OPERATORS.get(type(node.op), "?")
+                raise self._error(f"unary {symbol} is not allowed", node)
+            self.check(node.operand)
+        elif isinstance(node, ast.Call):
+            self._check_call(node)
+        elif isinstance(node, ast.Attribute):
+            self.check(node.value)
+            end = self._column(node.end_col_offset)  # type: ignore[arg-type]
+            start = self.text.rfind(".", 0, end)  # the dot, after any closing parenthesis
+            message = f"attribute access ('.{node.attr}') is not allowed"
+            raise ExpressionError(message, self.text, start, end, _ALLOWED)
+        else:
+            what = _NODE_NAMES.get(type(node), type(node).__name__)
+            raise self._error(f"{what} are not allowed", node)
+
+    def _check_call(self, node: ast.Call) -> None:
+        names = ", ".join(FUNCTIONS)
+        if not isinstance(node.func, ast.Name):
+            self.check(node.func)  # points at the attribute, subscript... being called
+            raise self._error(f"only the functions {names} can be called", node.func)
+        if node.func.id not in FUNCTIONS:
+            raise self._error(f"function {node.func.id!r} is not allowed", node.func)
+        if node.keywords:
+            raise self._error(f"{node.func.id}() takes no keyword arguments", node.keywords[0])
+        if len(node.args) != 1:
+            raise self._error(
+                f"{node.func.id}() takes exactly one argument, got {len(node.args)}", node
+            )
+        self.check(node.args[0])
+
+    def build(self, node: ast.expr) -> Value:
+        """Build the checked ``node`` from Values (see ``check`` for what can appear)."""
+        if isinstance(node, ast.Constant):
+            return Value(float(node.value))
+        if isinstance(node, ast.Name):
+            return self.variables[node.id]
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.operand, ast.Constant):  # -2 is the number -2, not neg(2)
+                return Value(-float(node.operand.value))
+            out = -self.build(node.operand)
+        elif isinstance(node, ast.BinOp):
+            _, apply = _BINARY[type(node.op)]
+            out = apply(self.build(node.left), self.build(node.right))
+        else:
+            assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            out = FUNCTIONS[node.func.id](self.build(node.args[0]))
+        out.label = ast.get_source_segment(self.text, node) or ""
+        return out
