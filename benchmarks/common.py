@@ -1,0 +1,97 @@
+"""Helpers shared by the benchmark sections: timing statistics, logging, atomic JSON."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Every workload size in one place; ``smoke()`` shrinks them to run in seconds."""
+
+    repeats: int = 5
+    steps: int = 100  # our scalar engine's steps on the demo workload
+    micrograd_steps: int = 100
+    micrograd_repeats: int = 1  # micrograd's 100 steps take minutes: one run by default
+    chain_mults: int = 1_000_000
+    small_chain_mults: int = 900
+    wide_leaves: int = 1_000_000
+    tree_leaves: int = 2**19  # a balanced tree of + over 2**19 leaves: 1,048,575 nodes
+    digits_batches: int | None = None  # None: the whole training set each epoch
+    moons_steps: int = 100
+    dtype: str = "float64"
+    smoke: bool = False
+
+    @classmethod
+    def smoke_sizes(cls) -> Sizes:
+        return cls(
+            repeats=1,
+            steps=2,
+            micrograd_steps=2,
+            micrograd_repeats=1,
+            chain_mults=10_000,
+            small_chain_mults=900,
+            wide_leaves=10_000,
+            tree_leaves=2**12,
+            digits_batches=5,
+            moons_steps=3,
+            smoke=True,
+        )
+
+
+def log(message: str) -> None:
+    """Progress goes to stderr so that stdout carries only the Markdown report."""
+    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def summarize(samples: Sequence[float]) -> dict[str, Any]:
+    """Median with min and max of repeated measurements (seconds, bytes, ...)."""
+    values = [float(s) for s in samples]
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "n": len(values),
+        "samples": values,
+    }
+
+
+def scale_stat(stat: dict[str, Any], factor: float) -> dict[str, Any]:
+    """The same statistic in other units (e.g. seconds per step from seconds per run)."""
+    return summarize([s * factor for s in stat["samples"]])
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Run fn once after a full collection (so earlier garbage is not billed to it) and
+    return (seconds, result). The cyclic GC stays enabled: its cost is part of the engine."""
+    gc.collect()
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON through a temporary file in the same directory, then ``os.replace``, so a
+    reader never sees half a file and a crash leaves the previous file intact."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, allow_nan=True)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,210 @@
+"""Render a run's results as Markdown: a header of machine facts, one table per section,
+then the targets with PASS / MISS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _num(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}g}" if abs(x) < 10**digits else f"{x:,.0f}"
+
+
+def _time(seconds: float) -> str:
+    if seconds >= 1.0:
+        return f"{_num(seconds)} s"
+    if seconds >= 1e-3:
+        return f"{_num(seconds * 1e3)} ms"
+    return f"{_num(seconds * 1e6)} µs"
+
+
+def _stat(stat: dict[str, Any]) -> str:
+    """``median (min–max)``, or the single value when there was one run."""
+    if stat["n"] == 1:
+        return _time(stat["median"])
+    return f"{_time(stat['median'])} ({_time(stat['min'])}–{_time(stat['max'])})"
+
+
+def _diff(x: float) -> str:
+    return "0" if x == 0.0 else f"{x:.1e}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _header(results: dict[str, Any]) -> list[str]:
+    m = results["machine"]
+    blas = m["blas"]
+    env = ", ".join(f"{k}={v}" if v is not None else f"{k} unset" for k, v in m["env"].items())
+    torch_threads = results["sections"].get("tensor", {}).get("torch_threads", "n/a")
+    cfg = results["config"]
+    dirty = " + uncommitted changes in src/" if m["src_uncommitted_changes"] else ""
+    return [
+        "# modelwright-autograd benchmarks",
+        "",
+        f"- Machine: {m['cpu']}, {m['cores']} cores ({m['cores_usable']} usable); "
+        f"{m['python']}; {m['platform']}",
+        f"- NumPy {m['numpy']}, BLAS {blas.get('library')} {blas.get('version')} "
+        f"(threadpoolctl: kernel {blas.get('kernel')}, {blas.get('threads')} threads); {env}",
+        f"- torch {m['torch']} ({torch_threads} threads), micrograd {m['micrograd']}, "
+        f"modelwright-autograd {m['modelwright_autograd']} at {m['git_commit']}{dirty}",
+        f"- Run: {m['date']}; {'SMOKE sizes; ' if cfg['smoke'] else ''}times are medians "
+        f"(min–max) over {cfg['repeats']} repeats (micrograd's demo: "
+        f"{cfg['micrograd_repeats']}); total {_time(results['elapsed_seconds'])}; load "
+        f"average (1/5/15 min) {_load(m['load_average_start'])} at start, "
+        f"{_load(m.get('load_average_end'))} at end",
+    ]
+
+
+def _load(values: list[float] | None) -> str:
+    return "/".join(f"{v:.2f}" for v in values) if values else "n/a"
+
+
+def _scalar(sec: dict[str, Any]) -> list[str]:
+    rows = []
+    for r in sec["rows"]:
+        rows.append(
+            [
+                r["engine"],
+                str(r["steps"]),
+                _stat(r["seconds_per_step"]),
+                _time(r["total_seconds"]["median"]),
+                f"{r['ratio_vs_micrograd_per_step']:.4f}",
+                f"{r['graph_nodes_per_step']:,}",
+                f"{r['bytes_per_created_value']:.0f}",
+                f"{_diff(r['max_abs_loss_diff_vs_micrograd'])} ({r['compared_steps']} steps)",
+            ]
+        )
+    header = [
+        "engine",
+        "steps",
+        "time/step",
+        "total",
+        "per step vs micrograd",
+        "graph nodes/step",
+        "graph bytes/Value",
+        "max abs Δloss vs micrograd",
+    ]
+    step0 = ", ".join(f"{r['engine']} {r['step0_loss']!r}" for r in sec["rows"])
+    return [
+        f"## 1. {sec['title']}",
+        "",
+        f"Workload: {sec['workload']}. Step-0 loss: {step0} (micrograd's notebook: "
+        f"{sec['demo_step0_loss']!r}). Graph nodes include the 337 parameters; bytes are "
+        "what one step's graph keeps alive (tracemalloc) per Value created in that step.",
+        "",
+        *_table(header, rows),
+    ]
+
+
+def _graph(sec: dict[str, Any]) -> list[str]:
+    rows = []
+    for r in sec["rows"]:
+        if "outcome" in r:  # micrograd on the long chain
+            longest = r["micrograd_max_chain_products"]
+            rows.append(
+                [
+                    r["graph"],
+                    r["engine"],
+                    f"{r['nodes']:,}",
+                    _stat(r["build_seconds"]),
+                    f"{r['outcome']} (longest chain it finishes: {longest:,} products)",
+                    "—",
+                    "—",
+                    "—",
+                ]
+            )
+            continue
+        rows.append(
+            [
+                r["graph"],
+                r["engine"],
+                f"{r['nodes']:,}",
+                _stat(r["build_seconds"]),
+                _stat(r["backward_seconds"]),
+                f"{r['retained_bytes_per_node']:.0f}",
+                f"{r['backward_peak_bytes_per_node']:.0f}",
+                _diff(r["grad_relative_error"]),
+            ]
+        )
+    header = [
+        "graph",
+        "engine",
+        "Values",
+        "build",
+        "backward",
+        "bytes/Value (graph)",
+        "bytes/Value (backward peak)",
+        "grad rel. error",
+    ]
+    return [
+        f"## 2. {sec['title']}",
+        "",
+        f"Values counts every Value object created, leaves and constants included. Chain: "
+        f"`x = x * c` with one shared constant `c = Value({sec['chain_factor']})` (m products: "
+        f"m + 2 Values, d out/dx = c**m). Sum: one `Value.sum` node over n leaves. Tree: a "
+        f"balanced binary tree of `+` (depth {sec['tree_depth']}). Bytes from tracemalloc: "
+        "the built graph, and the extra peak during backward(), per Value. Python recursion "
+        f"limit: {sec['recursion_limit']}.",
+        "",
+        *_table(header, rows),
+    ]
+
+
+def _tensor(sec: dict[str, Any]) -> list[str]:
+    lines = [f"## 3. {sec['title']}", ""]
+    if not sec["tensor_engine_available"]:
+        lines += ["**tensor engine not available** (no `modelwright_autograd.tensor` yet).", ""]
+    if "rows" not in sec:
+        return lines
+    d, m = sec["digits"], sec["moons"]
+    lines += [
+        f"{sec['dtype']} throughout; torch {sec['torch_threads']} threads, NumPy BLAS "
+        f"{sec['numpy_blas_threads']} threads. Digits: MLP {'-'.join(map(str, d['layers']))}, "
+        f"batch {d['batch']}, {d['optimizer']}, {d['train_samples']} training samples, "
+        f"{d['batches_per_epoch']} batches per epoch, time per epoch. Moons: MLP "
+        f"{'-'.join(map(str, m['layers']))}, {m['samples']} samples full batch, SVM loss + "
+        f"1e-4 L2, SGD, micrograd's starting weights, time per step ({m['steps']} steps a run).",
+        "",
+    ]
+    rows = [
+        [
+            r["workload"],
+            r["engine"],
+            _stat(r["seconds"]),
+            f"{r['ratio_vs_torch']:.2f}",
+            f"{r['ratio_vs_numpy_floor']:.2f}",
+            _diff(r["max_abs_loss_diff_vs_torch"]),
+        ]
+        for r in sec["rows"]
+    ]
+    header = ["workload", "engine", "time", "vs torch", "vs NumPy floor", "max abs Δloss vs torch"]
+    return lines + _table(header, rows)
+
+
+def _targets(checks: list[dict[str, Any]]) -> list[str]:
+    def value(c: dict[str, Any]) -> str:
+        if c["measured"] is None:
+            return "—"
+        x = c["measured"]
+        return _diff(x) if c["unit"] == "abs" else f"{_num(x)} {c['unit']}".strip()
+
+    def limit(c: dict[str, Any]) -> str:
+        text = f"≤ {_num(c['limit'])} {c['unit']}".strip()
+        return text + (f" (aim {_num(c['aim'])})" if c["aim"] is not None else "")
+
+    rows = [[c["target"], value(c), limit(c), c["status"]] for c in checks]
+    return ["## Targets", "", *_table(["target", "measured", "limit", "status"], rows)]
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = _header(results)
+    sections = results["sections"]
+    for key, fn in (("scalar", _scalar), ("graph", _graph), ("tensor", _tensor)):
+        if key in sections:
+            lines += ["", *fn(sections[key])]
+    lines += ["", *_targets(results["targets"])]
+    return "\n".join(lines) + "\n"

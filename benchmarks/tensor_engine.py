@@ -1,0 +1,422 @@
+"""Section 3: the tensor engine against PyTorch (CPU) and a hand-written NumPy floor.
+
+Three implementations of the same two workloads, from the same starting weights, fed the
+same batches in the same order:
+
+* digits: MLP 64-128-64-10 (ReLU), cross-entropy, Adam (lr 1e-3), batch 32, one epoch
+  over the 80% training split of ``load_digits`` (standardised with the split's own mean
+  and std), shuffled mini-batches;
+* moons: micrograd's demo as tensors, MLP 2-16-16-1 on 100 samples full batch, SVM loss
+  + 1e-4 L2, SGD with lr = 1.0 - 0.9*k/100, starting from micrograd's weights.
+
+The NumPy floor is the same maths written by hand with no autograd at all: what this
+approach (NumPy arrays, Python-level ops) cannot beat. PyTorch gets as many intra-op
+threads as NumPy's BLAS has. The first epoch (digits) and the first run (moons) double as a
+check that the three compute the same losses; the report shows the largest difference.
+Epochs are interleaved (torch, NumPy, ours, torch, ...) so drift hits all three alike.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .common import Sizes, log, summarize
+from .scalar import DEMO_STEP0_LOSS, demo_data, micrograd_model
+
+DIGITS_SIZES = (64, 128, 64, 10)
+MOONS_SIZES = (2, 16, 16, 1)
+BATCH = 32
+ADAM_LR = 1e-3
+BETAS = (0.9, 0.999)
+EPS = 1e-8
+L2 = 1e-4
+_LR_HORIZON = 100
+
+Layers = list[tuple[np.ndarray, np.ndarray]]  # [(W of shape (in, out), b of shape (out,))]
+
+
+def numpy_blas_threads() -> int:
+    """The thread count of the BLAS NumPy itself links to (threadpoolctl)."""
+    from threadpoolctl import threadpool_info
+
+    blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
+    mine = [i for i in blas if "numpy" in i["filepath"]] or blas
+    return int(mine[0]["num_threads"]) if mine else 1
+
+
+# ------------------------------------------------------------------------------ data
+def digits_data(dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """The 80% training split of load_digits (shuffled with seed 0), standardised."""
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    order = np.random.default_rng(0).permutation(len(digits.target))
+    train = order[: int(0.8 * len(order))]
+    X = digits.data[train].astype(np.float64)
+    mean, std = X.mean(axis=0), X.std(axis=0)
+    std[std == 0.0] = 1.0  # the always-blank border pixels
+    return ((X - mean) / std).astype(dtype), digits.target[train].astype(np.int64)
+
+
+def epoch_batches(n: int, epochs: int, limit: int | None) -> list[list[np.ndarray]]:
+    """Index arrays of each epoch's shuffled mini-batches (the last one may be short)."""
+    rng = np.random.default_rng(1)
+    result = []
+    for _ in range(epochs):
+        order = rng.permutation(n)
+        batches = [order[i : i + BATCH] for i in range(0, n, BATCH)]
+        result.append(batches[:limit] if limit else batches)
+    return result
+
+
+def init_layers(sizes: tuple[int, ...], dtype: str) -> Layers:
+    """torch.nn.Linear's default range, U(-1/sqrt(fan_in), 1/sqrt(fan_in)), seeded."""
+    rng = np.random.default_rng(2)
+    layers = []
+    for fan_in, fan_out in itertools.pairwise(sizes):
+        bound = 1.0 / math.sqrt(fan_in)
+        W = rng.uniform(-bound, bound, (fan_in, fan_out)).astype(dtype)
+        b = rng.uniform(-bound, bound, fan_out).astype(dtype)
+        layers.append((W, b))
+    return layers
+
+
+def micrograd_layers(dtype: str) -> Layers:
+    """micrograd's demo weights (``random.seed(1337)``) as matrices: W[i, j] is neuron j's
+    weight on input i."""
+    mlp = micrograd_model()
+    layers = []
+    for layer in mlp.layers:
+        W = np.array([[float(w.data) for w in n.w] for n in layer.neurons], dtype=dtype).T
+        b = np.array([float(n.b.data) for n in layer.neurons], dtype=dtype)
+        layers.append((np.ascontiguousarray(W), b))
+    return layers
+
+
+# ------------------------------------------------------------------- the NumPy floor
+class NumpyMLP:
+    """The MLP with its forward and backward written out by hand: no graph, no autograd.
+
+    ``params`` is [W1, b1, W2, b2, ...]; ``grads`` matches it after a backward.
+    """
+
+    def __init__(self, layers: Layers) -> None:
+        self.params = [a.copy() for pair in layers for a in pair]
+        self.grads = [np.zeros_like(p) for p in self.params]
+        self.m = [np.zeros_like(p) for p in self.params]
+        self.v = [np.zeros_like(p) for p in self.params]
+        self.t = 0
+
+    def _forward(self, x: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Logits, and each layer's input (the ReLU outputs backward needs)."""
+        inputs = []
+        h = x
+        last = len(self.params) // 2 - 1
+        for i in range(0, len(self.params), 2):
+            inputs.append(h)
+            h = h @ self.params[i] + self.params[i + 1]
+            if i // 2 != last:
+                h = np.maximum(h, 0.0)
+        return h, inputs
+
+    def _backward(self, dout: np.ndarray, inputs: list[np.ndarray]) -> None:
+        """Given d(loss)/d(logits), fill grads: dW = h.T @ d, db = sum(d), and through a
+        ReLU the gradient passes where its output was positive."""
+        for i in reversed(range(0, len(self.params), 2)):
+            h = inputs[i // 2]
+            self.grads[i] = h.T @ dout
+            self.grads[i + 1] = dout.sum(axis=0)
+            if i:
+                dout = (dout @ self.params[i].T) * (h > 0.0)
+
+    def cross_entropy_step(self, x: np.ndarray, y: np.ndarray) -> float:
+        """Forward, mean softmax cross-entropy, backward (d/dlogits = (softmax - onehot)/B)."""
+        logits, inputs = self._forward(x)
+        z = logits - logits.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        s = e.sum(axis=1, keepdims=True)
+        rows = np.arange(len(y))
+        loss = float(np.mean(np.log(s[:, 0]) - z[rows, y]))
+        d = e / s
+        d[rows, y] -= 1.0
+        d /= len(y)
+        self._backward(d, inputs)
+        return loss
+
+    def svm_step(self, x: np.ndarray, y: np.ndarray) -> float:
+        """Forward, mean(relu(1 - y*s)) + 1e-4 * sum(p**2), backward."""
+        scores, inputs = self._forward(x)
+        margins = 1.0 - y[:, None] * scores
+        positive = margins > 0.0
+        reg = sum(float(np.vdot(p, p)) for p in self.params)
+        loss = float(np.mean(np.maximum(margins, 0.0))) + L2 * reg
+        self._backward(-(y[:, None] * positive) / len(y), inputs)
+        for p, g in zip(self.params, self.grads):
+            g += (2.0 * L2) * p
+        return loss
+
+    def adam(self, lr: float) -> None:
+        """torch.optim.Adam's update, in place."""
+        self.t += 1
+        beta1, beta2 = BETAS
+        step_size = lr / (1.0 - beta1**self.t)
+        correction2_sqrt = math.sqrt(1.0 - beta2**self.t)
+        for p, g, m, v in zip(self.params, self.grads, self.m, self.v):
+            m *= beta1
+            m += (1.0 - beta1) * g
+            v *= beta2
+            v += (1.0 - beta2) * (g * g)
+            p -= step_size * m / (np.sqrt(v) / correction2_sqrt + EPS)
+
+    def sgd(self, lr: float) -> None:
+        for p, g in zip(self.params, self.grads):
+            p -= lr * g
+
+
+def numpy_digits_epoch(net: NumpyMLP, X: np.ndarray, y: np.ndarray, batches) -> list[float]:
+    losses = []
+    for idx in batches:
+        losses.append(net.cross_entropy_step(X[idx], y[idx]))
+        net.adam(ADAM_LR)
+    return losses
+
+
+def numpy_moons_run(layers: Layers, X: np.ndarray, y: np.ndarray, steps: int) -> list[float]:
+    net = NumpyMLP(layers)
+    losses = []
+    for k in range(steps):
+        losses.append(net.svm_step(X, y))
+        net.sgd(1.0 - 0.9 * k / _LR_HORIZON)
+    return losses
+
+
+# ------------------------------------------------------------------------- PyTorch
+def torch_mlp(layers: Layers) -> Any:
+    import torch
+
+    modules: list[Any] = []
+    for i, (W, b) in enumerate(layers):
+        linear = torch.nn.Linear(W.shape[0], W.shape[1], dtype=torch.from_numpy(W).dtype)
+        with torch.no_grad():
+            linear.weight.copy_(torch.from_numpy(W.T.copy()))
+            linear.bias.copy_(torch.from_numpy(b))
+        modules.append(linear)
+        if i != len(layers) - 1:
+            modules.append(torch.nn.ReLU())
+    return torch.nn.Sequential(*modules)
+
+
+def torch_digits_epoch(model: Any, opt: Any, X: Any, y: Any, batches) -> list[float]:
+    import torch
+    import torch.nn.functional as F
+
+    losses = []
+    for idx in batches:
+        i = torch.from_numpy(idx)
+        loss = F.cross_entropy(model(X[i]), y[i])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+def torch_moons_run(layers: Layers, X: Any, y: Any, steps: int) -> list[float]:
+    import torch
+
+    model = torch_mlp(layers)
+    params = list(model.parameters())
+    losses = []
+    for k in range(steps):
+        scores = model(X)[:, 0]
+        data_loss = torch.relu(1 - y * scores).mean()
+        loss = data_loss + L2 * sum((p * p).sum() for p in params)
+        model.zero_grad()
+        loss.backward()
+        lr = 1.0 - 0.9 * k / _LR_HORIZON
+        with torch.no_grad():
+            for p in params:
+                p -= lr * p.grad
+        losses.append(loss.item())
+    return losses
+
+
+# ---------------------------------------------------------------- our tensor engine
+def load_tensor_engine() -> dict[str, Any] | None:
+    """The tensor engine's modules, or None while they do not exist yet."""
+    try:
+        from modelwright_autograd import functional, tensor, tensor_nn
+    except ImportError:
+        return None
+    return {"Tensor": tensor.Tensor, "F": functional, "nn": tensor_nn}
+
+
+def ours_mlp(engine: dict[str, Any], layers: Layers) -> Any:
+    """``tensor_nn.MLP`` (torch's layout: weight (out, in)) holding the given weights."""
+    sizes = [layers[0][0].shape[0]] + [W.shape[1] for W, _ in layers]
+    model = engine["nn"].MLP(sizes[0], sizes[1:], seed=0, dtype=layers[0][0].dtype)
+    for linear, (W, b) in zip(model.layers, layers):
+        linear.weight.data[...] = W.T
+        linear.bias.data[...] = b
+    return model
+
+
+def ours_digits_epoch(engine, model: Any, opt: Any, X, y, batches) -> list[float]:
+    Tensor, F = engine["Tensor"], engine["F"]
+    losses = []
+    for idx in batches:
+        loss = F.cross_entropy(model(Tensor(X[idx])), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.data))
+    return losses
+
+
+def ours_moons_run(engine, layers: Layers, X, y, steps: int) -> list[float]:
+    Tensor = engine["Tensor"]
+    model = ours_mlp(engine, layers)
+    params = model.parameters()
+    x, y_col = Tensor(X), Tensor(y[:, None])
+    losses = []
+    for k in range(steps):
+        scores = model(x)
+        data_loss = (1 - y_col * scores).relu().mean()
+        loss = data_loss + L2 * sum((p * p).sum() for p in params)
+        model.zero_grad()
+        loss.backward()
+        lr = 1.0 - 0.9 * k / _LR_HORIZON
+        for p in params:
+            p.data -= lr * p.grad
+        losses.append(float(loss.data))
+    return losses
+
+
+# ------------------------------------------------------------------------- the run
+def _max_diff(a: list[float], b: list[float]) -> float:
+    return max(abs(x - y) for x, y in zip(a, b))
+
+
+def _interleaved(runners: dict[str, Callable[[int], Any]], repeats: int) -> dict[str, list[float]]:
+    """Time each runner ``repeats`` times, alternating between them; runner(r) gets the
+    repeat's index."""
+    times: dict[str, list[float]] = {name: [] for name in runners}
+    for r in range(repeats):
+        for name, fn in runners.items():
+            gc.collect()
+            start = time.perf_counter()
+            fn(r)
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def run(sizes: Sizes) -> dict[str, Any]:
+    import torch
+
+    threads = numpy_blas_threads()
+    torch.set_num_threads(threads)
+    dtype = sizes.dtype
+    engine = load_tensor_engine()
+    info = {
+        "title": "Tensor engine vs PyTorch CPU vs NumPy floor",
+        "dtype": dtype,
+        "numpy_blas_threads": threads,
+        "torch_threads": torch.get_num_threads(),
+        "tensor_engine_available": engine is not None,
+    }
+    names = ["torch", "numpy floor"] + (["ours"] if engine else [])
+    if engine is None:
+        log("tensor: tensor engine not available; timing torch and the NumPy floor only")
+
+    # ---- digits: one epoch = every mini-batch of the training split (or the first few)
+    X, y = digits_data(dtype)
+    epochs = epoch_batches(len(y), sizes.repeats + 1, sizes.digits_batches)
+    layers = init_layers(DIGITS_SIZES, dtype)
+    tmodel = torch_mlp(layers)
+    topt = torch.optim.Adam(tmodel.parameters(), lr=ADAM_LR, betas=BETAS, eps=EPS)
+    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+    npnet = NumpyMLP(layers)
+    epoch_runners: dict[str, Callable[[list[np.ndarray]], list[float]]] = {
+        "torch": lambda b: torch_digits_epoch(tmodel, topt, Xt, yt, b),
+        "numpy floor": lambda b: numpy_digits_epoch(npnet, X, y, b),
+    }
+    if engine:
+        from modelwright_autograd.optim import Adam
+
+        omodel = ours_mlp(engine, layers)
+        oopt = Adam(omodel.parameters(), lr=ADAM_LR, betas=BETAS, eps=EPS)
+        epoch_runners["ours"] = lambda b: ours_digits_epoch(engine, omodel, oopt, X, y, b)
+    log(f"tensor: digits warm-up epoch ({len(epochs[0])} batches), checking losses agree")
+    first = {name: fn(epochs[0]) for name, fn in epoch_runners.items()}
+    log(f"tensor: digits, {sizes.repeats} timed epochs each, interleaved")
+    digits_times = _interleaved(
+        {name: (lambda r, fn=fn: fn(epochs[r + 1])) for name, fn in epoch_runners.items()},
+        sizes.repeats,
+    )
+
+    # ---- moons: micrograd's demo as tensors, full batch, time per step
+    Xm, ym = demo_data()
+    Xm, ym = Xm.astype(dtype), ym.astype(dtype)
+    mlayers = micrograd_layers(dtype)
+    Xmt, ymt = torch.from_numpy(Xm), torch.from_numpy(ym)
+    steps = sizes.moons_steps
+    moon_runners: dict[str, Callable[[], list[float]]] = {
+        "torch": lambda: torch_moons_run(mlayers, Xmt, ymt, steps),
+        "numpy floor": lambda: numpy_moons_run(mlayers, Xm, ym, steps),
+    }
+    if engine:
+        moon_runners["ours"] = lambda: ours_moons_run(engine, mlayers, Xm, ym, steps)
+    moon_curves = {name: fn() for name, fn in moon_runners.items()}
+    log(f"tensor: moons, {steps} steps x {sizes.repeats} repeats each, interleaved")
+    moons_times = _interleaved(
+        {name: (lambda r, fn=fn: fn()) for name, fn in moon_runners.items()}, sizes.repeats
+    )
+
+    rows = []
+    for workload, times, curves, unit in (
+        ("digits", digits_times, first, 1.0),
+        ("moons", moons_times, moon_curves, 1.0 / steps),
+    ):
+        group = [
+            {
+                "workload": workload,
+                "engine": name,
+                "seconds": summarize([t * unit for t in times[name]]),
+                "max_abs_loss_diff_vs_torch": _max_diff(curves[name], curves["torch"]),
+                "first_loss": curves[name][0],
+            }
+            for name in names
+        ]
+        by_name = {row["engine"]: row["seconds"]["median"] for row in group}
+        for row in group:
+            row["ratio_vs_torch"] = row["seconds"]["median"] / by_name["torch"]
+            row["ratio_vs_numpy_floor"] = row["seconds"]["median"] / by_name["numpy floor"]
+        rows += group
+    info.update(
+        {
+            "digits": {
+                "layers": list(DIGITS_SIZES),
+                "batch": BATCH,
+                "train_samples": len(y),
+                "batches_per_epoch": len(epochs[0]),
+                "optimizer": f"Adam lr={ADAM_LR}",
+                "unit": "seconds per epoch",
+            },
+            "moons": {
+                "layers": list(MOONS_SIZES),
+                "samples": len(ym),
+                "steps": steps,
+                "unit": "seconds per step",
+                "demo_step0_loss": DEMO_STEP0_LOSS,
+            },
+            "rows": rows,
+        }
+    )
+    return info

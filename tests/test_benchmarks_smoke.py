@@ -1,0 +1,140 @@
+"""The benchmark runner's smoke mode keeps working: it runs, prints every table, writes
+complete JSON, and the engines it compares really compute the same thing.
+
+Only structure and agreement are asserted, never a speed figure (performance is reported
+by ``python -m benchmarks``, not tested). Needs the ``bench`` extra (micrograd, torch).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("micrograd", reason="the benchmarks need the bench extra: micrograd")
+pytest.importorskip("torch", reason="the benchmarks need the bench extra: torch")
+
+REPO = Path(__file__).resolve().parent.parent
+# The loss micrograd's own demo notebook prints before training (an outside reference).
+DEMO_STEP0_LOSS = 0.8958441028683222
+
+
+def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict, Path]:
+    out = tmp_path_factory.mktemp("bench") / "results" / "smoke.json"
+    proc = _run("-m", "benchmarks", "--smoke", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout, json.loads(out.read_text()), out
+
+
+def _table_rows(markdown: str, heading: str) -> list[list[str]]:
+    """The data rows of the first table after the heading that starts with ``heading``."""
+    lines = markdown.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+    rows, in_table = [], False
+    for line in lines[start + 1 :]:
+        if line.startswith("|"):
+            in_table = True
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if not set("".join(cells)) <= {"-"}:
+                rows.append(cells)
+        elif in_table or line.startswith("#"):
+            break
+    return rows[1:]  # drop the header row
+
+
+@pytest.mark.slow
+def test_smoke_scalar_section_agrees_with_micrograd(smoke: tuple[str, dict, Path]) -> None:
+    markdown, data, _ = smoke
+    sec = data["sections"]["scalar"]
+    engines = [r["engine"] for r in sec["rows"]]
+    assert engines == ["ours (fused)", "ours (unfused)", "micrograd 0.1.0"]
+    table = _table_rows(markdown, "## 1.")
+    assert [row[0] for row in table] == engines
+    for row in sec["rows"]:
+        assert row["step0_loss"] == pytest.approx(DEMO_STEP0_LOSS, abs=1e-12)
+        assert row["compared_steps"] == data["config"]["micrograd_steps"] == 2
+        assert row["max_abs_loss_diff_vs_micrograd"] <= 1e-9
+        assert row["graph_nodes_per_step"] > row["values_created_per_step"] > 0
+    curves = sec["loss_curves"]
+    assert len(curves["micrograd"]) == 2
+    for name in ("ours (fused)", "ours (unfused)"):
+        assert len(curves[name]) == data["config"]["steps"]
+        assert max(abs(a - b) for a, b in zip(curves[name], curves["micrograd"])) <= 1e-9
+    # micrograd's unfused neuron is 2 nodes per input; both build the same-size graph
+    unfused, micrograd = sec["rows"][1], sec["rows"][2]
+    assert unfused["graph_nodes_per_step"] <= micrograd["graph_nodes_per_step"]
+
+
+@pytest.mark.slow
+def test_smoke_graph_section_has_every_graph(smoke: tuple[str, dict, Path]) -> None:
+    markdown, data, _ = smoke
+    rows = data["sections"]["graph"]["rows"]
+    got = [(r["kind"], r["engine"]) for r in rows]
+    assert got == [
+        ("chain", "ours"),
+        ("chain", "micrograd 0.1.0"),
+        ("short-chain", "ours"),
+        ("short-chain", "micrograd 0.1.0"),
+        ("sum", "ours"),
+        ("tree", "ours"),
+        ("tree", "micrograd 0.1.0"),
+    ]
+    assert len(_table_rows(markdown, "## 2.")) == len(rows)
+    long_mg = rows[1]
+    assert long_mg["outcome"] == "RecursionError"  # 10,000 deep, past the recursion limit
+    assert (
+        0 < long_mg["micrograd_max_chain_products"] < data["sections"]["graph"]["recursion_limit"]
+    )
+    for r in rows:
+        if "outcome" not in r:
+            assert r["grad_relative_error"] <= 1e-9, r["graph"]
+            assert r["retained_bytes_per_node"] > 0 and r["nodes"] > 0
+
+
+@pytest.mark.slow
+def test_smoke_tensor_section_compares_the_same_maths(smoke: tuple[str, dict, Path]) -> None:
+    markdown, data, _ = smoke
+    sec = data["sections"]["tensor"]
+    engines = ["torch", "numpy floor"] + (["ours"] if sec["tensor_engine_available"] else [])
+    rows = sec["rows"]
+    assert [(r["workload"], r["engine"]) for r in rows] == [
+        (w, e) for w in ("digits", "moons") for e in engines
+    ]
+    assert len(_table_rows(markdown, "## 3.")) == len(rows)
+    if not sec["tensor_engine_available"]:
+        assert "tensor engine not available" in markdown
+    assert sec["torch_threads"] == sec["numpy_blas_threads"]
+    for r in rows:  # float64 everywhere, same weights and batches: losses agree
+        assert r["max_abs_loss_diff_vs_torch"] <= 1e-9, (r["workload"], r["engine"])
+        if r["workload"] == "moons":  # micrograd's weights: the demo's own step-0 loss
+            assert r["first_loss"] == pytest.approx(DEMO_STEP0_LOSS, abs=1e-12)
+
+
+@pytest.mark.slow
+def test_smoke_header_targets_and_atomic_json(smoke: tuple[str, dict, Path]) -> None:
+    markdown, data, out = smoke
+    assert markdown.startswith("# modelwright-autograd benchmarks")
+    assert "threadpoolctl: kernel" in markdown and "SMOKE sizes" in markdown
+    assert data["machine"]["blas"]["threads"] >= 1
+    assert {c["status"] for c in data["targets"]} <= {"PASS", "MISS", "n/a"}
+    assert len(data["targets"]) == len(_table_rows(markdown, "## Targets")) == 9
+    assert sorted(p.name for p in out.parent.iterdir()) == ["smoke.json"]  # no temp left
+
+
+def test_script_form_and_bad_arguments() -> None:
+    proc = _run("benchmarks/run.py", "--help", timeout=60)
+    assert proc.returncode == 0 and "--micrograd-steps" in proc.stdout
+    proc = _run("-m", "benchmarks", "--sections", "scalar,nope", timeout=60)
+    assert proc.returncode == 2 and "unknown section" in proc.stderr
+    proc = _run("-m", "benchmarks", "--repeats", "0", timeout=60)
+    assert proc.returncode == 2 and "positive whole number" in proc.stderr
