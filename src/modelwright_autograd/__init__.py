@@ -6,11 +6,12 @@ differences.
 """
 
 from .engine import Value
-from .gradcheck import GradcheckError, gradcheck
+from .gradcheck import GradcheckError, gradcheck, gradcheck_tensor
 from .graph import is_grad_enabled, no_grad
 from .losses import bce_with_logits, mse_loss, svm_loss
 from .nn import MLP, Layer, Module, Neuron
 from .optim import SGD, Adam
+from .tensor import Tensor, cat, stack
 
 __all__ = [
     "MLP",
@@ -20,12 +21,16 @@ __all__ = [
     "Layer",
     "Module",
     "Neuron",
+    "Tensor",
     "Value",
     "bce_with_logits",
+    "cat",
     "gradcheck",
+    "gradcheck_tensor",
     "is_grad_enabled",
     "mse_loss",
     "no_grad",
+    "stack",
     "svm_loss",
 ]
 

@@ -1,11 +1,16 @@
-"""Check analytic gradients against central finite differences."""
+"""Check analytic gradients against central finite differences, for both engines."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
 
 from .engine import Value, _as_float
+from .graph import no_grad
+from .tensor import Tensor
 
 
 class GradcheckError(AssertionError):
@@ -13,8 +18,8 @@ class GradcheckError(AssertionError):
 
 
 def gradcheck(
-    f: Callable[..., Value],
-    inputs: Sequence[float],
+    f: Callable[..., Any],
+    inputs: Sequence[Any],
     eps: float = 1e-6,
     atol: float = 1e-5,
     rtol: float = 1e-3,
@@ -24,7 +29,12 @@ def gradcheck(
     For each input i the numeric estimate is (f(x + eps*e_i) - f(x - eps*e_i)) / (2*eps);
     it must agree with the analytic gradient within ``atol + rtol * |numeric|``. Returns
     True, or raises GradcheckError naming the input and both numbers.
+
+    With numbers as inputs, ``f`` takes and returns Values; if any input is a NumPy array
+    or a Tensor, ``f`` takes and returns Tensors and ``gradcheck_tensor`` does the check.
     """
+    if any(isinstance(x, (np.ndarray, Tensor)) for x in inputs):
+        return gradcheck_tensor(f, inputs, eps, atol, rtol)
     xs = [_as_float(x, "gradcheck input") for x in inputs]
     if not xs:
         raise ValueError("gradcheck needs at least one input")
@@ -50,4 +60,53 @@ def gradcheck(
                 f"numeric {numeric!r} (difference {abs(analytic - numeric):.3g}, "
                 f"allowed {atol + rtol * abs(numeric):.3g})"
             )
+    return True
+
+
+def gradcheck_tensor(
+    f: Callable[..., Tensor],
+    inputs: Sequence[Any],
+    eps: float = 1e-6,
+    atol: float = 1e-5,
+    rtol: float = 1e-3,
+    seed: int = 0,
+) -> bool:
+    """The tensor form of ``gradcheck``, in float64 whatever the inputs' dtype.
+
+    A non-scalar output is first contracted with a fixed random array w of its shape, so
+    the check is of the vector-Jacobian product: ``backward(w)`` against central
+    differences of sum(w * f(x)), one input element at a time. A random w (rather than
+    all ones) keeps errors that cancel in a plain sum, such as a wrong sign on one
+    output, from hiding.
+    """
+    xs = [np.array(x.data if isinstance(x, Tensor) else x, dtype=np.float64) for x in inputs]
+    if not xs:
+        raise ValueError("gradcheck needs at least one input")
+    leaves = [Tensor(x, requires_grad=True) for x in xs]
+    out = f(*leaves)
+    if not isinstance(out, Tensor):
+        raise TypeError(f"gradcheck: f must return a Tensor, got {type(out).__name__}")
+    w = np.random.default_rng(seed).standard_normal(out.shape)
+    out.backward(w)
+
+    def evaluate(values: list[np.ndarray]) -> float:
+        with no_grad():
+            return float((w * f(*[Tensor(v) for v in values]).data).sum())
+
+    for i, (x, leaf) in enumerate(zip(xs, leaves)):
+        analytic = leaf.grad if leaf.grad is not None else np.zeros_like(x)
+        for index in np.ndindex(x.shape):
+            plus = [v.copy() for v in xs]
+            minus = [v.copy() for v in xs]
+            plus[i][index] += eps
+            minus[i][index] -= eps
+            numeric = (evaluate(plus) - evaluate(minus)) / (2.0 * eps)
+            a = float(analytic[index])
+            both_nan = math.isnan(numeric) and math.isnan(a)
+            if not both_nan and not abs(a - numeric) <= atol + rtol * abs(numeric):
+                raise GradcheckError(
+                    f"gradient of input {i} at index {index} (x={x[index]!r}) is wrong: "
+                    f"analytic {a!r} vs numeric {numeric!r} (difference "
+                    f"{abs(a - numeric):.3g}, allowed {atol + rtol * abs(numeric):.3g})"
+                )
     return True

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterable
 from typing import Any
@@ -60,8 +61,9 @@ class SGD(Optimizer):
                 g = g + self.weight_decay * p.data
             if self.momentum:
                 buf = self._buffers[i]
-                # torch starts the buffer at the first gradient itself
-                buf = g if buf is None else self.momentum * buf + g
+                # torch starts the buffer at a copy of the first gradient: a Tensor's grad
+                # array is added to in place by a later backward(), so it cannot be shared
+                buf = copy.copy(g) if buf is None else self.momentum * buf + g
                 self._buffers[i] = buf
                 g = buf
             p.data -= self.lr * g

@@ -1,0 +1,165 @@
+"""Functions on Tensors, named as in ``torch.nn.functional`` (import it as ``F``).
+
+Activations and softmax forward to the Tensor methods; ``linear`` is the fused layer op
+from tensor.py. The losses each reduce to the mean over the batch, as torch's default.
+``cross_entropy`` and ``binary_cross_entropy_with_logits`` are fused single nodes: their
+gradients have short closed forms ((softmax - onehot)/N and (sigmoid - y)/N), cheaper and
+more accurate than differentiating through exp, log and a gather.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .engine import _describe
+from .tensor import (
+    Tensor,
+    _accumulate,
+    _check_tensor,
+    _result,
+    _sigmoid_array,
+    linear,
+)
+
+__all__ = [
+    "binary_cross_entropy_with_logits",
+    "cross_entropy",
+    "linear",
+    "log_softmax",
+    "mse_loss",
+    "relu",
+    "sigmoid",
+    "softmax",
+    "tanh",
+]
+
+
+def relu(x: Tensor) -> Tensor:
+    return _check_tensor(x, "relu: input").relu()
+
+
+def tanh(x: Tensor) -> Tensor:
+    return _check_tensor(x, "tanh: input").tanh()
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    return _check_tensor(x, "sigmoid: input").sigmoid()
+
+
+def softmax(x: Tensor, dim: int) -> Tensor:
+    """Probabilities along ``dim`` (stable for any finite logits)."""
+    return _check_tensor(x, "softmax: input").softmax(dim)
+
+
+def log_softmax(x: Tensor, dim: int) -> Tensor:
+    """Log-probabilities along ``dim`` (stable for logits of +-1000)."""
+    return _check_tensor(x, "log_softmax: input").log_softmax(dim)
+
+
+def _as_target(target: object, like: Tensor, name: str) -> Tensor:
+    """A target of the same shape as ``like``: a Tensor, or array-like data made into a
+    constant of like's dtype. Broadcasting is refused: a (N, 1) prediction against an (N,)
+    target would silently compare every pair."""
+    if not isinstance(target, Tensor):
+        target = Tensor(target, dtype=like.dtype)
+    if target.shape != like.shape:
+        raise ValueError(f"{name}: input shape {like.shape} and target shape {target.shape} differ")
+    return target
+
+
+# ---------------------------------------------------------------------- cross-entropy
+def _class_targets(target: object, n: int, classes: int, shape: tuple[int, ...]) -> np.ndarray:
+    """The class indices as an integer array of ``shape``, each in [0, classes)."""
+    if isinstance(target, Tensor):
+        raise TypeError(
+            "cross_entropy: target must be integer class indices (a NumPy integer array or "
+            "a list of ints); a Tensor holds floats, so pass the labels themselves"
+        )
+    t = np.asarray(target)
+    if t.dtype.kind not in "iu":
+        raise TypeError(
+            f"cross_entropy: target must be integer class indices, got {_describe(target)} "
+            f"(NumPy dtype {t.dtype})"
+        )
+    if t.shape != shape:
+        raise ValueError(
+            f"cross_entropy: logits of shape {(n, classes)} need a target of shape {shape}, "
+            f"got {t.shape}"
+        )
+    t = t.reshape(n)
+    bad = (t < 0) | (t >= classes)
+    if bad.any():
+        raise IndexError(
+            f"cross_entropy: target {t[bad][0]} is out of range for {classes} classes "
+            f"(valid 0 to {classes - 1})"
+        )
+    return t
+
+
+def cross_entropy(logits: Tensor, target: object) -> Tensor:
+    """Mean over the batch of -log softmax(logits)[target], as
+    ``torch.nn.functional.cross_entropy`` with integer class targets.
+
+    ``logits`` is (N, C) with ``target`` N ints, or (C,) with one int. Computed from
+    log-sum-exp of the shifted logits, so logits of +-1000 give finite losses.
+    """
+    _check_tensor(logits, "cross_entropy: logits")
+    x = logits.data
+    if x.ndim == 2:
+        shape = (x.shape[0],)
+    elif x.ndim == 1:
+        shape, x = (), x[None, :]
+    else:
+        raise ValueError(f"cross_entropy: logits must be (N, C) or (C,), got {logits.shape}")
+    n, classes = x.shape
+    if n == 0 or classes == 0:
+        raise ValueError(f"cross_entropy: logits of shape {logits.shape} hold no scores")
+    t = _class_targets(target, n, classes, shape)
+    top = x.max(axis=1, keepdims=True)
+    e = np.exp(x - top)
+    total = e.sum(axis=1)
+    # -log p_t = log(sum_j e^(x_j - max)) - (x_t - max): never the log of an underflowed
+    # probability, so a wrong class with a margin of 2000 still gives the exact loss 2000.
+    loss = (np.log(total) - (x[np.arange(n), t] - top[:, 0])).mean()
+    e /= total[:, None]  # now the softmax probabilities, which the backward rule needs
+    return _result(loss, (logits,), "cross_entropy", _cross_entropy_backward, (e, t))
+
+
+def _cross_entropy_backward(out: Tensor) -> None:
+    """L = mean_i(-log softmax(x_i)[t_i]):  dL/dx_i = (softmax(x_i) - onehot(t_i)) / N."""
+    (logits,) = out._prev
+    probs, t = out._ctx
+    n = probs.shape[0]
+    scale = out.grad / n
+    grad = probs * scale
+    grad[np.arange(n), t] -= scale
+    _accumulate(logits, grad.reshape(logits.data.shape), owned=True)
+
+
+# ---------------------------------------------------------------------- other losses
+def mse_loss(input: Tensor, target: object) -> Tensor:
+    """mean((input - target) ** 2); target is a Tensor or array of input's shape."""
+    _check_tensor(input, "mse_loss: input")
+    target = _as_target(target, input, "mse_loss")
+    return ((input - target) ** 2).mean()
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: object) -> Tensor:
+    """Binary cross-entropy on raw scores z for targets y in [0, 1], averaged, computed as
+    ``max(z, 0) - z*y + log(1 + e^-|z|)`` so large |z| never overflows (as torch)."""
+    _check_tensor(input, "binary_cross_entropy_with_logits: input")
+    target = _as_target(target, input, "binary_cross_entropy_with_logits")
+    z, y = input.data, target.data
+    loss = (np.maximum(z, 0.0) - z * y + np.log1p(np.exp(-np.abs(z)))).mean()
+    return _result(loss, (input, target), "bce_with_logits", _bce_with_logits_backward)
+
+
+def _bce_with_logits_backward(out: Tensor) -> None:
+    """L = mean(max(z,0) - z*y + log(1 + e^-|z|)):  dL/dz = (sigmoid(z) - y)/N,
+    dL/dy = -z/N."""
+    z, y = out._prev
+    scale = out.grad / z.data.size
+    if z.requires_grad:
+        _accumulate(z, (_sigmoid_array(z.data) - y.data) * scale, owned=True)
+    if y.requires_grad:
+        _accumulate(y, z.data * -scale, owned=True)

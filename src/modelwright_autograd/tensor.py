@@ -1,0 +1,898 @@
+"""The tensor engine: ``Tensor`` wraps a NumPy array and remembers how it was made.
+
+It mirrors the scalar engine (engine.py) piece for piece:
+
+* each node keeps ``data`` (an ndarray instead of a float), ``grad`` (an array of the same
+  shape, or None until a backward pass reaches it), ``_prev`` (its input nodes), ``_op`` (a
+  label) and ``_backward`` (its rule), plus ``_ctx``: whatever the rule needs beyond the
+  inputs and the output (a reduced dim, an index, a softmax's probabilities);
+* a backward rule is a plain module-level function ``_<op>_backward(out)`` shared by every
+  node of that op, so no node refers to itself through a closure and reference counting
+  frees a dropped graph at once (see engine.py for why that matters);
+* ``backward()`` walks ``graph.topological_order`` (iterative, so a 20,000-op chain is
+  fine), resets interior grads, and lets leaf grads accumulate across calls, as torch does;
+* ``graph.no_grad()`` switches recording off for both engines.
+
+Differences that come with arrays. Tensor rules are longer than scalar ones (broadcasting,
+matmul's 1-D cases, ties in max), so here each forward is a module-level function followed
+immediately by its backward rule, and the ``Tensor`` class at the bottom binds the forwards
+as its methods and operators. A result records a graph only when some input has
+``requires_grad`` (and grad mode is on), and a rule skips inputs that don't, so constants
+cost no gradient arithmetic. Gradients of broadcast inputs are summed back to the input's
+shape by ``_unbroadcast``.
+
+Speed comes from structure: internal results are built by ``_result`` without the
+validation the public constructor does; ``_accumulate`` stores the first gradient to reach
+a node without copying when the rule hands over an array nobody else holds (``owned``) and
+adds later ones in place; Python numbers are cast to the tensor's dtype, so float32 work
+stays float32; ``linear`` and ``functional.cross_entropy`` are single fused nodes.
+
+Dtypes: float32 and float64 arrays keep their dtype; Python numbers, lists and every other
+real dtype (integers, float16) become float64, since only floats carry gradients. Booleans,
+complex numbers, strings, None and object arrays are refused with a TypeError.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any, Union
+
+import numpy as np
+
+from .engine import _describe
+from .graph import _GradMode, topological_order
+
+Operand = Union["Tensor", np.ndarray, float, int]
+Shape = tuple[int, ...]
+
+_FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_new = object.__new__
+
+
+# ---------------------------------------------------------------------- input checking
+def _to_array(data: object, where: str, dtype: Any = None) -> np.ndarray:
+    """A new float ndarray holding ``data``, or a TypeError naming what was given.
+
+    The result never shares memory with ``data``: a parameter built from a caller's
+    array must not change that array when an optimiser updates it in place.
+    """
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+        if dtype not in _FLOAT_DTYPES:
+            raise TypeError(f"{where}: dtype must be float32 or float64, got {dtype}")
+    if isinstance(data, Tensor):
+        arr = data.data
+    elif isinstance(data, (np.ndarray, np.generic)):
+        arr = np.asarray(data)
+    elif isinstance(data, (list, tuple)) or (
+        isinstance(data, numbers.Real) and not isinstance(data, bool)
+    ):
+        try:
+            arr = np.asarray(data)
+        except ValueError:  # NumPy's complaint about ragged nested lists
+            raise ValueError(
+                f"{where}: nested lists must be rectangular (every row the same length), "
+                f"got {_describe(data)}"
+            ) from None
+        if dtype is None and arr.dtype.kind in "fiu":
+            dtype = np.dtype(np.float64)  # lists and Python numbers are float64
+    else:
+        raise TypeError(
+            f"{where} needs real numbers (a number, nested lists of numbers or a NumPy "
+            f"array), got {_describe(data)}"
+        )
+    if arr.dtype.kind not in "fiu":
+        raise TypeError(
+            f"{where} needs real numbers, got {_describe(data)} (NumPy dtype {arr.dtype})"
+        )
+    if dtype is None:
+        dtype = arr.dtype if arr.dtype in _FLOAT_DTYPES else np.dtype(np.float64)
+    return np.array(arr, dtype=dtype, copy=True)
+
+
+def _check_tensor(x: object, where: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{where} must be a Tensor, got {_describe(x)}")
+    return x
+
+
+def _lift(x: Operand, like: Tensor, op: str) -> Tensor:
+    """x as a Tensor: Tensors pass through, NumPy arrays become constants, and a number
+    becomes a constant of ``like``'s dtype (so float32 * 0.5 stays float32, as in torch)."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+        return _result(np.asarray(x, dtype=like.data.dtype), (), "", None)
+    if isinstance(x, np.ndarray):
+        return _result(_to_array(x, f"{op} operand"), (), "", None)
+    raise TypeError(f"unsupported operand for {op}: Tensor and {_describe(x)}")
+
+
+def _dim(d: object, ndim: int, op: str, extra: int = 0) -> int:
+    """Normalise one dim (negative counts from the end) or raise naming dim and ndim.
+
+    ``extra=1`` lets the dim name a new position one past the end (for ``stack``).
+    """
+    if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+        raise TypeError(f"{op}: dim must be an int, got {_describe(d)}")
+    n = ndim + extra
+    if not -n <= d < n:
+        valid = f"valid dims are {-n} to {n - 1}" if n else "it has no dims"
+        raise IndexError(f"{op}: dim {d} is out of range for a tensor with ndim {ndim} ({valid})")
+    return int(d) % n
+
+
+def _dims(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...] | None:
+    """Normalise ``dim`` for a reduction: None (every dim), an int, or a tuple of ints."""
+    if dim is None:
+        return None
+    items = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if not items:
+        raise ValueError(f"{op}: dim=() names no dims; use dim=None to reduce over all of them")
+    dims = tuple(_dim(d, ndim, op) for d in items)
+    if len(set(dims)) != len(dims):
+        raise ValueError(f"{op}: dim {dim!r} names the same dim twice (ndim {ndim})")
+    return dims
+
+
+# ---------------------------------------------------------------------- graph plumbing
+def _result(
+    data: Any,
+    prev: tuple[Tensor, ...],
+    op: str,
+    backward: Callable[[Tensor], None] | None,
+    ctx: Any = None,
+) -> Tensor:
+    """The output node of an op, built without the public constructor's checks.
+
+    It records ``(prev, op, backward, ctx)`` only if grad mode is on and some input
+    requires grad; otherwise it is a constant with no history.
+    """
+    if type(data) is not np.ndarray:  # ufuncs turn 0-d arrays into NumPy scalars
+        data = np.asarray(data)
+    out = _new(Tensor)
+    out.data = data
+    out.grad = None
+    out.label = ""
+    if _GradMode.enabled:
+        for p in prev:
+            if p.requires_grad:
+                out.requires_grad = True
+                out._prev = prev
+                out._op = op
+                out._backward = backward
+                out._ctx = ctx
+                return out
+    out.requires_grad = False
+    out._prev = ()
+    out._op = ""
+    out._backward = None
+    out._ctx = None
+    return out
+
+
+def _accumulate(t: Tensor, g: np.ndarray, owned: bool = False) -> None:
+    """Add gradient ``g`` (already of t's shape) into ``t.grad``.
+
+    The first arrival is stored, later ones are added in place. Storing ``g`` itself is
+    safe only if nothing else holds it, or a later ``+=`` would change that other array
+    too: a rule passes ``owned=True`` only for an array it has just computed (a product, a
+    sum), never for ``out.grad`` or a view of it, which are copied.
+    """
+    if t.grad is None:
+        if owned and type(g) is np.ndarray and g.dtype == t.data.dtype:
+            t.grad = g
+        else:
+            t.grad = np.array(g, dtype=t.data.dtype)
+    else:
+        t.grad += g
+
+
+def _unbroadcast(grad: np.ndarray, shape: Shape) -> np.ndarray:
+    """Sum ``grad``, shaped like a broadcast result, back down to an input's ``shape``.
+
+    Broadcasting repeats an input along the leading dims it lacks and along its size-1
+    axes; each repeat's gradient is added back. Returns ``grad`` itself when no summing is
+    needed, else a new array.
+    """
+    if grad.shape == shape:
+        return grad
+    lead = grad.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1
+    )
+    return grad.sum(axis=axes, keepdims=True).reshape(shape)
+
+
+def _pass(t: Tensor, g: np.ndarray) -> None:
+    """Accumulate the upstream gradient unchanged (summed back if t was broadcast)."""
+    r = _unbroadcast(g, t.data.shape)
+    _accumulate(t, r, owned=r is not g)
+
+
+def _kept_shape(shape: Shape, dims: tuple[int, ...] | None) -> Shape:
+    """The shape a reduction over ``dims`` has with keepdim=True: 1 at each reduced dim."""
+    return tuple(1 if dims is None or i in dims else n for i, n in enumerate(shape))
+
+
+def _expand(g: np.ndarray, dims: tuple[int, ...] | None, shape: Shape) -> np.ndarray:
+    """A new array of ``shape`` holding the reduced gradient ``g`` repeated over ``dims``."""
+    full = np.empty(shape, dtype=g.dtype)
+    full[...] = g.reshape(_kept_shape(shape, dims))
+    return full
+
+
+def _elementwise(op: str, ufunc: np.ufunc, a: Tensor, b: Tensor) -> np.ndarray:
+    """ufunc(a, b) under broadcasting, with an error naming both shapes."""
+    try:
+        return ufunc(a.data, b.data)
+    except ValueError:
+        raise ValueError(f"{op}: shapes {a.shape} and {b.shape} cannot broadcast") from None
+
+
+# ---------------------------------------------------------------------- binary arithmetic
+# Each forward is followed by its rule; a rule reads the inputs from ``out._prev`` and the
+# upstream gradient from ``out.grad``, and skips inputs that don't require grad.
+
+
+def _add(self: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, self, "add")
+    return _result(_elementwise("add", np.add, self, other), (self, other), "+", _add_backward)
+
+
+def _add_backward(out: Tensor) -> None:
+    """c = a + b:  dc/da = 1, dc/db = 1."""
+    a, b = out._prev
+    if a.requires_grad:
+        _pass(a, out.grad)
+    if b.requires_grad:
+        _pass(b, out.grad)
+
+
+def _sub(self: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, self, "sub")
+    return _result(_elementwise("sub", np.subtract, self, other), (self, other), "-", _sub_backward)
+
+
+def _sub_backward(out: Tensor) -> None:
+    """c = a - b:  dc/da = 1, dc/db = -1."""
+    a, b = out._prev
+    if a.requires_grad:
+        _pass(a, out.grad)
+    if b.requires_grad:
+        _accumulate(b, np.negative(_unbroadcast(out.grad, b.data.shape)), owned=True)
+
+
+def _mul(self: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, self, "mul")
+    return _result(_elementwise("mul", np.multiply, self, other), (self, other), "*", _mul_backward)
+
+
+def _mul_backward(out: Tensor) -> None:
+    """c = a * b:  dc/da = b, dc/db = a."""
+    a, b = out._prev
+    g = out.grad
+    if a.requires_grad:
+        _accumulate(a, _unbroadcast(g * b.data, a.data.shape), owned=True)
+    if b.requires_grad:
+        _accumulate(b, _unbroadcast(g * a.data, b.data.shape), owned=True)
+
+
+def _div(self: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, self, "div")
+    return _result(
+        _elementwise("div", np.true_divide, self, other), (self, other), "/", _div_backward
+    )
+
+
+def _div_backward(out: Tensor) -> None:
+    """c = a / b:  dc/da = 1/b, dc/db = -a/b**2, computed as torch does, -(a/b)/b = -c/b,
+    because b*b underflows to 0 (or overflows) where c/b is still a normal float."""
+    a, b = out._prev
+    g = out.grad
+    if a.requires_grad:
+        _accumulate(a, _unbroadcast(g / b.data, a.data.shape), owned=True)
+    if b.requires_grad:
+        _accumulate(b, _unbroadcast(-g * (out.data / b.data), b.data.shape), owned=True)
+
+
+# Reflected forms: ``2 - t`` and friends lift the number to a constant of t's dtype.
+def _radd(self: Tensor, other: Operand) -> Tensor:
+    return _add(_lift(other, self, "add"), self)
+
+
+def _rsub(self: Tensor, other: Operand) -> Tensor:
+    return _sub(_lift(other, self, "sub"), self)
+
+
+def _rmul(self: Tensor, other: Operand) -> Tensor:
+    return _mul(_lift(other, self, "mul"), self)
+
+
+def _rdiv(self: Tensor, other: Operand) -> Tensor:
+    return _div(_lift(other, self, "div"), self)
+
+
+def _pow(self: Tensor, exponent: float) -> Tensor:
+    """x ** n for a number n (a Python float keeps a float32 tensor float32)."""
+    if isinstance(exponent, bool) or not isinstance(exponent, numbers.Real):
+        raise TypeError(
+            f"Tensor ** exponent: the exponent must be a number, got {_describe(exponent)}"
+        )
+    n = float(exponent)
+    return _result(self.data**n, (self,), "**", _pow_backward, n)
+
+
+def _pow_backward(out: Tensor) -> None:
+    """c = a ** n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
+    (a,) = out._prev
+    n = out._ctx
+    if n == 0.0:
+        _accumulate(a, np.zeros_like(a.data), owned=True)
+    else:
+        _accumulate(a, n * a.data ** (n - 1.0) * out.grad, owned=True)
+
+
+def _neg(self: Tensor) -> Tensor:
+    return _result(np.negative(self.data), (self,), "neg", _neg_backward)
+
+
+def _neg_backward(out: Tensor) -> None:
+    """c = -a:  dc/da = -1."""
+    (a,) = out._prev
+    _accumulate(a, np.negative(out.grad), owned=True)
+
+
+# ---------------------------------------------------------------------- matmul
+def _matmul_error(a: Tensor, b: Tensor) -> str:
+    sa, sb = a.shape, b.shape
+    if not sa or not sb:
+        return f"matmul: {sa} @ {sb}: both operands need at least one dim"
+    ka, kb = sa[-1], sb[0] if len(sb) == 1 else sb[-2]
+    if ka != kb:
+        return f"matmul: {sa} @ {sb}: inner dimensions {ka} and {kb} differ"
+    return f"matmul: {sa} @ {sb}: batch dimensions {sa[:-2]} and {sb[:-2]} cannot broadcast"
+
+
+def _matmul(self: Tensor, other: Tensor | np.ndarray) -> Tensor:
+    """Matrix product with torch's (and NumPy's) rules: 1-D @ 1-D is a dot product, a 1-D
+    operand is treated as a row (left) or column (right) vector and that dim dropped from
+    the result, and leading batch dims broadcast."""
+    if not isinstance(other, (Tensor, np.ndarray)):
+        raise TypeError(f"unsupported operand for @: Tensor and {_describe(other)}")
+    other = _lift(other, self, "@")
+    try:
+        data = np.matmul(self.data, other.data)
+    except ValueError:
+        raise ValueError(_matmul_error(self, other)) from None
+    return _result(data, (self, other), "@", _matmul_backward)
+
+
+def _rmatmul(self: Tensor, other: np.ndarray) -> Tensor:
+    if not isinstance(other, np.ndarray):
+        raise TypeError(f"unsupported operand for @: {_describe(other)} and Tensor")
+    return _matmul(_lift(other, self, "@"), self)
+
+
+def _matmul_backward(out: Tensor) -> None:
+    """C = A @ B:  dA = dC @ B^T, dB = A^T @ dC, each summed back over broadcast batch dims.
+
+    A 1-D operand is first given back the dim matmul dropped (A as a 1-row matrix, B as a
+    1-column matrix, and dC the matching size-1 axis), so one formula covers every case.
+    """
+    a, b = out._prev
+    A, B, G = a.data, b.data, out.grad
+    if B.ndim == 1:
+        B, G = B[:, None], G[..., None]
+    if A.ndim == 1:
+        A, G = A[None, :], G[..., None, :]
+    if a.requires_grad:
+        ga = G @ np.swapaxes(B, -1, -2)
+        _accumulate(a, _unbroadcast(ga, A.shape).reshape(a.data.shape), owned=True)
+    if b.requires_grad:
+        gb = np.swapaxes(A, -1, -2) @ G
+        _accumulate(b, _unbroadcast(gb, B.shape).reshape(b.data.shape), owned=True)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """input @ weight.T + bias as one node, as ``torch.nn.functional.linear``.
+
+    ``weight`` is (out_features, in_features); ``input`` is (..., in_features). Fused for
+    the same reason as ``Value.dot``: one node and one backward call per layer instead of
+    three (transpose, matmul, add).
+    """
+    _check_tensor(input, "linear: input")
+    _check_tensor(weight, "linear: weight")
+    if weight.data.ndim != 2 or input.data.ndim == 0 or input.shape[-1] != weight.shape[1]:
+        raise ValueError(
+            f"linear: input {input.shape} and weight {weight.shape}: the weight must be "
+            "(out_features, in_features) and the input's last dim in_features"
+        )
+    data = input.data @ weight.data.T
+    if bias is None:
+        return _result(data, (input, weight), "linear", _linear_backward)
+    _check_tensor(bias, "linear: bias")
+    if bias.shape != (weight.shape[0],):
+        raise ValueError(
+            f"linear: bias {bias.shape} must be ({weight.shape[0]},) for weight {weight.shape}"
+        )
+    data += bias.data  # in place: ``data`` is a fresh product
+    return _result(data, (input, weight, bias), "linear", _linear_backward)
+
+
+def _linear_backward(out: Tensor) -> None:
+    """y = x W^T + b:  dx = dy W, dW = dy^T x (summed over all batch rows), db = sum dy."""
+    x, w = out._prev[0], out._prev[1]
+    g = out.grad
+    if x.requires_grad:
+        _accumulate(x, g @ w.data, owned=True)
+    g2 = g.reshape(-1, g.shape[-1])
+    if w.requires_grad:
+        _accumulate(w, g2.T @ x.data.reshape(-1, x.data.shape[-1]), owned=True)
+    if len(out._prev) == 3 and out._prev[2].requires_grad:
+        _accumulate(out._prev[2], g2.sum(axis=0), owned=True)
+
+
+# ---------------------------------------------------------------------- unary functions
+def _exp(self: Tensor) -> Tensor:
+    """e ** x elementwise (inf beyond about 709.78 in float64, as in torch)."""
+    return _result(np.exp(self.data), (self,), "exp", _exp_backward)
+
+
+def _exp_backward(out: Tensor) -> None:
+    """c = e**a:  dc/da = e**a, which is c itself."""
+    (a,) = out._prev
+    _accumulate(a, out.data * out.grad, owned=True)
+
+
+def _log(self: Tensor) -> Tensor:
+    """Natural log: -inf at 0 and nan below it (NumPy also warns)."""
+    return _result(np.log(self.data), (self,), "log", _log_backward)
+
+
+def _log_backward(out: Tensor) -> None:
+    """c = ln a:  dc/da = 1/a."""
+    (a,) = out._prev
+    _accumulate(a, out.grad / a.data, owned=True)
+
+
+def _tanh(self: Tensor) -> Tensor:
+    return _result(np.tanh(self.data), (self,), "tanh", _tanh_backward)
+
+
+def _tanh_backward(out: Tensor) -> None:
+    """c = tanh a:  dc/da = 1 - c**2."""
+    (a,) = out._prev
+    _accumulate(a, (1.0 - out.data * out.data) * out.grad, owned=True)
+
+
+def _relu(self: Tensor) -> Tensor:
+    """max(0, x), written as "0 where x < 0" so that relu(nan) is nan and relu(-0.0) is
+    -0.0, as in torch (and Value.relu)."""
+    return _result(np.where(self.data < 0.0, 0.0, self.data), (self,), "relu", _relu_backward)
+
+
+def _relu_backward(out: Tensor) -> None:
+    """c = max(0, a):  dc/da = 0 where c <= 0 (so 0 at a = 0), else 1, as in torch; the
+    test is "c <= 0" so that nan passes its gradient on, as torch's does."""
+    (a,) = out._prev
+    _accumulate(a, np.where(out.data <= 0.0, 0.0, out.grad), owned=True)
+
+
+def _sigmoid_array(x: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^-x) without overflow: with e = e^-|x|, it is 1/(1+e) for x >= 0 and
+    e/(1+e) below, so exp never sees a large positive argument."""
+    e = np.exp(-np.abs(x))
+    s = 1.0 / (1.0 + e)
+    return np.where(x >= 0.0, s, e * s)
+
+
+def _sigmoid(self: Tensor) -> Tensor:
+    return _result(_sigmoid_array(self.data), (self,), "sigmoid", _sigmoid_backward)
+
+
+def _sigmoid_backward(out: Tensor) -> None:
+    """c = 1/(1 + e**-a):  dc/da = c * (1 - c)."""
+    (a,) = out._prev
+    _accumulate(a, out.data * (1.0 - out.data) * out.grad, owned=True)
+
+
+# ---------------------------------------------------------------------- reductions
+def _sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Sum over ``dim`` (an int, a tuple of ints, or None for every dim)."""
+    dims = _dims(dim, self.data.ndim, "sum")
+    data = self.data.sum(axis=dims, keepdims=keepdim)
+    return _result(data, (self,), "sum", _sum_backward, dims)
+
+
+def _sum_backward(out: Tensor) -> None:
+    """c = sum of a over dims:  dc/da = 1 for every summed element."""
+    (a,) = out._prev
+    _accumulate(a, _expand(out.grad, out._ctx, a.data.shape), owned=True)
+
+
+def _mean(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """Mean over ``dim`` (an int, a tuple of ints, or None for every dim)."""
+    dims = _dims(dim, self.data.ndim, "mean")
+    count = 1
+    for d in range(self.data.ndim) if dims is None else dims:
+        count *= self.data.shape[d]
+    data = self.data.mean(axis=dims, keepdims=keepdim)
+    return _result(data, (self,), "mean", _mean_backward, (dims, count))
+
+
+def _mean_backward(out: Tensor) -> None:
+    """c = (sum of a over dims) / count:  dc/da = 1/count for every averaged element."""
+    (a,) = out._prev
+    dims, count = out._ctx
+    _accumulate(a, _expand(out.grad / count, dims, a.data.shape), owned=True)
+
+
+def _max(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """The largest value over ``dim`` (values only, as ``torch.amax``)."""
+    dims = _dims(dim, self.data.ndim, "max")
+    try:
+        data = self.data.max(axis=dims, keepdims=keepdim)
+    except ValueError:
+        raise ValueError(
+            f"max: cannot take the max over an empty dim (shape {self.shape})"
+        ) from None
+    return _result(data, (self,), "max", _max_backward, dims)
+
+
+def _max_backward(out: Tensor) -> None:
+    """c = max of a over dims:  dc/da = 1/k at each of the k elements equal to the max and 0
+    elsewhere, so tied maxima share the gradient equally (as ``torch.amax``)."""
+    (a,) = out._prev
+    dims = out._ctx
+    kept = _kept_shape(a.data.shape, dims)
+    mask = a.data == out.data.reshape(kept)
+    ties = mask.sum(axis=dims, keepdims=True, dtype=a.data.dtype)
+    _accumulate(a, mask * (out.grad.reshape(kept) / ties), owned=True)
+
+
+# ---------------------------------------------------------------------- shape operations
+def _reshape(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
+    """The same elements in a new shape: ``t.reshape(2, 3)`` or ``t.reshape((2, -1))``."""
+    target = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+    for n in target:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"reshape: sizes must be ints, got {_describe(n)} in {target!r}")
+    try:
+        data = self.data.reshape(target)
+    except ValueError:
+        raise ValueError(
+            f"reshape: cannot reshape {self.shape} ({self.data.size} elements) into {tuple(target)}"
+        ) from None
+    return _result(data, (self,), "reshape", _reshape_backward)
+
+
+def _reshape_backward(out: Tensor) -> None:
+    """Reshaping moves no values: the gradient is reshaped back."""
+    (a,) = out._prev
+    _accumulate(a, out.grad.reshape(a.data.shape))
+
+
+def _transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
+    """Swap two dims."""
+    d0 = _dim(dim0, self.data.ndim, "transpose")
+    d1 = _dim(dim1, self.data.ndim, "transpose")
+    return _result(
+        np.swapaxes(self.data, d0, d1), (self,), "transpose", _transpose_backward, (d0, d1)
+    )
+
+
+def _transpose_backward(out: Tensor) -> None:
+    """Swapping dims moves values: swap the gradient's dims back."""
+    (a,) = out._prev
+    d0, d1 = out._ctx
+    _accumulate(a, np.swapaxes(out.grad, d0, d1))
+
+
+def _permute(self: Tensor, *dims: int) -> Tensor:
+    """Reorder the dims: result dim i is input dim ``dims[i]``."""
+    order = tuple(_dim(d, self.data.ndim, "permute") for d in dims)
+    if sorted(order) != list(range(self.data.ndim)):
+        raise ValueError(
+            f"permute: {dims!r} is not an ordering of the {self.data.ndim} dims of {self.shape}"
+        )
+    return _result(np.transpose(self.data, order), (self,), "permute", _permute_backward, order)
+
+
+def _permute_backward(out: Tensor) -> None:
+    """Undo the permutation on the gradient with the inverse ordering."""
+    (a,) = out._prev
+    _accumulate(a, np.transpose(out.grad, np.argsort(out._ctx)))
+
+
+def _T(self: Tensor) -> Tensor:
+    """The dims reversed: the matrix transpose for a 2-D tensor."""
+    return _permute(self, *reversed(range(self.data.ndim)))
+
+
+def _index_key(key: Any) -> tuple[Any, bool]:
+    """Check an index and report whether it is basic (ints, slices, None, ...) only."""
+    parts = key if isinstance(key, tuple) else (key,)
+    fixed = []
+    basic = True
+    for k in parts:
+        if isinstance(k, Tensor):
+            raise TypeError(
+                "index: a Tensor holds floats and cannot be an index; index with ints, "
+                "slices or an integer NumPy array"
+            )
+        if isinstance(k, list):
+            k = np.asarray(k)
+        if not (
+            k is None
+            or k is Ellipsis
+            or isinstance(k, slice)
+            or (isinstance(k, numbers.Integral) and not isinstance(k, bool))
+        ):
+            basic = False
+        fixed.append(k)
+    return (tuple(fixed) if isinstance(key, tuple) else fixed[0]), basic
+
+
+def _getitem(self: Tensor, key: Any) -> Tensor:
+    """NumPy indexing: ints, slices, None, ``...`` and integer arrays (repeats allowed)."""
+    key, basic = _index_key(key)
+    try:
+        data = self.data[key]
+    except IndexError as e:
+        raise IndexError(f"index: {e} (tensor shape {self.shape})") from None
+    return _result(data, (self,), "index", _getitem_backward, (key, basic))
+
+
+def _getitem_backward(out: Tensor) -> None:
+    """c = a[key]:  each selected element of a receives its element of dc; an element
+    selected several times by an integer array receives the sum (``np.add.at``, since a
+    plain ``grad[key] += g`` would keep only one of the repeats)."""
+    (a,) = out._prev
+    key, basic = out._ctx
+    grad = np.zeros_like(a.data)
+    if basic:  # basic indexing never selects an element twice
+        grad[key] = out.grad
+    else:
+        np.add.at(grad, key, out.grad)
+    _accumulate(a, grad, owned=True)
+
+
+def _tensor_list(tensors: object, op: str) -> tuple[Tensor, ...]:
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        raise TypeError(f"{op}: expected a non-empty list of Tensors, got {_describe(tensors)}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}: item {i} is not a Tensor: {_describe(t)}")
+    return tuple(tensors)
+
+
+def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join tensors along an existing dim; their shapes must match in every other dim."""
+    ts = _tensor_list(tensors, "cat")
+    first = ts[0].shape
+    if not first:
+        raise ValueError("cat: 0-d tensors have no dim to join along; use stack()")
+    d = _dim(dim, len(first), "cat")
+    for i, t in enumerate(ts):
+        s = t.shape
+        if len(s) != len(first) or s[:d] + s[d + 1 :] != first[:d] + first[d + 1 :]:
+            raise ValueError(
+                f"cat: tensor {i} has shape {s} but tensor 0 has shape {first}; "
+                f"shapes must match except in dim {d}"
+            )
+    data = np.concatenate([t.data for t in ts], axis=d)
+    offsets = np.cumsum([t.data.shape[d] for t in ts])[:-1]
+    return _result(data, ts, "cat", _cat_backward, (d, offsets))
+
+
+def _cat_backward(out: Tensor) -> None:
+    """Each input receives the slice of the gradient where its values went."""
+    d, offsets = out._ctx
+    for t, piece in zip(out._prev, np.split(out.grad, offsets, axis=d)):
+        if t.requires_grad:
+            _accumulate(t, piece)
+
+
+def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
+    """Join same-shaped tensors along a new dim ``dim``."""
+    ts = _tensor_list(tensors, "stack")
+    first = ts[0].shape
+    for i, t in enumerate(ts):
+        if t.shape != first:
+            raise ValueError(
+                f"stack: tensor {i} has shape {t.shape} but tensor 0 has shape {first}"
+            )
+    d = _dim(dim, len(first), "stack", extra=1)
+    return _result(np.stack([t.data for t in ts], axis=d), ts, "stack", _stack_backward, d)
+
+
+def _stack_backward(out: Tensor) -> None:
+    """Input i receives index i of the gradient along the stacked dim."""
+    d = out._ctx
+    for i, t in enumerate(out._prev):
+        if t.requires_grad:
+            _accumulate(t, np.take(out.grad, i, axis=d), owned=True)  # take copies
+
+
+# ---------------------------------------------------------------------- softmax
+def _softmax(self: Tensor, dim: int) -> Tensor:
+    """e^x / sum(e^x) along ``dim``, computed as e^(x - max) so no exp can overflow."""
+    d = _dim(dim, self.data.ndim, "softmax")
+    e = np.exp(self.data - self.data.max(axis=d, keepdims=True))
+    e /= e.sum(axis=d, keepdims=True)
+    return _result(e, (self,), "softmax", _softmax_backward, d)
+
+
+def _softmax_backward(out: Tensor) -> None:
+    """s = softmax(a):  ds_i/da_j = s_i (delta_ij - s_j), so da = s * (g - sum(g * s))."""
+    (a,) = out._prev
+    s, g, d = out.data, out.grad, out._ctx
+    _accumulate(a, s * (g - (g * s).sum(axis=d, keepdims=True)), owned=True)
+
+
+def _log_softmax(self: Tensor, dim: int) -> Tensor:
+    """x - log(sum(e^x)) along ``dim``, as (x - max) - log(sum(e^(x - max))): stable for
+    logits of +-1000, where the naive form gives inf - inf."""
+    d = _dim(dim, self.data.ndim, "log_softmax")
+    shifted = self.data - self.data.max(axis=d, keepdims=True)
+    data = shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))
+    return _result(data, (self,), "log_softmax", _log_softmax_backward, d)
+
+
+def _log_softmax_backward(out: Tensor) -> None:
+    """c = log_softmax(a):  dc_i/da_j = delta_ij - softmax_j, so da = g - e^c * sum(g)."""
+    (a,) = out._prev
+    g, d = out.grad, out._ctx
+    _accumulate(a, g - np.exp(out.data) * g.sum(axis=d, keepdims=True), owned=True)
+
+
+# ---------------------------------------------------------------------- the Tensor class
+class Tensor:
+    """An array in a computation graph, with the gradient of the final output w.r.t. it.
+
+    ``Tensor(data, requires_grad=False, dtype=None)`` copies ``data`` (a number, nested
+    lists or a NumPy array; see the module docstring for dtypes). ``grad`` is None until a
+    ``backward()`` reaches the tensor, then an array of its shape; leaves accumulate it
+    across calls (as torch's leaf ``.grad``), interior nodes hold the latest pass's.
+    """
+
+    # __slots__: no per-instance __dict__, so a node is small and attribute access fast.
+    __slots__ = ("_backward", "_ctx", "_op", "_prev", "data", "grad", "label", "requires_grad")
+    # Make NumPy defer to Tensor's reflected operators (np.float64(2) * t, array @ t).
+    __array_ufunc__ = None
+
+    def __init__(
+        self, data: Any, requires_grad: bool = False, dtype: Any = None, label: str = ""
+    ) -> None:
+        if not isinstance(requires_grad, bool):
+            raise TypeError(
+                f"Tensor(): requires_grad must be a bool, got {_describe(requires_grad)}"
+            )
+        self.data = _to_array(data, "Tensor()", dtype)
+        self.grad: np.ndarray | None = None
+        self.requires_grad = requires_grad
+        self._prev: tuple[Tensor, ...] = ()
+        self._op = ""
+        self._backward: Callable[[Tensor], None] | None = None
+        self._ctx: Any = None
+        self.label = label
+
+    # ------------------------------------------------------------------ array facts
+    @property
+    def shape(self) -> Shape:
+        return self.data.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    def size(self, dim: int | None = None) -> Shape | int:
+        """The shape, or the length of one dim (as torch's ``size()``)."""
+        if dim is None:
+            return self.data.shape
+        return self.data.shape[_dim(dim, self.data.ndim, "size")]
+
+    def numel(self) -> int:
+        """The number of elements."""
+        return self.data.size
+
+    def item(self) -> float:
+        """The value of a one-element tensor as a Python float."""
+        if self.data.size != 1:
+            raise ValueError(
+                f"item: only a one-element tensor converts to a number; this one has shape "
+                f"{self.shape} ({self.data.size} elements)"
+            )
+        return float(self.data.reshape(()))
+
+    def numpy(self) -> np.ndarray:
+        """The data array itself (shared, not copied, as torch's ``numpy()``)."""
+        return self.data
+
+    def detach(self) -> Tensor:
+        """The same data (shared) as a new leaf with no history that does not require grad."""
+        return _result(self.data, (), "", None)
+
+    def __repr__(self) -> str:
+        body = np.array2string(self.data, separator=", ", prefix="Tensor(")
+        extra = ""
+        if self.data.dtype != np.float64:
+            extra += f", dtype={self.data.dtype}"
+        if self._op:
+            extra += f", op={self._op!r}"
+        elif self.requires_grad:
+            extra += ", requires_grad=True"
+        return f"Tensor({body}{extra})"
+
+    # ------------------------------------------------------------------ operations
+    # Each forward lives above, next to its backward rule.
+    __add__ = _add
+    __radd__ = _radd
+    __sub__ = _sub
+    __rsub__ = _rsub
+    __mul__ = _mul
+    __rmul__ = _rmul
+    __truediv__ = _div
+    __rtruediv__ = _rdiv
+    __pow__ = _pow
+    __neg__ = _neg
+    __matmul__ = _matmul
+    __rmatmul__ = _rmatmul
+    __getitem__ = _getitem
+    exp = _exp
+    log = _log
+    tanh = _tanh
+    relu = _relu
+    sigmoid = _sigmoid
+    sum = _sum
+    mean = _mean
+    max = _max
+    reshape = _reshape
+    transpose = _transpose
+    permute = _permute
+    T = property(_T)
+    softmax = _softmax
+    log_softmax = _log_softmax
+
+    # ------------------------------------------------------------------ the backward pass
+    def backward(self, gradient: Any = None) -> None:
+        """Add d(self)/d(leaf) into the ``grad`` of every leaf self depends on.
+
+        A one-element tensor is seeded with 1; any other needs ``gradient``, an array of
+        its shape (the vector in the vector-Jacobian product). Walks the graph once in
+        reverse topological order, so each node has its full gradient before passing it
+        on; interior nodes are reset first so only leaves accumulate across calls.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "backward: this tensor does not require grad, so it has no graph to walk "
+                "(make its leaves with requires_grad=True, outside no_grad())"
+            )
+        if gradient is None:
+            if self.data.size != 1:
+                raise RuntimeError(
+                    "backward: grad can be implicitly created only for scalar outputs; this "
+                    f"tensor has shape {self.shape}, so pass gradient= an array of that shape"
+                )
+            seed = np.ones(self.data.shape, dtype=self.data.dtype)
+        else:
+            seed = _to_array(gradient, "backward(gradient)", self.data.dtype)
+            if seed.shape != self.data.shape:
+                raise ValueError(
+                    f"backward: gradient has shape {seed.shape} but the tensor has shape "
+                    f"{self.shape}"
+                )
+        order = topological_order(self)
+        for node in order:
+            if node._prev:
+                node.grad = None
+        _accumulate(self, seed, owned=True)
+        for node in reversed(order):
+            if node._backward is not None and node.grad is not None:
+                node._backward(node)

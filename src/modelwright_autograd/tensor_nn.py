@@ -1,0 +1,288 @@
+"""Neural-net building blocks on Tensors, named and initialised as in ``torch.nn``.
+
+``Module`` finds its parameters by looking through its attributes (Tensors that require
+grad, sub-modules, lists of sub-modules), so a layer only has to assign them. The names
+it finds (``layers.0.weight``) key ``state_dict()`` and the ``.npz`` checkpoints written
+by ``save`` and read by ``load``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import numbers
+import os
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .engine import _describe
+from .tensor import Tensor, linear
+
+_ACTIVATIONS = ("relu", "tanh", "sigmoid")
+
+Seed = int | np.random.Generator | np.random.RandomState | None
+
+
+def _make_rng(seed: Seed) -> Any:
+    """Something with ``uniform(low, high, size)``: None means NumPy's global generator
+    (so ``np.random.seed(0)`` before building a model reproduces it), an int seeds a new
+    ``np.random.default_rng``, and a Generator or RandomState is used as it is."""
+    if seed is None:
+        return np.random  # the module's uniform() draws from the global RandomState
+    if isinstance(seed, (np.random.Generator, np.random.RandomState)):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int or np.random.Generator, got {_describe(seed)}")
+    return np.random.default_rng(int(seed))
+
+
+def _positive_int(n: object, what: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"{what} must be a positive whole number, got {n!r}")
+    return int(n)
+
+
+class Module:
+    """Base class: ``forward`` does the work, ``module(x)`` calls it."""
+
+    def forward(self, *args: Any) -> Tensor:
+        raise NotImplementedError(f"{type(self).__name__} does not define forward()")
+
+    def __call__(self, *args: Any) -> Tensor:
+        return self.forward(*args)
+
+    def named_parameters(self, prefix: str = "") -> Iterator[tuple[str, Tensor]]:
+        """(name, tensor) for every parameter, in attribute order, each tensor once."""
+        seen: set[int] = set()
+        for name, p in self._walk(prefix):
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield name, p
+
+    def _walk(self, prefix: str) -> Iterator[tuple[str, Tensor]]:
+        for attr, value in vars(self).items():
+            if isinstance(value, Tensor):
+                if value.requires_grad:
+                    yield prefix + attr, value
+            elif isinstance(value, Module):
+                yield from value._walk(f"{prefix}{attr}.")
+            elif isinstance(value, (list, tuple)):
+                for i, item in enumerate(value):
+                    if isinstance(item, Module):
+                        yield from item._walk(f"{prefix}{attr}.{i}.")
+
+    def parameters(self) -> list[Tensor]:
+        return [p for _, p in self.named_parameters()]
+
+    def zero_grad(self) -> None:
+        """Set every parameter's grad to None (as torch's default), since backward()
+        adds into ``grad`` rather than overwriting it."""
+        for p in self.parameters():
+            p.grad = None
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """A copy of every parameter's data, keyed by name."""
+        return {name: p.data.copy() for name, p in self.named_parameters()}
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Copy ``state``'s arrays into the parameters, after checking every key and shape:
+        on any mismatch nothing is changed and the error names each bad key."""
+        params = dict(self.named_parameters())
+        missing = [k for k in params if k not in state]
+        unexpected = [k for k in state if k not in params]
+        problems = []
+        if missing:
+            problems.append(f"missing keys {missing}")
+        if unexpected:
+            problems.append(f"unexpected keys {unexpected}")
+        arrays = {}
+        for name, p in params.items():
+            if name not in state:
+                continue
+            value = np.asarray(state[name])
+            if value.dtype.kind not in "fiu":
+                problems.append(f"{name} holds {value.dtype} data, not numbers")
+            elif value.shape != p.data.shape:
+                problems.append(
+                    f"size mismatch for {name}: checkpoint shape {value.shape}, "
+                    f"model shape {p.data.shape}"
+                )
+            arrays[name] = value
+        if problems:
+            raise ValueError(f"load_state_dict for {type(self).__name__}: " + "; ".join(problems))
+        for name, value in arrays.items():  # validated: these copies cannot fail
+            np.copyto(params[name].data, value, casting="unsafe")
+
+
+class Linear(Module):
+    """y = x W^T + b with W of shape (out_features, in_features), as ``torch.nn.Linear``.
+
+    Weight and bias start uniform in [-1/sqrt(in_features), 1/sqrt(in_features)], which
+    is what torch's kaiming-uniform (a = sqrt(5)) default works out to.
+    """
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        seed: Seed = None,
+        dtype: Any = np.float64,
+    ) -> None:
+        self.in_features = _positive_int(in_features, "Linear in_features")
+        self.out_features = _positive_int(out_features, "Linear out_features")
+        rng = _make_rng(seed)
+        bound = 1.0 / math.sqrt(self.in_features)
+        w = rng.uniform(-bound, bound, (self.out_features, self.in_features))
+        self.weight = Tensor(w, requires_grad=True, dtype=dtype)
+        self.bias: Tensor | None = None
+        if bias:
+            b = rng.uniform(-bound, bound, (self.out_features,))
+            self.bias = Tensor(b, requires_grad=True, dtype=dtype)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return linear(x, self.weight, self.bias)
+
+    def __repr__(self) -> str:
+        return (
+            f"Linear(in_features={self.in_features}, out_features={self.out_features}, "
+            f"bias={self.bias is not None})"
+        )
+
+
+class ReLU(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x.relu()
+
+    def __repr__(self) -> str:
+        return "ReLU()"
+
+
+class Tanh(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x.tanh()
+
+    def __repr__(self) -> str:
+        return "Tanh()"
+
+
+class Sigmoid(Module):
+    def forward(self, x: Tensor) -> Tensor:
+        return x.sigmoid()
+
+    def __repr__(self) -> str:
+        return "Sigmoid()"
+
+
+class Sequential(Module):
+    """Modules applied in order; parameters are named ``layers.<i>.<name>``."""
+
+    def __init__(self, *modules: Module) -> None:
+        for i, m in enumerate(modules):
+            if not isinstance(m, Module):
+                raise TypeError(f"Sequential: item {i} is not a Module: {_describe(m)}")
+        self.layers = list(modules)
+
+    def forward(self, x: Tensor) -> Tensor:
+        for m in self.layers:
+            x = m(x)
+        return x
+
+    def __getitem__(self, i: int) -> Module:
+        return self.layers[i]
+
+    def __len__(self) -> int:
+        return len(self.layers)
+
+    def __repr__(self) -> str:
+        return f"Sequential({', '.join(repr(m) for m in self.layers)})"
+
+
+class MLP(Module):
+    """The tensor twin of ``nn.MLP``: ``MLP(2, [16, 16, 1])`` is Linear layers with the
+    activation between them and a linear output. Input (N, nin) or (nin,); output
+    (N, nouts[-1]) or (nouts[-1],), a Tensor even for one output. ``layers[l].weight``
+    row j holds the weights of the scalar MLP's ``layers[l].neurons[j]``.
+    """
+
+    def __init__(
+        self,
+        nin: int,
+        nouts: Sequence[int],
+        activation: str = "relu",
+        seed: Seed = None,
+        dtype: Any = np.float64,
+    ) -> None:
+        nin = _positive_int(nin, "MLP nin")
+        if len(nouts) == 0:
+            raise ValueError("MLP needs at least one layer size in nouts")
+        if activation not in _ACTIVATIONS:
+            raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {activation!r}")
+        rng = _make_rng(seed)
+        sizes = [nin, *nouts]
+        self.layers = [
+            Linear(sizes[i], sizes[i + 1], seed=rng, dtype=dtype) for i in range(len(nouts))
+        ]
+        self.activation = activation
+
+    def forward(self, x: Tensor) -> Tensor:
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
+            x = layer(x)
+            if i != last:
+                x = getattr(x, self.activation)()
+        return x
+
+    def __repr__(self) -> str:
+        sizes = [self.layers[0].in_features] + [layer.out_features for layer in self.layers]
+        return f"MLP({sizes[0]}, {sizes[1:]}, activation={self.activation!r})"
+
+
+# ---------------------------------------------------------------------- checkpoints
+def save(module: Module, path: str | os.PathLike[str]) -> None:
+    """Write ``module.state_dict()`` to ``path`` as an ``.npz`` archive, atomically: the
+    data goes to a temporary file in the same directory, which then replaces ``path``, so
+    a crash mid-write never leaves a half-written checkpoint."""
+    path = os.fspath(path)
+    state = module.state_dict()
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **state)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def load(module: Module, path: str | os.PathLike[str]) -> None:
+    """Load a checkpoint written by ``save`` into ``module``.
+
+    Every array is read and every key and shape checked before any parameter changes, so
+    a truncated, corrupt or mismatched file raises a ValueError naming the file (and the
+    key and both shapes) and leaves the module as it was.
+    """
+    path = os.fspath(path)
+    try:
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError("it holds a single array, not an .npz archive of named arrays")
+        with archive:
+            state = {key: archive[key] for key in archive.files}
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as e:
+        raise ValueError(f"load: {path} is not a readable .npz checkpoint: {e}") from e
+    try:
+        module.load_state_dict(state)
+    except ValueError as e:
+        raise ValueError(f"load: {path}: {e}") from None

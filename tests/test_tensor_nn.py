@@ -1,0 +1,306 @@
+"""tensor_nn (Linear, MLP, state dicts, .npz checkpoints), the optimisers on Tensors
+against torch.optim, and the scalar and tensor engines training the same MLP."""
+
+from __future__ import annotations
+
+import os
+import re
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import make_moons
+
+import modelwright_autograd.functional as F
+from modelwright_autograd import MLP as ScalarMLP
+from modelwright_autograd import SGD, Adam, Tensor, Value, svm_loss
+from modelwright_autograd.tensor_nn import (
+    MLP,
+    Linear,
+    ReLU,
+    Sequential,
+    Tanh,
+    load,
+    save,
+)
+
+# ---------------------------------------------------------------------- Linear and MLP
+
+
+def test_linear_init_is_uniform_within_one_over_sqrt_fan_in():
+    layer = Linear(400, 300, seed=0)
+    bound = 1.0 / np.sqrt(400)
+    w, b = layer.weight.data, layer.bias.data
+    assert w.shape == (300, 400) and b.shape == (300,)
+    assert np.abs(w).max() <= bound and np.abs(b).max() <= bound
+    assert abs(w.mean()) < 4 * bound / np.sqrt(3 * w.size)  # 4 standard errors
+    assert w.var() == pytest.approx(bound**2 / 3, rel=0.03)  # the variance of U(-b, b)
+    assert w.max() > 0.99 * bound and w.min() < -0.99 * bound
+    assert b.max() > 0.8 * bound and b.min() < -0.8 * bound
+    assert layer.weight.requires_grad and layer.bias.requires_grad
+
+
+def test_linear_seeding():
+    same = [Linear(5, 3, seed=7).weight.data for _ in range(2)]
+    np.testing.assert_array_equal(*same)
+    assert not np.array_equal(same[0], Linear(5, 3, seed=8).weight.data)
+    g1, g2 = np.random.default_rng(3), np.random.default_rng(3)
+    np.testing.assert_array_equal(Linear(5, 3, seed=g1).bias.data, Linear(5, 3, seed=g2).bias.data)
+    np.random.seed(11)
+    first = Linear(5, 3).weight.data
+    np.random.seed(11)
+    np.testing.assert_array_equal(first, Linear(5, 3).weight.data)
+    assert Linear(4, 2, bias=False).bias is None
+    assert Linear(4, 2, dtype=np.float32).weight.dtype == np.float32
+    with pytest.raises(TypeError, match="seed must be an int"):
+        Linear(4, 2, seed="1")
+    with pytest.raises(ValueError, match="in_features must be a positive whole number"):
+        Linear(0, 2)
+
+
+def _torch_copy(model: MLP) -> list[torch.nn.Linear]:
+    layers = []
+    for layer in model.layers:
+        t = torch.nn.Linear(layer.in_features, layer.out_features, dtype=torch.float64)
+        with torch.no_grad():
+            t.weight.copy_(torch.from_numpy(layer.weight.data))
+            t.bias.copy_(torch.from_numpy(layer.bias.data))
+        layers.append(t)
+    return layers
+
+
+def _torch_forward(layers, x, act=torch.relu):
+    for i, layer in enumerate(layers):
+        x = layer(x)
+        if i != len(layers) - 1:
+            x = act(x)
+    return x
+
+
+def test_mlp_structure_and_forward_backward_like_torch():
+    model = MLP(4, [8, 6, 3], seed=0)
+    names = list(model.state_dict())
+    assert names == [f"layers.{i}.{p}" for i in range(3) for p in ("weight", "bias")]
+    assert [p.shape for p in model.parameters()] == [(8, 4), (8,), (6, 8), (6,), (3, 6), (3,)]
+    x = np.random.default_rng(1).standard_normal((5, 4))
+    target = np.array([0, 2, 1, 1, 0])
+    loss = F.cross_entropy(model(Tensor(x)), target)
+    loss.backward()
+    layers = _torch_copy(model)
+    tloss = torch.nn.functional.cross_entropy(
+        _torch_forward(layers, torch.from_numpy(x)), torch.from_numpy(target)
+    )
+    tloss.backward()
+    assert loss.item() == pytest.approx(tloss.item(), rel=1e-12)
+    for ours, theirs in zip(model.layers, layers):
+        np.testing.assert_allclose(ours.weight.grad, theirs.weight.grad.numpy(), atol=1e-12)
+        np.testing.assert_allclose(ours.bias.grad, theirs.bias.grad.numpy(), atol=1e-12)
+    model.zero_grad()
+    assert all(p.grad is None for p in model.parameters())
+    assert model(Tensor(x[0])).shape == (3,)
+
+
+def test_sequential_and_tanh_mlp():
+    seq = Sequential(Linear(3, 4, seed=0), Tanh(), Linear(4, 2, seed=1), ReLU())
+    names = ["layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias"]
+    assert list(seq.state_dict()) == names
+    assert len(seq) == 4 and isinstance(seq[1], Tanh)
+    x = np.ones((2, 3))
+    mlp = MLP(3, [4, 2], activation="tanh", seed=0)
+    layers = _torch_copy(mlp)
+    expected = _torch_forward(layers, torch.from_numpy(x), torch.tanh).detach().numpy()
+    np.testing.assert_allclose(mlp(Tensor(x)).data, expected, atol=1e-12)
+    with pytest.raises(TypeError, match="item 0 is not a Module"):
+        Sequential(lambda x: x)
+    with pytest.raises(ValueError, match="activation must be one of"):
+        MLP(3, [2], activation="gelu")
+
+
+# ---------------------------------------------------------------------- checkpoints
+
+
+def test_state_dict_and_checkpoint_round_trip(tmp_path):
+    model = MLP(3, [5, 2], seed=0)
+    other = MLP(3, [5, 2], seed=1)
+    path = tmp_path / "model.npz"
+    save(model, path)
+    assert os.listdir(tmp_path) == ["model.npz"]  # no temporary file left behind
+    load(other, path)
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(other.state_dict()[name], value)
+    x = Tensor(np.ones((2, 3)))
+    np.testing.assert_array_equal(other(x).data, model(x).data)
+    state = model.state_dict()  # a copy: changing it leaves the model alone
+    state["layers.0.bias"][:] = 99.0
+    assert not np.any(model.layers[0].bias.data == 99.0)
+
+
+def _assert_unchanged(model, before):
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(value, before[name])
+
+
+def test_load_of_wrong_shapes_names_file_key_and_shapes_and_changes_nothing(tmp_path):
+    path = tmp_path / "wide.npz"
+    save(MLP(3, [6, 2], seed=0), path)
+    model = MLP(3, [5, 2], seed=1)
+    before = model.state_dict()
+    with pytest.raises(ValueError) as info:
+        load(model, path)
+    message = str(info.value)
+    assert str(path) in message
+    assert (
+        "size mismatch for layers.0.weight: checkpoint shape (6, 3), model shape (5, 3)" in message
+    )
+    assert "layers.1.weight: checkpoint shape (2, 6), model shape (2, 5)" in message
+    _assert_unchanged(model, before)
+
+
+def test_load_names_missing_and_unexpected_keys(tmp_path):
+    path = tmp_path / "deep.npz"
+    save(MLP(3, [5, 5, 2], seed=0), path)
+    model = MLP(3, [5, 2], seed=1)
+    before = model.state_dict()
+    with pytest.raises(ValueError, match=re.escape("unexpected keys ['layers.2.weight'")):
+        load(model, path)
+    _assert_unchanged(model, before)
+    small = tmp_path / "small.npz"
+    save(Linear(3, 5, seed=0), small)
+    with pytest.raises(ValueError, match=re.escape("missing keys ['layers.0.weight'")):
+        load(model, small)
+    _assert_unchanged(model, before)
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "npy", "empty"])
+def test_corrupt_checkpoint_names_the_file_and_changes_nothing(tmp_path, damage):
+    path = tmp_path / "bad.npz"
+    save(MLP(3, [5, 2], seed=0), path)
+    raw = path.read_bytes()
+    if damage == "garbage":
+        path.write_bytes(b"not a checkpoint at all" * 10)
+    elif damage == "truncated":
+        path.write_bytes(raw[: len(raw) // 2])
+    elif damage == "npy":
+        with open(path, "wb") as f:
+            np.save(f, np.ones(3))
+    else:
+        path.write_bytes(b"")
+    model = MLP(3, [5, 2], seed=1)
+    before = model.state_dict()
+    with pytest.raises(ValueError, match=re.escape(f"load: {path}")):
+        load(model, path)
+    _assert_unchanged(model, before)
+
+
+def test_save_is_atomic(tmp_path, monkeypatch):
+    path = tmp_path / "model.npz"
+    save(MLP(3, [5, 2], seed=0), path)
+    good = path.read_bytes()
+
+    def crash(f, **arrays):
+        f.write(b"half a checkpoint")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np, "savez", crash)
+    with pytest.raises(OSError, match="disk full"):
+        save(MLP(3, [5, 2], seed=1), path)
+    assert path.read_bytes() == good  # the old checkpoint is intact
+    assert os.listdir(tmp_path) == ["model.npz"]  # and the temporary file is gone
+
+
+# ---------------------------------------------------------------------- optimisers
+
+
+def _batch():
+    rng = np.random.default_rng(5)
+    return rng.standard_normal((8, 4)), rng.integers(0, 3, 8)
+
+
+OPTIMISERS = {
+    "sgd": (lambda ps: SGD(ps, lr=0.1), lambda ps: torch.optim.SGD(ps, lr=0.1)),
+    "momentum": (
+        lambda ps: SGD(ps, lr=0.1, momentum=0.9),
+        lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+    ),
+    "momentum_wd": (
+        lambda ps: SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-2),
+        lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=1e-2),
+    ),
+    "adam": (lambda ps: Adam(ps, lr=1e-2), lambda ps: torch.optim.Adam(ps, lr=1e-2)),
+    "adam_wd": (
+        lambda ps: Adam(ps, lr=1e-2, betas=(0.8, 0.99), weight_decay=1e-2),
+        lambda ps: torch.optim.Adam(ps, lr=1e-2, betas=(0.8, 0.99), weight_decay=1e-2),
+    ),
+}
+
+
+@pytest.mark.parametrize("zero_grad", [True, False], ids=["zero_grad", "accumulating"])
+@pytest.mark.parametrize("name", OPTIMISERS)
+def test_optimisers_step_tensors_like_torch_optim(name, zero_grad):
+    """Five training steps of the same MLP in both libraries; without zero_grad the grads
+    accumulate in place, which must not leak into a momentum buffer that shares them."""
+    model = MLP(4, [6, 3], seed=0)
+    layers = _torch_copy(model)
+    ours_opt = OPTIMISERS[name][0](model.parameters())
+    torch_opt = OPTIMISERS[name][1]([p for layer in layers for p in layer.parameters()])
+    x, y = _batch()
+    for _ in range(5):
+        if zero_grad:
+            ours_opt.zero_grad()
+            torch_opt.zero_grad()
+        F.cross_entropy(model(Tensor(x)), y).backward()
+        torch.nn.functional.cross_entropy(
+            _torch_forward(layers, torch.from_numpy(x)), torch.from_numpy(y)
+        ).backward()
+        ours_opt.step()
+        torch_opt.step()
+        for ours, theirs in zip(model.layers, layers):
+            np.testing.assert_allclose(ours.weight.data, theirs.weight.detach().numpy(), atol=1e-9)
+            np.testing.assert_allclose(ours.bias.data, theirs.bias.detach().numpy(), atol=1e-9)
+
+
+def test_optimisers_skip_a_tensor_with_no_grad():
+    a, b = Tensor([1.0], requires_grad=True), Tensor([2.0], requires_grad=True)
+    opt = Adam([a, b], lr=0.1)
+    (a * 3.0).sum().backward()
+    opt.step()
+    assert b.data[0] == 2.0 and a.data[0] != 1.0
+    opt.zero_grad()
+    assert a.grad is None and b.grad is None
+
+
+# ---------------------------------------------------------------------- the two engines
+
+
+def test_scalar_and_tensor_engines_train_micrograds_demo_identically():
+    """micrograd's demo (MLP(2, [16, 16, 1]), hinge loss + 1e-4 L2, SGD with lr decaying
+    from 1.0 to 0.1) from the same initial weights gives the same loss curve in both."""
+    X, y = make_moons(n_samples=100, noise=0.1, random_state=1337)
+    y = y * 2 - 1.0
+    scalar = ScalarMLP(2, [16, 16, 1], seed=1337)
+    tensor = MLP(2, [16, 16, 1], seed=0)
+    for s_layer, t_layer in zip(scalar.layers, tensor.layers):
+        for j, neuron in enumerate(s_layer.neurons):
+            t_layer.weight.data[j] = [w.data for w in neuron.w]
+            t_layer.bias.data[j] = neuron.b.data
+    steps, alpha = 20, 1e-4
+    xt, yt = Tensor(X), Tensor(y)
+    for k in range(steps):
+        lr = 1.0 - 0.9 * k / (steps - 1)
+
+        scores = [scalar([Value(a) for a in row]) for row in X]
+        s_loss = svm_loss(scores, list(y)) + alpha * sum(p * p for p in scalar.parameters())
+        scalar.zero_grad()
+        s_loss.backward()
+        for p in scalar.parameters():
+            p.data -= lr * p.grad
+
+        margins = (1.0 - yt * tensor(xt).reshape(-1)).relu()
+        reg = sum((p * p).sum() for p in tensor.parameters())
+        t_loss = margins.mean() + alpha * reg
+        tensor.zero_grad()
+        t_loss.backward()
+        for p in tensor.parameters():
+            p.data -= lr * p.grad
+
+        assert t_loss.item() == pytest.approx(s_loss.data, abs=1e-9, rel=1e-9), f"step {k}"
