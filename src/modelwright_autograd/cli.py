@@ -25,7 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _registrations() -> list:
     """The ``register`` function of every subcommand module, in --help order."""
-    return []
+    from . import explain
+
+    return [explain.register]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
