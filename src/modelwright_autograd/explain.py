@@ -421,7 +421,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{prog} {e}", file=sys.stderr)
         return 2
     trace = explain(out, variables)
-    print(trace.to_json() if args.json else trace.to_text())
+    try:
+        print(trace.to_json() if args.json else trace.to_text(), flush=True)
+    except BrokenPipeError:  # the reader went away (``| head``): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     used = set(topological_order(out))
     for name, v in variables.items():
         if v not in used:
