@@ -125,6 +125,9 @@ def test_state_dict_and_checkpoint_round_trip(tmp_path):
     path = tmp_path / "model.npz"
     save(model, path)
     assert os.listdir(tmp_path) == ["model.npz"]  # no temporary file left behind
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask
     load(other, path)
     for name, value in model.state_dict().items():
         np.testing.assert_array_equal(other.state_dict()[name], value)
