@@ -198,8 +198,8 @@ class Value:
         return Value(math.tanh(self.data), (self,), "tanh", _tanh_backward)
 
     def relu(self) -> Value:
-        # ``<= 0`` rather than ``> 0`` so that relu(nan) is nan, as in torch.
-        return Value(0.0 if self.data <= 0.0 else self.data, (self,), "relu", _relu_backward)
+        # ``< 0`` rather than ``> 0`` so that relu(nan) is nan and relu(-0.0) is -0.0, as in torch.
+        return Value(0.0 if self.data < 0.0 else self.data, (self,), "relu", _relu_backward)
 
     def sigmoid(self) -> Value:
         return Value(_sigmoid(self.data), (self,), "sigmoid", _sigmoid_backward)
@@ -289,10 +289,11 @@ def _sub_backward(out: Value) -> None:
 
 
 def _div_backward(out: Value) -> None:
-    """c = a / b:  dc/da = 1/b, dc/db = -a/b**2."""
+    """c = a / b:  dc/da = 1/b, dc/db = -a/b**2, computed as torch does, -(a/b)/b, because
+    b*b underflows to 0 (or overflows) where (a/b)/b is still a normal float."""
     a, b = out._prev
     a.grad += _div(out.grad, b.data)
-    b.grad += _div(-out.grad * a.data, b.data * b.data)
+    b.grad -= out.grad * _div(_div(a.data, b.data), b.data)
 
 
 def _powc_backward(out: Value) -> None:
@@ -337,9 +338,10 @@ def _tanh_backward(out: Value) -> None:
 
 
 def _relu_backward(out: Value) -> None:
-    """c = max(0, a):  dc/da = 1 where a > 0, else 0 (0 at a = 0, as in torch)."""
+    """c = max(0, a):  dc/da = 0 where c <= 0 (so 0 at a = 0), else 1, as in torch; the
+    test is ``not <= 0`` so that nan passes its gradient on, as torch's does."""
     (a,) = out._prev
-    if out.data > 0.0:
+    if not out.data <= 0.0:
         a.grad += out.grad
 
 
