@@ -6,7 +6,6 @@ import gc
 import math
 import re
 import sys
-import time
 from fractions import Fraction
 from pathlib import Path
 
@@ -315,7 +314,8 @@ def test_each_backward_rule_runs_exactly_once_in_a_diamond_heavy_graph():
 
 
 def test_two_to_the_twenty_paths_through_a_ladder():
-    """A 40-node ladder with 2**20 paths from the output to the leaf: right and fast."""
+    """A 40-node ladder with 2**20 paths from the output to the leaf: one call per node
+    (a walk that followed every path would make about 2**20 calls) and torch's numbers."""
     ta = torch.tensor(0.3, dtype=torch.float64, requires_grad=True)
 
     def ladder(a):
@@ -328,16 +328,12 @@ def test_two_to_the_twenty_paths_through_a_ladder():
     a = Value(0.3)
     out = ladder(a)
     counts = _count_backward_calls(out)
-    start = time.perf_counter()
     out.backward()
-    elapsed = time.perf_counter() - start
-    assert set(counts.values()) == {1}
+    assert len(counts) == 41 and set(counts.values()) == {1}  # 40 rungs' nodes + the top
     tout = ladder(ta)
     tout.backward()
     assert out.data == pytest.approx(tout.item(), rel=1e-9)
     assert a.grad == pytest.approx(ta.grad.item(), rel=1e-6)
-    # a walk that followed every path would make ~2**20 calls; one pass is instant
-    assert elapsed < 1.0
 
 
 def test_backward_twice_does_not_double_count_interior_nodes():

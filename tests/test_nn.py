@@ -3,6 +3,7 @@ equivalent torch model, and a training run on make_moons."""
 
 import random
 
+import numpy as np
 import pytest
 import torch
 from micrograd.nn import MLP as MicroMLP
@@ -74,8 +75,6 @@ def test_bad_constructor_arguments():
 
 
 def test_inputs_may_be_numbers_values_or_numpy_scalars():
-    import numpy as np
-
     model = MLP(2, [3, 1], seed=5)
     a = model([0.5, -1.0]).data
     assert model([Value(0.5), Value(-1.0)]).data == a
