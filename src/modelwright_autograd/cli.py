@@ -25,9 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _registrations() -> list:
     """The ``register`` function of every subcommand module, in --help order."""
-    from . import explain
+    from . import explain, train
 
-    return [explain.register]
+    return [train.register_train, train.register_evaluate, explain.register]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

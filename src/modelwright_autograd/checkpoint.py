@@ -1,0 +1,318 @@
+"""Saving and loading trained models, written so that a crash can never leave a half file.
+
+A checkpoint is one JSON file, ``model.json``::
+
+    {"format": "modelwright-autograd checkpoint", "version": 1, "engine": "scalar",
+     "architecture": {"nin": 2, "nouts": [16, 16, 1], "activation": "relu"},
+     "parameters": ["-0x1.3c6d0b3e4f0c2p-1", ...], ...metadata...}
+
+Every weight is written with ``float.hex``, which round-trips a float64 exactly (and
+writes inf and nan, which JSON numbers cannot), so a loaded model predicts bit for bit
+what the saved one did. Scalar parameters are listed in ``model.parameters()`` order; a
+tensor model's are ``{"layers.0.weight": {"shape": [16, 2], "data": [...]}, ...}``, keyed
+as its ``state_dict()``. One file for both engines keeps the write a single atomic rename
+and lets ``evaluate`` read any run the same way (the digits MLP is ~400 KB of JSON).
+
+Writes go to a temporary file in the same directory, then ``os.replace`` renames it over
+the target: a rename within one filesystem is atomic, so readers see the old file or the
+new one, never a mixture. Loads check everything (format, architecture, every number)
+before touching a model, so a failed load leaves the model exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from . import tensor_nn
+from .nn import _ACTIVATIONS, MLP
+
+FORMAT = "modelwright-autograd checkpoint"
+VERSION = 1
+ENGINES = ("scalar", "tensor")
+_DTYPES = ("float64", "float32")
+_HEX_FLOAT = re.compile(r"-?(0x[0-9a-f]+(\.[0-9a-f]*)?p[+-]?[0-9]+|inf|nan)")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that is missing, unreadable, corrupt or does not fit the model."""
+
+    def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
+        self.path = Path(path)
+        self.problem = problem
+        super().__init__(f"checkpoint {self.path}: {problem}")
+
+
+# ---------------------------------------------------------------------- atomic writes
+def atomic_write(
+    path: str | os.PathLike[str], write: Callable[[IO[Any]], None], binary: bool = False
+) -> None:
+    """Call ``write(file)`` on a new temporary file beside ``path``, then rename it to
+    ``path``. If anything fails on the way, the temporary file is removed and whatever was
+    at ``path`` before is untouched."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        # "x": create a fresh file (with the usual permissions), never reuse one
+        with open(tmp, "xb" if binary else "x", encoding=None if binary else "utf-8") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes are on disk before the name points at them
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write ``obj`` as indented JSON, atomically. NaN and infinities are refused (they are
+    not JSON); callers turn them into strings or null first."""
+
+    def write(f: IO[str]) -> None:
+        json.dump(obj, f, indent=1, allow_nan=False)
+        f.write("\n")
+
+    atomic_write(path, write)
+
+
+# ---------------------------------------------------------------------- architecture
+@dataclass(frozen=True)
+class Architecture:
+    """What it takes to rebuild a model before filling in its weights."""
+
+    engine: str
+    nin: int
+    nouts: tuple[int, ...]
+    activation: str
+    dtype: str = "float64"  # the tensor engine's parameter dtype; Values are always float64
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"nin": self.nin, "nouts": list(self.nouts)}
+        d["activation"] = self.activation
+        if self.engine == "tensor":
+            d["dtype"] = self.dtype
+        return d
+
+    def describe(self) -> str:
+        sizes = "-".join(str(n) for n in (self.nin, *self.nouts))
+        return f"{self.engine} MLP {sizes} ({self.activation})"
+
+
+def architecture_of(model: Any) -> Architecture:
+    """The architecture of a model this module can save: an ``nn.MLP`` or ``tensor_nn.MLP``."""
+    if isinstance(model, MLP):
+        return Architecture("scalar", model.nin, tuple(model.nouts), model.activation)
+    if isinstance(model, tensor_nn.MLP):
+        nouts = tuple(layer.out_features for layer in model.layers)
+        dtype = str(model.layers[0].weight.dtype)
+        return Architecture("tensor", model.layers[0].in_features, nouts, model.activation, dtype)
+    raise TypeError(f"cannot checkpoint a {type(model).__name__}; expected an MLP")
+
+
+def build_model(arch: Architecture) -> Any:
+    """A fresh model of this architecture (its weights are then overwritten by a load)."""
+    if arch.engine == "scalar":
+        return MLP(arch.nin, list(arch.nouts), arch.activation, seed=0)
+    return tensor_nn.MLP(arch.nin, list(arch.nouts), arch.activation, seed=0, dtype=arch.dtype)
+
+
+# ---------------------------------------------------------------------- save
+def _encode_parameters(model: Any, engine: str) -> Any:
+    """Scalar: a list in ``parameters()`` order. Tensor: ``{name: {"shape", "data"}}`` from
+    ``state_dict()``, each array flattened in C order."""
+    if engine == "scalar":
+        return [float(p.data).hex() for p in model.parameters()]
+    return {
+        name: {"shape": list(array.shape), "data": [v.hex() for v in array.ravel().tolist()]}
+        for name, array in model.state_dict().items()
+    }
+
+
+def save_checkpoint(
+    path: str | os.PathLike[str], model: Any, metadata: Mapping[str, Any] | None = None
+) -> None:
+    """Write ``model`` (its architecture and every weight) and JSON-able ``metadata``
+    (for example the data it was trained on) to ``path``, atomically."""
+    arch = architecture_of(model)
+    doc: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "engine": arch.engine,
+        "architecture": arch.to_dict(),
+    }
+    for key, value in (metadata or {}).items():
+        if key in _HEADER:
+            raise ValueError(f"metadata key {key!r} is reserved for the checkpoint itself")
+        doc[key] = value
+    doc["parameters"] = _encode_parameters(model, arch.engine)
+    write_json(path, doc)
+
+
+# ---------------------------------------------------------------------- load
+_HEADER = frozenset({"format", "version", "engine", "architecture", "parameters"})
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint: the rebuilt model, its architecture, and the other keys."""
+
+    path: Path
+    architecture: Architecture
+    model: Any
+    metadata: dict[str, Any]
+
+
+def _read_document(path: Path) -> dict[str, Any]:
+    """Parse the JSON file and check the header, raising CheckpointError for any fault."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CheckpointError(path, "no such file") from None
+    except IsADirectoryError:
+        raise CheckpointError(path, "is a directory, not a checkpoint file") from None
+    except UnicodeDecodeError:
+        raise CheckpointError(path, "not a text file (corrupt?)") from None
+    except OSError as e:
+        raise CheckpointError(path, f"cannot read it ({e.strerror})") from None
+    if not text.strip():
+        raise CheckpointError(path, "the file is empty")
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CheckpointError(
+            path, f"not valid JSON, truncated or corrupt ({e.msg} at line {e.lineno})"
+        ) from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CheckpointError(path, f"not a modelwright-autograd checkpoint (no {FORMAT!r})")
+    if doc.get("version") != VERSION:
+        raise CheckpointError(
+            path, f"checkpoint version {doc.get('version')!r}; this code reads {VERSION}"
+        )
+    return doc
+
+
+def _positive_int(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
+
+
+def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
+    engine = doc.get("engine")
+    if engine not in ENGINES:
+        raise CheckpointError(path, f"unknown engine {engine!r}; expected one of {ENGINES}")
+    arch = doc.get("architecture")
+    if not isinstance(arch, dict):
+        raise CheckpointError(path, "missing its 'architecture'")
+    nin, nouts, activation = arch.get("nin"), arch.get("nouts"), arch.get("activation")
+    if not _positive_int(nin):
+        raise CheckpointError(path, f"architecture 'nin' must be a positive integer, got {nin!r}")
+    if not (isinstance(nouts, list) and nouts and all(_positive_int(n) for n in nouts)):
+        raise CheckpointError(
+            path, f"architecture 'nouts' must be a list of positive integers, got {nouts!r}"
+        )
+    if activation not in _ACTIVATIONS:
+        raise CheckpointError(path, f"unknown activation {activation!r}")
+    dtype = arch.get("dtype", "float64") if engine == "tensor" else "float64"
+    if dtype not in _DTYPES:
+        raise CheckpointError(path, f"unsupported dtype {dtype!r}; expected one of {_DTYPES}")
+    return Architecture(engine, nin, tuple(nouts), activation, dtype)
+
+
+def _decode_floats(path: Path, items: Any, expected: int, where: str) -> list[float]:
+    """Turn a list of ``float.hex`` strings into floats, checking the count and each one."""
+    if not isinstance(items, list):
+        raise CheckpointError(path, f"{where} must be a list of float.hex strings")
+    if len(items) != expected:
+        raise CheckpointError(path, f"{where} holds {len(items)} numbers; the model has {expected}")
+    values = []
+    for i, item in enumerate(items):
+        try:
+            # fromhex alone would read a decimal "0.5" as hex digits (0.3125): insist on 0x
+            if not (isinstance(item, str) and _HEX_FLOAT.fullmatch(item)):
+                raise ValueError
+            values.append(float.fromhex(item))
+        except ValueError:
+            shown = repr(item) if len(repr(item)) <= 30 else repr(item)[:27] + "..."
+            raise CheckpointError(
+                path, f"{where}[{i}] is not a float.hex number: {shown}"
+            ) from None
+    return values
+
+
+def _decode_parameters(path: Path, doc: Mapping[str, Any], template: Any, arch: Architecture):
+    """The saved weights, checked against ``template`` (a model of the same architecture):
+    a list of floats for the scalar engine, a state dict of arrays for the tensor engine."""
+    saved = doc.get("parameters")
+    if arch.engine == "scalar":
+        return _decode_floats(path, saved, len(template.parameters()), "'parameters'")
+    expected = {name: p.shape for name, p in template.named_parameters()}
+    if not isinstance(saved, dict):
+        raise CheckpointError(path, "'parameters' must map parameter names to arrays")
+    if set(saved) != set(expected):
+        missing = sorted(set(expected) - set(saved))
+        unexpected = sorted(set(saved) - set(expected))
+        raise CheckpointError(
+            path, f"parameter names differ: missing {missing}, unexpected {unexpected}"
+        )
+    state = {}
+    for name, shape in expected.items():
+        entry = saved[name]
+        where = f"parameter {name!r}"
+        if not isinstance(entry, dict) or entry.get("shape") != list(shape):
+            got = entry.get("shape") if isinstance(entry, dict) else entry
+            raise CheckpointError(path, f"{where} has shape {got!r}; the model needs {shape}")
+        values = _decode_floats(path, entry.get("data"), math.prod(shape), f"{where} data")
+        state[name] = np.array(values, dtype=arch.dtype).reshape(shape)
+    return state
+
+
+def _apply_parameters(model: Any, engine: str, values: Any) -> None:
+    """Copy decoded, already-checked weights into ``model`` (this step cannot fail)."""
+    if engine == "scalar":
+        for p, v in zip(model.parameters(), values):
+            p.data = v
+    else:
+        model.load_state_dict(values)
+
+
+def _metadata(doc: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k not in _HEADER}
+
+
+def load_into(model: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Overwrite ``model``'s weights with those saved at ``path``; return the metadata.
+
+    The architecture must match exactly. Every check happens before the first weight is
+    written, so on a CheckpointError ``model`` is unchanged.
+    """
+    path = Path(path)
+    doc = _read_document(path)
+    saved = _read_architecture(path, doc)
+    current = architecture_of(model)
+    if saved != current:
+        raise CheckpointError(
+            path,
+            f"architecture mismatch: the file holds a {saved.describe()}, "
+            f"the model is a {current.describe()}",
+        )
+    values = _decode_parameters(path, doc, model, saved)
+    _apply_parameters(model, saved.engine, values)
+    return _metadata(doc)
+
+
+def load_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
+    """Rebuild the model saved at ``path``, with its architecture and metadata."""
+    path = Path(path)
+    doc = _read_document(path)
+    arch = _read_architecture(path, doc)
+    model = build_model(arch)
+    _apply_parameters(model, arch.engine, _decode_parameters(path, doc, model, arch))
+    return Checkpoint(path, arch, model, _metadata(doc))
