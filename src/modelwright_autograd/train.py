@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import random
 import sys
 import time
@@ -640,13 +641,23 @@ def _train_command(args: argparse.Namespace, parser: argparse.ArgumentParser) ->
     except OSError as e:
         print(f"modelwright-autograd train: cannot write the outputs: {e}", file=sys.stderr)
         return 1
-    print(f"final  {result['train'].describe()}  (training set)")
+    lines = [f"final  {result['train'].describe()}  (training set)"]
     if result["test"] is not None:
-        print(f"test   {result['test'].describe()}  (held-out test set)")
-    print(
+        lines.append(f"test   {result['test'].describe()}  (held-out test set)")
+    lines.append(
         f"trained in {result['seconds']:.2f} s ({config.steps} steps); "
         f"outputs in {out}/: {', '.join(result['files'])}"
     )
+    return _emit(lines)
+
+
+def _emit(lines: list[str]) -> int:
+    """Print the summary and return 0; if the reader has gone (``| head``), stop quietly."""
+    try:
+        print("\n".join(lines), flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 1
     return 0
 
 
@@ -762,8 +773,8 @@ def _evaluate_command(args: argparse.Namespace, parser: argparse.ArgumentParser)
         parser.error(str(e))
     settings = ", ".join(f"{k} {v}" for k, v in result.data.items() if v is not None)
     which = "the data it was trained on" if result.trained_on_it else "new data"
-    print(f"{args.checkpoint}: {result.architecture}, evaluated on {which} ({settings})")
+    lines = [f"{args.checkpoint}: {result.architecture}, evaluated on {which} ({settings})"]
     for split, found in result.scores.items():
         where = "training set" if split == "train" else "held-out test set"
-        print(f"{split:<6} {found.describe()}  ({where})")
-    return 0
+        lines.append(f"{split:<6} {found.describe()}  ({where})")
+    return _emit(lines)
