@@ -101,7 +101,8 @@ def plot_decision_boundary(
     ax.contourf(
         gx, gy, predicted, levels=[-0.5, 0.5, 1.5], cmap=ListedColormap(_CLASS_COLOURS), alpha=0.3
     )
-    ax.contour(gx, gy, scores.reshape(gx.shape), levels=[0.0], colors="k", linewidths=1.0)
+    if scores.min() < 0.0 < scores.max():  # the boundary itself, where the score is 0
+        ax.contour(gx, gy, scores.reshape(gx.shape), levels=[0.0], colors="k", linewidths=1.0)
     for label, colour in enumerate(_CLASS_COLOURS):
         mask = y == label
         ax.scatter(

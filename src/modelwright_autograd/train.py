@@ -530,7 +530,8 @@ def _add_data_options(parser: argparse.ArgumentParser, for_evaluate: bool) -> No
         choices=DATASETS,
         default=None if for_evaluate else "moons",
         help=f"the data (default: {default or 'moons'}); moons and circles come from "
-        "scikit-learn, xor and spiral are two-class toys, digits is scikit-learn's 8x8 digits",
+        "scikit-learn, xor and spiral are two-class toys; digits is scikit-learn's 1,797 8x8 "
+        "digits, split 80/20 (stratified) into train and test",
     )
     parser.add_argument(
         "--samples",
@@ -560,7 +561,9 @@ def register_train(subparsers: Any) -> None:
         help="train an MLP and save its curves, decision boundary and checkpoint",
         description="Train an MLP. With no options: micrograd's demo (moons, MLP 2-16-16-1, "
         "hinge loss + 1e-4 L2, 100 full-batch SGD steps, lr 1.0 -> 0.1). --dataset digits "
-        "trains a 64-128-64-10 MLP on scikit-learn's digits with the tensor engine.",
+        "trains a 64-128-64-10 MLP on scikit-learn's digits with the tensor engine. A run writes "
+        "model.json (the checkpoint), metrics.json and loss_curve.png, plus decision_boundary.png "
+        "for the 2-D sets or confusion_matrix.png and misclassified.png for digits.",
     )
     _add_data_options(p, for_evaluate=False)
     p.add_argument(
