@@ -19,7 +19,7 @@ from typing import Any
 class Sizes:
     """Every workload size in one place; ``smoke()`` shrinks them to run in seconds."""
 
-    repeats: int = 5
+    repeats: int = 3
     steps: int = 100  # our scalar engine's steps on the demo workload
     micrograd_steps: int = 100
     micrograd_repeats: int = 1  # micrograd's 100 steps take minutes: one run by default

@@ -46,7 +46,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(SECTIONS),
         help=f"comma-separated subset of {','.join(SECTIONS)} (default: all)",
     )
-    p.add_argument("--repeats", type=_positive, help="repeats per measurement (default 5)")
+    p.add_argument("--repeats", type=_positive, help="repeats per measurement (default 3)")
     p.add_argument("--steps", type=_positive, help="our engine's demo steps (default 100)")
     p.add_argument(
         "--micrograd-steps",
