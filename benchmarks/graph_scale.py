@@ -71,11 +71,16 @@ def _grad_error(kind: str, leaves: list[Any], mults: int) -> float:
 
 
 def _measure(
-    build: Callable[[], tuple[Any, list[Any]]], nodes: int, repeats: int
+    build: Callable[[], tuple[Any, list[Any]]],
+    nodes: int,
+    repeats: int,
+    grad_error: Callable[[list[Any]], float],
 ) -> dict[str, Any]:
-    """Build and backward ``repeats`` times for time, then once under tracemalloc."""
+    """Build and backward ``repeats`` times for time (checking the last run's gradients),
+    then once more under tracemalloc holding only the root, so that the bytes counted
+    are the graph's own."""
     build_s, backward_s = [], []
-    leaves: list[Any] = []
+    error = float("nan")
     for _ in range(repeats):
         gc.collect()
         start = time.perf_counter()
@@ -84,20 +89,19 @@ def _measure(
         root.backward()
         build_s.append(built - start)
         backward_s.append(time.perf_counter() - built)
-        del root
-    grads = leaves
-    del leaves
+        error = grad_error(leaves)
+        del root, leaves
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        root, _ = build()
+        root = build()[0]
         graph_bytes = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.reset_peak()
         current = tracemalloc.get_traced_memory()[0]
         root.backward()
         backward_peak = tracemalloc.get_traced_memory()[1] - current
-        del root, _
+        del root
     finally:
         tracemalloc.stop()
     gc.collect()
@@ -107,7 +111,7 @@ def _measure(
         "backward_seconds": summarize(backward_s),
         "retained_bytes_per_node": graph_bytes / nodes,
         "backward_peak_bytes_per_node": backward_peak / nodes,
-        "_leaves": grads,
+        "grad_relative_error": error,
     }
 
 
@@ -142,15 +146,8 @@ def _ours_or_micrograd(
 ) -> dict[str, Any]:
     """Measure one graph on one engine and check the gradients it produced."""
     log(f"graph: {engine}, {graph}")
-    result = _measure(build, nodes, repeats)
-    leaves = result.pop("_leaves")
-    return {
-        "kind": kind,
-        "graph": graph,
-        "engine": engine,
-        **result,
-        "grad_relative_error": _grad_error(kind, leaves, mults),
-    }
+    result = _measure(build, nodes, repeats, lambda leaves: _grad_error(kind, leaves, mults))
+    return {"kind": kind, "graph": graph, "engine": engine, **result}
 
 
 def _micrograd_long_chain(graph: str, mults: int) -> dict[str, Any]:
