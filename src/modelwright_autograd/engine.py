@@ -1,21 +1,25 @@
 """The scalar engine: ``Value`` wraps one float and remembers how it was made.
 
-Every operation below comes as a pair, side by side:
+Every operation below is a pair, one directly above the other:
 
-* the forward method computes the result and records ``(inputs, op label, backward rule)``;
+* the forward function computes the result and records ``(inputs, op label, backward rule)``
+  on the new node;
 * the backward rule, a plain function ``_<op>_backward(out)``, pushes ``out.grad`` to the
   inputs with ``+=``, multiplied by the op's local derivative.
+
+The ``Value`` class at the bottom binds the forwards as its operators and methods
+(``__mul__ = _mul``). To add an op, write its pair here and bind it there; REPORT.md derives
+each rule and tests/test_report_ops.py checks the derivation. tensor.py is laid out the same.
 
 Why rules are functions shared by all nodes of an op, not closures made per node: a closure
 that captures its own output node (``out._backward`` referring to ``out``) is a reference
 cycle, so every node of a dropped graph waits for Python's cyclic garbage collector. With a
 shared rule that reads what it needs from ``out``, there is no cycle: reference counting
-frees a graph the moment the last reference to it goes. To add an op, write its forward
-method and its rule next to each other, the same way.
+frees a graph the moment the last reference to it goes.
 
 Edge cases follow IEEE float64 exactly as PyTorch does (``log(0) = -inf``, ``1/0 = inf``,
-``exp(1000) = inf``); the helpers ``_div``, ``_pow``, ``_exp`` and ``_log`` turn Python's
-exceptions for those cases into the IEEE results.
+``exp(1000) = inf``); the ``_ieee_*`` helpers turn Python's exceptions for those cases
+(``ZeroDivisionError``, ``OverflowError``, ``ValueError``) into the IEEE results.
 """
 
 from __future__ import annotations
@@ -53,7 +57,7 @@ def _as_float(x: object, where: str) -> float:
     return float(x)
 
 
-def _div(a: float, b: float) -> float:
+def _ieee_div(a: float, b: float) -> float:
     """``a / b`` with IEEE results for division by zero (``1/0 = inf``, ``0/0 = nan``)."""
     try:
         return a / b
@@ -67,7 +71,7 @@ def _is_odd_integer(x: float) -> bool:
     return x.is_integer() and x % 2 == 1
 
 
-def _pow(a: float, b: float) -> float:
+def _ieee_pow(a: float, b: float) -> float:
     """``a ** b`` as C's ``pow`` (and torch) give it: inf on overflow or 0 ** negative, nan
     for a negative base with a fractional exponent, instead of Python's exceptions or
     complex numbers."""
@@ -83,14 +87,14 @@ def _pow(a: float, b: float) -> float:
         return _NAN  # negative base, fractional exponent
 
 
-def _exp(x: float) -> float:
+def _ieee_exp(x: float) -> float:
     try:
         return math.exp(x)
     except OverflowError:
         return _INF
 
 
-def _log(x: float) -> float:
+def _ieee_log(x: float) -> float:
     if x == 0.0:
         return -_INF
     if x < 0.0:
@@ -98,12 +102,212 @@ def _log(x: float) -> float:
     return math.log(x)
 
 
-def _sigmoid(x: float) -> float:
+def _ieee_sigmoid(x: float) -> float:
     """1 / (1 + e^-x), computed so that neither branch can overflow."""
     if x >= 0.0:
         return 1.0 / (1.0 + math.exp(-x))
-    e = _exp(x)
+    e = _ieee_exp(x)
     return e / (1.0 + e)
+
+
+def _lift(x: Operand, op: str) -> Value:
+    """Return x as a Value: Values pass through, real numbers become constants."""
+    if isinstance(x, Value):
+        return x
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"unsupported operand for {op}: Value and {_describe(x)}")
+    return Value(float(x))
+
+
+# ---------------------------------------------------------------------- the operations
+# Each forward is followed by its backward rule. A rule reads the inputs from
+# ``out._prev`` and the upstream gradient dL/dout from ``out.grad``.
+
+
+def _add(a: Value, b: Operand) -> Value:
+    b = _lift(b, "+")
+    return Value(a.data + b.data, (a, b), "+", _add_backward)
+
+
+def _add_backward(out: Value) -> None:
+    """c = a + b:  dc/da = 1, dc/db = 1."""
+    a, b = out._prev
+    a.grad += out.grad
+    b.grad += out.grad
+
+
+def _mul(a: Value, b: Operand) -> Value:
+    b = _lift(b, "*")
+    return Value(a.data * b.data, (a, b), "*", _mul_backward)
+
+
+def _mul_backward(out: Value) -> None:
+    """c = a * b:  dc/da = b, dc/db = a."""
+    a, b = out._prev
+    a.grad += b.data * out.grad
+    b.grad += a.data * out.grad
+
+
+def _sub(a: Value, b: Operand) -> Value:
+    b = _lift(b, "-")
+    return Value(a.data - b.data, (a, b), "-", _sub_backward)
+
+
+def _sub_backward(out: Value) -> None:
+    """c = a - b:  dc/da = 1, dc/db = -1."""
+    a, b = out._prev
+    a.grad += out.grad
+    b.grad -= out.grad
+
+
+def _div(a: Value, b: Operand) -> Value:
+    b = _lift(b, "/")
+    return Value(_ieee_div(a.data, b.data), (a, b), "/", _div_backward)
+
+
+def _div_backward(out: Value) -> None:
+    """c = a / b:  dc/da = 1/b, dc/db = -a/b**2, computed as torch does, -(a/b)/b, because
+    b*b underflows to 0 (or overflows) where (a/b)/b is still a normal float."""
+    a, b = out._prev
+    a.grad += _ieee_div(out.grad, b.data)
+    b.grad -= out.grad * _ieee_div(_ieee_div(a.data, b.data), b.data)
+
+
+def _neg(a: Value) -> Value:
+    return Value(-a.data, (a,), "neg", _neg_backward)
+
+
+def _neg_backward(out: Value) -> None:
+    """c = -a:  dc/da = -1."""
+    (a,) = out._prev
+    a.grad -= out.grad
+
+
+def _pow(a: Value, b: Operand) -> Value:
+    """a ** b. A number exponent becomes a constant input that receives no gradient; a
+    Value exponent is differentiated too (``Value ** Value``, and ``2 ** v`` via __rpow__)."""
+    if isinstance(b, Value):
+        return Value(_ieee_pow(a.data, b.data), (a, b), "**", _pow_backward)
+    n = Value(_as_float(b, "Value ** exponent"))
+    return Value(_ieee_pow(a.data, n.data), (a, n), "**", _powc_backward)
+
+
+def _powc_backward(out: Value) -> None:
+    """c = a ** n for a constant n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
+    a, n = out._prev
+    if n.data != 0.0:
+        a.grad += n.data * _ieee_pow(a.data, n.data - 1.0) * out.grad
+
+
+def _pow_backward(out: Value) -> None:
+    """c = a ** b:  dc/da = b * a**(b-1), dc/db = a**b * ln(a) (0 where a = 0 and b >= 0)."""
+    a, b = out._prev
+    if b.data != 0.0:
+        a.grad += b.data * _ieee_pow(a.data, b.data - 1.0) * out.grad
+    if a.data == 0.0 and b.data >= 0.0:  # torch's convention: the limit of a**b * ln a
+        return
+    b.grad += out.data * _ieee_log(a.data) * out.grad
+
+
+def _exp(a: Value) -> Value:
+    """e ** a (``inf`` beyond about 709.78, never OverflowError)."""
+    return Value(_ieee_exp(a.data), (a,), "exp", _exp_backward)
+
+
+def _exp_backward(out: Value) -> None:
+    """c = e**a:  dc/da = e**a, which is c itself."""
+    (a,) = out._prev
+    a.grad += out.data * out.grad
+
+
+def _log(a: Value) -> Value:
+    """Natural log: ``-inf`` at 0 and ``nan`` below it, as in IEEE float64."""
+    return Value(_ieee_log(a.data), (a,), "log", _log_backward)
+
+
+def _log_backward(out: Value) -> None:
+    """c = ln a:  dc/da = 1/a."""
+    (a,) = out._prev
+    a.grad += _ieee_div(out.grad, a.data)
+
+
+def _tanh(a: Value) -> Value:
+    """Hyperbolic tangent; math.tanh saturates to +-1.0 and never overflows."""
+    return Value(math.tanh(a.data), (a,), "tanh", _tanh_backward)
+
+
+def _tanh_backward(out: Value) -> None:
+    """c = tanh a:  dc/da = 1 - tanh(a)**2 = 1 - c**2."""
+    (a,) = out._prev
+    a.grad += (1.0 - out.data * out.data) * out.grad
+
+
+def _relu(a: Value) -> Value:
+    """max(0, a). ``< 0`` rather than ``> 0`` so that relu(nan) is nan and relu(-0.0) is
+    -0.0, as in torch."""
+    return Value(0.0 if a.data < 0.0 else a.data, (a,), "relu", _relu_backward)
+
+
+def _relu_backward(out: Value) -> None:
+    """c = max(0, a):  dc/da = 0 where c <= 0 (so 0 at a = 0), else 1, as in torch; the
+    test is ``not <= 0`` so that nan passes its gradient on, as torch's does."""
+    (a,) = out._prev
+    if not out.data <= 0.0:
+        a.grad += out.grad
+
+
+def _sigmoid(a: Value) -> Value:
+    """The logistic function 1 / (1 + e**-a), without overflow for any a."""
+    return Value(_ieee_sigmoid(a.data), (a,), "sigmoid", _sigmoid_backward)
+
+
+def _sigmoid_backward(out: Value) -> None:
+    """c = 1/(1 + e**-a):  dc/da = c * (1 - c)."""
+    (a,) = out._prev
+    a.grad += out.data * (1.0 - out.data) * out.grad
+
+
+# Fused n-ary ops: one node where a chain of binary ops would make many. The unfused chain
+# computes the same numbers; the fused node just skips the per-node overhead.
+
+
+def _sum(values: Iterable[Operand]) -> Value:
+    """x1 + x2 + ... + xn as one node rather than a chain of n - 1 additions."""
+    inputs = tuple(_lift(v, "sum") for v in values)
+    total = 0.0
+    for v in inputs:  # left to right, the order a chain of + would use
+        total += v.data
+    return Value(total, inputs, "sum", _sum_backward)
+
+
+def _sum_backward(out: Value) -> None:
+    """c = x1 + ... + xn:  dc/dxi = 1 for every i."""
+    g = out.grad
+    for x in out._prev:
+        x.grad += g
+
+
+def _dot(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
+    """b + w1*x1 + ... + wn*xn for inputs already known to be Values (the neuron's hot path;
+    ``Value.dot`` checks and lifts its arguments, then calls this)."""
+    total = b.data
+    for w, x in zip(ws, xs):  # the order micrograd's sum(w*x, b) uses, bit for bit
+        total += w.data * x.data
+    return Value(total, (*ws, *xs, b), "dot", _dot_backward)
+
+
+def _dot_backward(out: Value) -> None:
+    """c = b + sum_i wi*xi:  dc/dwi = xi, dc/dxi = wi, dc/db = 1.
+
+    ``out._prev`` is laid out as (w1..wn, x1..xn, b).
+    """
+    g = out.grad
+    prev = out._prev
+    n = len(prev) // 2
+    for w, x in zip(prev[:n], prev[n : 2 * n]):
+        w.grad += x.data * g
+        x.grad += w.data * g
+    prev[-1].grad += g
 
 
 class Value:
@@ -143,76 +347,36 @@ class Value:
     def __repr__(self) -> str:
         return f"Value(data={self.data!r}, grad={self.grad!r})"
 
-    # ------------------------------------------------------------------ binary arithmetic
-    def __add__(self, other: Operand) -> Value:
-        other = _lift(other, "+")
-        return Value(self.data + other.data, (self, other), "+", _add_backward)
+    # The operations, defined above each beside its backward rule. Reflected forms
+    # (``2 + v``, ``2 ** v``) lift the number to a constant Value and apply the same op.
+    __add__ = _add
+    __mul__ = _mul
+    __sub__ = _sub
+    __truediv__ = _div
+    __pow__ = _pow
+    __neg__ = _neg
+    exp = _exp
+    log = _log
+    tanh = _tanh
+    relu = _relu
+    sigmoid = _sigmoid
 
-    def __mul__(self, other: Operand) -> Value:
-        other = _lift(other, "*")
-        return Value(self.data * other.data, (self, other), "*", _mul_backward)
-
-    def __sub__(self, other: Operand) -> Value:
-        other = _lift(other, "-")
-        return Value(self.data - other.data, (self, other), "-", _sub_backward)
-
-    def __truediv__(self, other: Operand) -> Value:
-        other = _lift(other, "/")
-        return Value(_div(self.data, other.data), (self, other), "/", _div_backward)
-
-    def __pow__(self, other: Operand) -> Value:
-        if isinstance(other, Value):  # a Value exponent also receives a gradient
-            return Value(_pow(self.data, other.data), (self, other), "**", _pow_backward)
-        exponent = Value(_as_float(other, "Value ** exponent"))
-        return Value(_pow(self.data, exponent.data), (self, exponent), "**", _powc_backward)
-
-    def __neg__(self) -> Value:
-        return Value(-self.data, (self,), "neg", _neg_backward)
-
-    # Reflected forms: ``2 + v`` and friends lift the number to a constant Value.
     def __radd__(self, other: Operand) -> Value:
-        return _lift(other, "+") + self
+        return _add(_lift(other, "+"), self)
 
     def __rmul__(self, other: Operand) -> Value:
-        return _lift(other, "*") * self
+        return _mul(_lift(other, "*"), self)
 
     def __rsub__(self, other: Operand) -> Value:
-        return _lift(other, "-") - self
+        return _sub(_lift(other, "-"), self)
 
     def __rtruediv__(self, other: Operand) -> Value:
-        return _lift(other, "/") / self
+        return _div(_lift(other, "/"), self)
 
     def __rpow__(self, other: Operand) -> Value:
-        return _lift(other, "**") ** self
+        return _pow(_lift(other, "**"), self)
 
-    # ------------------------------------------------------------------ unary functions
-    def exp(self) -> Value:
-        """e ** x (``inf`` beyond about 709.78, never OverflowError)."""
-        return Value(_exp(self.data), (self,), "exp", _exp_backward)
-
-    def log(self) -> Value:
-        """Natural log: ``-inf`` at 0 and ``nan`` below it, as in IEEE float64."""
-        return Value(_log(self.data), (self,), "log", _log_backward)
-
-    def tanh(self) -> Value:
-        return Value(math.tanh(self.data), (self,), "tanh", _tanh_backward)
-
-    def relu(self) -> Value:
-        # ``< 0`` rather than ``> 0`` so that relu(nan) is nan and relu(-0.0) is -0.0, as in torch.
-        return Value(0.0 if self.data < 0.0 else self.data, (self,), "relu", _relu_backward)
-
-    def sigmoid(self) -> Value:
-        return Value(_sigmoid(self.data), (self,), "sigmoid", _sigmoid_backward)
-
-    # ------------------------------------------------------------------ fused n-ary ops
-    @staticmethod
-    def sum(values: Iterable[Operand]) -> Value:
-        """x1 + x2 + ... + xn as one node rather than a chain of n - 1 additions."""
-        inputs = tuple(_lift(v, "sum") for v in values)
-        total = 0.0
-        for v in inputs:  # left to right, the order a chain of + would use
-            total += v.data
-        return Value(total, inputs, "sum", _sum_backward)
+    sum = staticmethod(_sum)
 
     @staticmethod
     def dot(weights: Sequence[Operand], inputs: Sequence[Operand], bias: Operand = 0.0) -> Value:
@@ -244,129 +408,3 @@ class Value:
         for node in reversed(order):
             if node._backward is not None:
                 node._backward(node)
-
-
-def _dot(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
-    """``Value.dot`` for inputs already known to be Values (the neuron's hot path)."""
-    total = b.data
-    for w, x in zip(ws, xs):  # the order micrograd's sum(w*x, b) uses, bit for bit
-        total += w.data * x.data
-    return Value(total, (*ws, *xs, b), "dot", _dot_backward)
-
-
-def _lift(x: Operand, op: str) -> Value:
-    """Return x as a Value: Values pass through, real numbers become constants."""
-    if isinstance(x, Value):
-        return x
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"unsupported operand for {op}: Value and {_describe(x)}")
-    return Value(float(x))
-
-
-# ---------------------------------------------------------------------- backward rules
-# Each reads the inputs from ``out._prev`` and the upstream gradient from ``out.grad``.
-
-
-def _add_backward(out: Value) -> None:
-    """c = a + b:  dc/da = 1, dc/db = 1."""
-    a, b = out._prev
-    a.grad += out.grad
-    b.grad += out.grad
-
-
-def _mul_backward(out: Value) -> None:
-    """c = a * b:  dc/da = b, dc/db = a."""
-    a, b = out._prev
-    a.grad += b.data * out.grad
-    b.grad += a.data * out.grad
-
-
-def _sub_backward(out: Value) -> None:
-    """c = a - b:  dc/da = 1, dc/db = -1."""
-    a, b = out._prev
-    a.grad += out.grad
-    b.grad -= out.grad
-
-
-def _div_backward(out: Value) -> None:
-    """c = a / b:  dc/da = 1/b, dc/db = -a/b**2, computed as torch does, -(a/b)/b, because
-    b*b underflows to 0 (or overflows) where (a/b)/b is still a normal float."""
-    a, b = out._prev
-    a.grad += _div(out.grad, b.data)
-    b.grad -= out.grad * _div(_div(a.data, b.data), b.data)
-
-
-def _powc_backward(out: Value) -> None:
-    """c = a ** n for a constant n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
-    a, n = out._prev
-    if n.data != 0.0:
-        a.grad += n.data * _pow(a.data, n.data - 1.0) * out.grad
-
-
-def _pow_backward(out: Value) -> None:
-    """c = a ** b:  dc/da = b * a**(b-1), dc/db = a**b * ln(a) (0 where a = 0 and b >= 0)."""
-    a, b = out._prev
-    if b.data != 0.0:
-        a.grad += b.data * _pow(a.data, b.data - 1.0) * out.grad
-    if a.data == 0.0 and b.data >= 0.0:  # torch's convention: the limit of a**b * ln a
-        return
-    b.grad += out.data * _log(a.data) * out.grad
-
-
-def _neg_backward(out: Value) -> None:
-    """c = -a:  dc/da = -1."""
-    (a,) = out._prev
-    a.grad -= out.grad
-
-
-def _exp_backward(out: Value) -> None:
-    """c = e**a:  dc/da = e**a, which is c itself."""
-    (a,) = out._prev
-    a.grad += out.data * out.grad
-
-
-def _log_backward(out: Value) -> None:
-    """c = ln a:  dc/da = 1/a."""
-    (a,) = out._prev
-    a.grad += _div(out.grad, a.data)
-
-
-def _tanh_backward(out: Value) -> None:
-    """c = tanh a:  dc/da = 1 - tanh(a)**2 = 1 - c**2."""
-    (a,) = out._prev
-    a.grad += (1.0 - out.data * out.data) * out.grad
-
-
-def _relu_backward(out: Value) -> None:
-    """c = max(0, a):  dc/da = 0 where c <= 0 (so 0 at a = 0), else 1, as in torch; the
-    test is ``not <= 0`` so that nan passes its gradient on, as torch's does."""
-    (a,) = out._prev
-    if not out.data <= 0.0:
-        a.grad += out.grad
-
-
-def _sigmoid_backward(out: Value) -> None:
-    """c = 1/(1 + e**-a):  dc/da = c * (1 - c)."""
-    (a,) = out._prev
-    a.grad += out.data * (1.0 - out.data) * out.grad
-
-
-def _sum_backward(out: Value) -> None:
-    """c = x1 + ... + xn:  dc/dxi = 1 for every i."""
-    g = out.grad
-    for x in out._prev:
-        x.grad += g
-
-
-def _dot_backward(out: Value) -> None:
-    """c = b + sum_i wi*xi:  dc/dwi = xi, dc/dxi = wi, dc/db = 1.
-
-    ``out._prev`` is laid out as (w1..wn, x1..xn, b).
-    """
-    g = out.grad
-    prev = out._prev
-    n = len(prev) // 2
-    for w, x in zip(prev[:n], prev[n : 2 * n]):
-        w.grad += x.data * g
-        x.grad += w.data * g
-    prev[-1].grad += g
