@@ -52,15 +52,20 @@ def gradcheck(
         plus[i] += eps
         minus[i] -= eps
         numeric = (evaluate(plus) - evaluate(minus)) / (2.0 * eps)
-        analytic = leaf.grad
-        both_nan = math.isnan(numeric) and math.isnan(analytic)
-        if not both_nan and not abs(analytic - numeric) <= atol + rtol * abs(numeric):
-            raise GradcheckError(
-                f"gradient of input {i} (x={xs[i]!r}) is wrong: analytic {analytic!r} vs "
-                f"numeric {numeric!r} (difference {abs(analytic - numeric):.3g}, "
-                f"allowed {atol + rtol * abs(numeric):.3g})"
-            )
+        _check_close(leaf.grad, numeric, atol, rtol, f"input {i} (x={xs[i]!r})")
     return True
+
+
+def _check_close(analytic: float, numeric: float, atol: float, rtol: float, where: str) -> None:
+    """Raise GradcheckError unless |analytic - numeric| <= atol + rtol*|numeric| (or both nan)."""
+    allowed = atol + rtol * abs(numeric)
+    if math.isnan(numeric) and math.isnan(analytic):
+        return
+    if not abs(analytic - numeric) <= allowed:
+        raise GradcheckError(
+            f"gradient of {where} is wrong: analytic {analytic!r} vs numeric {numeric!r} "
+            f"(difference {abs(analytic - numeric):.3g}, allowed {allowed:.3g})"
+        )
 
 
 def gradcheck_tensor(
@@ -101,12 +106,6 @@ def gradcheck_tensor(
             plus[i][index] += eps
             minus[i][index] -= eps
             numeric = (evaluate(plus) - evaluate(minus)) / (2.0 * eps)
-            a = float(analytic[index])
-            both_nan = math.isnan(numeric) and math.isnan(a)
-            if not both_nan and not abs(a - numeric) <= atol + rtol * abs(numeric):
-                raise GradcheckError(
-                    f"gradient of input {i} at index {index} (x={x[index]!r}) is wrong: "
-                    f"analytic {a!r} vs numeric {numeric!r} (difference "
-                    f"{abs(a - numeric):.3g}, allowed {atol + rtol * abs(numeric):.3g})"
-                )
+            where = f"input {i} at index {index} (x={x[index]!r})"
+            _check_close(float(analytic[index]), numeric, atol, rtol, where)
     return True

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 
@@ -31,6 +31,17 @@ class Optimizer:
     def step(self) -> None:
         raise NotImplementedError
 
+    def _gradients(self, weight_decay: float) -> Iterator[tuple[int, Any, Any]]:
+        """(index, parameter, gradient) for each parameter that has a gradient, with L2
+        weight decay folded in (``g + weight_decay * p``) as torch does."""
+        for i, p in enumerate(self.params):
+            g = p.grad
+            if g is None:
+                continue
+            if weight_decay:
+                g = g + weight_decay * p.data
+            yield i, p, g
+
 
 class SGD(Optimizer):
     """p -= lr * g, with optional momentum (``buf = momentum * buf + g``) and L2 weight
@@ -53,12 +64,7 @@ class SGD(Optimizer):
         self._buffers: list[Any] = [None] * len(self.params)
 
     def step(self) -> None:
-        for i, p in enumerate(self.params):
-            g = p.grad
-            if g is None:
-                continue
-            if self.weight_decay:
-                g = g + self.weight_decay * p.data
+        for i, p, g in self._gradients(self.weight_decay):
             if self.momentum:
                 buf = self._buffers[i]
                 # torch starts the buffer at a copy of the first gradient: a Tensor's grad
@@ -102,12 +108,7 @@ class Adam(Optimizer):
         beta1, beta2 = self.betas
         step_size = self.lr / (1.0 - beta1**self.t)
         correction2_sqrt = math.sqrt(1.0 - beta2**self.t)
-        for i, p in enumerate(self.params):
-            g = p.grad
-            if g is None:
-                continue
-            if self.weight_decay:
-                g = g + self.weight_decay * p.data
+        for i, p, g in self._gradients(self.weight_decay):
             m = self._m[i] = beta1 * self._m[i] + (1.0 - beta1) * g
             v = self._v[i] = beta2 * self._v[i] + (1.0 - beta2) * (g * g)
             p.data -= step_size * m / ((v**0.5) / correction2_sqrt + self.eps)
