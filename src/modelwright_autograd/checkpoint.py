@@ -25,8 +25,7 @@ import json
 import math
 import os
 import re
-import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +33,7 @@ from typing import IO, Any
 import numpy as np
 
 from . import tensor_nn
+from .files import atomic_write
 from .nn import _ACTIVATIONS, MLP
 
 FORMAT = "modelwright-autograd checkpoint"
@@ -50,27 +50,6 @@ class CheckpointError(ValueError):
         self.path = Path(path)
         self.problem = problem
         super().__init__(f"checkpoint {self.path}: {problem}")
-
-
-# ---------------------------------------------------------------------- atomic writes
-def atomic_write(
-    path: str | os.PathLike[str], write: Callable[[IO[Any]], None], binary: bool = False
-) -> None:
-    """Call ``write(file)`` on a new temporary file beside ``path``, then rename it to
-    ``path``. If anything fails on the way, the temporary file is removed and whatever was
-    at ``path`` before is untouched."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        # "x": create a fresh file (with the usual permissions), never reuse one
-        with open(tmp, "xb" if binary else "x", encoding=None if binary else "utf-8") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())  # the bytes are on disk before the name points at them
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:

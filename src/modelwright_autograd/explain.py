@@ -23,7 +23,6 @@ import math
 import os
 import shlex
 import sys
-import tempfile
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ import graphviz
 
 from .engine import Value, _powc_backward
 from .expr import ExpressionError, parse_assignments, parse_expression
+from .files import atomic_write
 from .graph import topological_order
 
 #: Picture formats ``save_graph`` renders with ``dot``; ``.dot``/``.gv`` write DOT text.
@@ -344,22 +344,8 @@ def _missing_dot_message(dot_path: Path, wanted: Path) -> str:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temporary file beside ``path``, then rename it over ``path``."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; use the usual mode
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    """Write ``data`` to ``path`` through a temporary file and a rename (files.atomic_write)."""
+    atomic_write(path, lambda f: f.write(data), binary=True)
 
 
 # ---------------------------------------------------------------------- the command

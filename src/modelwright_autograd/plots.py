@@ -2,7 +2,7 @@
 
 Figures are built as ``matplotlib.figure.Figure`` objects on an Agg canvas, never through
 ``pyplot``: no display is needed, no global backend is switched, and nothing leaks between
-figures. Each PNG is written atomically (see ``checkpoint.atomic_write``).
+figures. Each PNG is written atomically (see ``files.atomic_write``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
-from .checkpoint import atomic_write
+from .files import atomic_write
 
 _CLASS_COLOURS = ("#d95f02", "#1b9e77")  # class 0, class 1: distinguishable in greyscale too
 _DPI = 110

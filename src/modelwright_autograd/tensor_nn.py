@@ -8,11 +8,9 @@ by ``save`` and read by ``load``.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import numbers
 import os
-import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .engine import _describe
+from .files import atomic_write
 from .tensor import Tensor, linear
 
 _ACTIVATIONS = ("relu", "tanh", "sigmoid")
@@ -248,27 +247,8 @@ def save(module: Module, path: str | os.PathLike[str]) -> None:
     """Write ``module.state_dict()`` to ``path`` as an ``.npz`` archive, atomically: the
     data goes to a temporary file in the same directory, which then replaces ``path``, so
     a crash mid-write never leaves a half-written checkpoint."""
-    path = os.fspath(path)
     state = module.state_dict()
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **state)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private; use the usual mode
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    atomic_write(path, lambda f: np.savez(f, **state), binary=True)
 
 
 def load(module: Module, path: str | os.PathLike[str]) -> None:

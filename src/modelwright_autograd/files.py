@@ -1,0 +1,29 @@
+"""Writing files atomically: the one helper every writer in the package uses."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+
+def atomic_write(
+    path: str | os.PathLike[str], write: Callable[[IO[Any]], None], binary: bool = False
+) -> None:
+    """Call ``write(file)`` on a new temporary file beside ``path``, then rename it to
+    ``path``. If anything fails on the way, the temporary file is removed and whatever was
+    at ``path`` before is untouched."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        # "x": create a fresh file (with the usual permissions), never reuse one
+        with open(tmp, "xb" if binary else "x", encoding=None if binary else "utf-8") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes are on disk before the name points at them
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
