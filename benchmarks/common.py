@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import gc
 import json
-import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -81,17 +79,10 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON through a temporary file in the same directory, then ``os.replace``, so a
-    reader never sees half a file and a crash leaves the previous file intact."""
+    """Write JSON with the package's ``atomic_write`` (temporary file beside it, then
+    ``os.replace``), creating the directory first: a reader never sees half a file and a
+    crash leaves the previous results intact."""
+    from modelwright_autograd.files import atomic_write
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, allow_nan=True)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, lambda f: f.write(json.dumps(data, indent=2) + "\n"))
