@@ -307,3 +307,15 @@ def test_scalar_and_tensor_engines_train_micrograds_demo_identically():
             p.data -= lr * p.grad
 
         assert t_loss.item() == pytest.approx(s_loss.data, abs=1e-9, rel=1e-9), f"step {k}"
+
+
+def test_mlp_default_seed_uses_numpys_global_generator():
+    # seed=None draws from the global RandomState, so np.random.seed reproduces a model
+    from modelwright_autograd import tensor_nn
+
+    np.random.seed(0)
+    first = tensor_nn.MLP(2, [3, 1])
+    np.random.seed(0)
+    second = tensor_nn.MLP(2, [3, 1])
+    for a, b in zip(first.parameters(), second.parameters(), strict=True):
+        np.testing.assert_array_equal(a.data, b.data)

@@ -32,7 +32,7 @@ def _make_rng(seed: Seed) -> Any:
     (so ``np.random.seed(0)`` before building a model reproduces it), an int seeds a new
     ``np.random.default_rng``, and a Generator or RandomState is used as it is."""
     if seed is None:
-        return np.random  # the module's uniform() draws from the global RandomState
+        return np.random.mtrand._rand  # the global RandomState that np.random.seed() seeds
     if isinstance(seed, (np.random.Generator, np.random.RandomState)):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
