@@ -2,7 +2,7 @@
 complete JSON, and the engines it compares really compute the same thing.
 
 Only structure and agreement are asserted, never a speed figure (performance is reported
-by ``python -m benchmarks``, not tested). Needs the ``bench`` extra (micrograd, torch).
+by ``python -m benchmarks``, not tested). micrograd and torch come with the test extra.
 """
 
 from __future__ import annotations
@@ -13,9 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("micrograd", reason="the benchmarks need the bench extra: micrograd")
-pytest.importorskip("torch", reason="the benchmarks need the bench extra: torch")
 
 REPO = Path(__file__).resolve().parent.parent
 # The loss micrograd's own demo notebook prints before training (an outside reference).
