@@ -411,3 +411,11 @@ def test_save_graph_png(tmp_path):
     out, _ = _abc()
     assert save_graph(out, tmp_path / "g.png") == tmp_path / "g.png"
     assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_unicode_names_are_normalised_like_pythons_parser():
+    # ast folds the fullwidth "ａ" to "a" (NFKC); the name=value pairs must agree with it
+    out = parse_expression("ａ*2", parse_assignments(["ａ=3"]))
+    assert out.data == 6.0
+    out = parse_expression("ａ*b", {"ａ": 3.0, "b": 2.0})
+    assert out.data == 6.0

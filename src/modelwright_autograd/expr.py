@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 
 from .engine import Value
@@ -123,7 +124,8 @@ def parse_assignments(pairs: Iterable[str]) -> dict[str, Value]:
     variables: dict[str, Value] = {}
     for pair in pairs:
         name, sep, number = pair.partition("=")
-        stripped = name.strip()
+        # NFKC: the form Python's parser gives identifiers, so "ａ=2" names the "ａ" in "ａ*2"
+        stripped = unicodedata.normalize("NFKC", name.strip())
         if not sep:
             raise ExpressionError(f"expected name=value, got {pair!r} (no '=')", pair, 0, len(pair))
         if not stripped.isidentifier() or keyword.iskeyword(stripped):
@@ -187,6 +189,7 @@ def _as_values(variables: Mapping[str, Value | float]) -> dict[str, Value]:
             raise ValueError(f"{name!r} is not a valid variable name")
         if name in FUNCTIONS:
             raise ValueError(f"{name!r} is a function name and cannot be a variable")
+        name = unicodedata.normalize("NFKC", name)  # as the parser normalises identifiers
         values[name] = v if isinstance(v, Value) else Value(v, label=name)
     return values
 
