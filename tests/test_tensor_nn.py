@@ -319,3 +319,24 @@ def test_mlp_default_seed_uses_numpys_global_generator():
     second = tensor_nn.MLP(2, [3, 1])
     for a, b in zip(first.parameters(), second.parameters(), strict=True):
         np.testing.assert_array_equal(a.data, b.data)
+
+
+def test_save_into_a_missing_folder_names_the_target(tmp_path):
+    from modelwright_autograd import tensor_nn
+
+    target = tmp_path / "no-such-folder" / "model.npz"
+    with pytest.raises(FileNotFoundError, match="no-such-folder"):
+        tensor_nn.save(tensor_nn.MLP(2, [3, 1], seed=0), target)
+
+
+def test_load_of_a_file_that_is_not_an_archive_says_so(tmp_path):
+    from modelwright_autograd import tensor_nn
+
+    model = tensor_nn.MLP(2, [3, 1], seed=0)
+    before = [p.data.copy() for p in model.parameters()]
+    bad = tmp_path / "model.npz"
+    bad.write_text("just some text, not a checkpoint")
+    with pytest.raises(ValueError, match=r"model\.npz is not an \.npz checkpoint"):
+        tensor_nn.load(model, bad)
+    for p, old in zip(model.parameters(), before, strict=True):
+        np.testing.assert_array_equal(p.data, old)

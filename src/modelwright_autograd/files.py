@@ -16,6 +16,8 @@ def atomic_write(
     ``path``. If anything fails on the way, the temporary file is removed and whatever was
     at ``path`` before is untouched."""
     path = Path(path)
+    if not path.parent.is_dir():  # say so plainly, rather than name the temporary file
+        raise FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         # "x": create a fresh file (with the usual permissions), never reuse one

@@ -259,6 +259,8 @@ def load(module: Module, path: str | os.PathLike[str]) -> None:
     key and both shapes) and leaves the module as it was.
     """
     path = os.fspath(path)
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
+        raise ValueError(f"load: {path} is not an .npz checkpoint (it is not a zip archive)")
     try:
         archive = np.load(path, allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):
