@@ -155,13 +155,10 @@ def _graph(sec: dict[str, Any]) -> list[str]:
 
 
 def _tensor(sec: dict[str, Any]) -> list[str]:
-    lines = [f"## 3. {sec['title']}", ""]
-    if not sec["tensor_engine_available"]:
-        lines += ["**tensor engine not available** (no `modelwright_autograd.tensor` yet).", ""]
-    if "rows" not in sec:
-        return lines
     d, m = sec["digits"], sec["moons"]
-    lines += [
+    lines = [
+        f"## 3. {sec['title']}",
+        "",
         f"{sec['dtype']} throughout; torch {sec['torch_threads']} threads, NumPy BLAS "
         f"{sec['numpy_blas_threads']} threads. Digits: MLP {'-'.join(map(str, d['layers']))}, "
         f"batch {d['batch']}, {d['optimizer']}, {d['train_samples']} training samples, "

@@ -27,6 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from modelwright_autograd import functional as F
+from modelwright_autograd import tensor_nn
+from modelwright_autograd.optim import Adam
+from modelwright_autograd.tensor import Tensor
+
 from .common import Sizes, log, summarize
 from .scalar import DEMO_STEP0_LOSS, demo_data, micrograd_model
 
@@ -38,6 +43,7 @@ BETAS = (0.9, 0.999)
 EPS = 1e-8
 L2 = 1e-4
 _LR_HORIZON = 100
+ENGINES = ("torch", "numpy floor", "ours")  # the order of the report's rows
 
 Layers = list[tuple[np.ndarray, np.ndarray]]  # [(W of shape (in, out), b of shape (out,))]
 
@@ -215,12 +221,12 @@ def torch_mlp(layers: Layers) -> Any:
 
 def torch_digits_epoch(model: Any, opt: Any, X: Any, y: Any, batches) -> list[float]:
     import torch
-    import torch.nn.functional as F
+    from torch.nn.functional import cross_entropy
 
     losses = []
     for idx in batches:
         i = torch.from_numpy(idx)
-        loss = F.cross_entropy(model(X[i]), y[i])
+        loss = cross_entropy(model(X[i]), y[i])
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -249,27 +255,17 @@ def torch_moons_run(layers: Layers, X: Any, y: Any, steps: int) -> list[float]:
 
 
 # ---------------------------------------------------------------- our tensor engine
-def load_tensor_engine() -> dict[str, Any] | None:
-    """The tensor engine's modules, or None while they do not exist yet."""
-    try:
-        from modelwright_autograd import functional, tensor, tensor_nn
-    except ImportError:
-        return None
-    return {"Tensor": tensor.Tensor, "F": functional, "nn": tensor_nn}
-
-
-def ours_mlp(engine: dict[str, Any], layers: Layers) -> Any:
+def ours_mlp(layers: Layers) -> tensor_nn.MLP:
     """``tensor_nn.MLP`` (torch's layout: weight (out, in)) holding the given weights."""
     sizes = [layers[0][0].shape[0]] + [W.shape[1] for W, _ in layers]
-    model = engine["nn"].MLP(sizes[0], sizes[1:], seed=0, dtype=layers[0][0].dtype)
+    model = tensor_nn.MLP(sizes[0], sizes[1:], seed=0, dtype=layers[0][0].dtype)
     for linear, (W, b) in zip(model.layers, layers):
         linear.weight.data[...] = W.T
         linear.bias.data[...] = b
     return model
 
 
-def ours_digits_epoch(engine, model: Any, opt: Any, X, y, batches) -> list[float]:
-    Tensor, F = engine["Tensor"], engine["F"]
+def ours_digits_epoch(model: tensor_nn.MLP, opt: Adam, X, y, batches) -> list[float]:
     losses = []
     for idx in batches:
         loss = F.cross_entropy(model(Tensor(X[idx])), y[idx])
@@ -280,9 +276,8 @@ def ours_digits_epoch(engine, model: Any, opt: Any, X, y, batches) -> list[float
     return losses
 
 
-def ours_moons_run(engine, layers: Layers, X, y, steps: int) -> list[float]:
-    Tensor = engine["Tensor"]
-    model = ours_mlp(engine, layers)
+def ours_moons_run(layers: Layers, X, y, steps: int) -> list[float]:
+    model = ours_mlp(layers)
     params = model.parameters()
     x, y_col = Tensor(X), Tensor(y[:, None])
     losses = []
@@ -323,17 +318,12 @@ def run(sizes: Sizes) -> dict[str, Any]:
     threads = numpy_blas_threads()
     torch.set_num_threads(threads)
     dtype = sizes.dtype
-    engine = load_tensor_engine()
     info = {
         "title": "Tensor engine vs PyTorch CPU vs NumPy floor",
         "dtype": dtype,
         "numpy_blas_threads": threads,
         "torch_threads": torch.get_num_threads(),
-        "tensor_engine_available": engine is not None,
     }
-    names = ["torch", "numpy floor"] + (["ours"] if engine else [])
-    if engine is None:
-        log("tensor: tensor engine not available; timing torch and the NumPy floor only")
 
     # ---- digits: one epoch = every mini-batch of the training split (or the first few)
     X, y = digits_data(dtype)
@@ -343,16 +333,13 @@ def run(sizes: Sizes) -> dict[str, Any]:
     topt = torch.optim.Adam(tmodel.parameters(), lr=ADAM_LR, betas=BETAS, eps=EPS)
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
     npnet = NumpyMLP(layers)
+    omodel = ours_mlp(layers)
+    oopt = Adam(omodel.parameters(), lr=ADAM_LR, betas=BETAS, eps=EPS)
     epoch_runners: dict[str, Callable[[list[np.ndarray]], list[float]]] = {
         "torch": lambda b: torch_digits_epoch(tmodel, topt, Xt, yt, b),
         "numpy floor": lambda b: numpy_digits_epoch(npnet, X, y, b),
+        "ours": lambda b: ours_digits_epoch(omodel, oopt, X, y, b),
     }
-    if engine:
-        from modelwright_autograd.optim import Adam
-
-        omodel = ours_mlp(engine, layers)
-        oopt = Adam(omodel.parameters(), lr=ADAM_LR, betas=BETAS, eps=EPS)
-        epoch_runners["ours"] = lambda b: ours_digits_epoch(engine, omodel, oopt, X, y, b)
     log(f"tensor: digits warm-up epoch ({len(epochs[0])} batches), checking losses agree")
     first = {name: fn(epochs[0]) for name, fn in epoch_runners.items()}
     log(f"tensor: digits, {sizes.repeats} timed epochs each, interleaved")
@@ -370,9 +357,8 @@ def run(sizes: Sizes) -> dict[str, Any]:
     moon_runners: dict[str, Callable[[], list[float]]] = {
         "torch": lambda: torch_moons_run(mlayers, Xmt, ymt, steps),
         "numpy floor": lambda: numpy_moons_run(mlayers, Xm, ym, steps),
+        "ours": lambda: ours_moons_run(mlayers, Xm, ym, steps),
     }
-    if engine:
-        moon_runners["ours"] = lambda: ours_moons_run(engine, mlayers, Xm, ym, steps)
     moon_curves = {name: fn() for name, fn in moon_runners.items()}
     log(f"tensor: moons, {steps} steps x {sizes.repeats} repeats each, interleaved")
     moons_times = _interleaved(
@@ -392,7 +378,7 @@ def run(sizes: Sizes) -> dict[str, Any]:
                 "max_abs_loss_diff_vs_torch": _max_diff(curves[name], curves["torch"]),
                 "first_loss": curves[name][0],
             }
-            for name in names
+            for name in ENGINES
         ]
         by_name = {row["engine"]: row["seconds"]["median"] for row in group}
         for row in group:
