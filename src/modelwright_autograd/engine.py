@@ -54,7 +54,10 @@ def _as_float(x: object, where: str) -> float:
     """
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{where} needs a real number, got {_describe(x)}")
-    return float(x)
+    try:
+        return float(x)
+    except OverflowError:  # an int beyond float64's range (about 1.8e308)
+        raise OverflowError(f"{where}: {_describe(x)} is too large for a float64") from None
 
 
 def _ieee_div(a: float, b: float) -> float:
@@ -116,7 +119,7 @@ def _lift(x: Operand, op: str) -> Value:
         return x
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"unsupported operand for {op}: Value and {_describe(x)}")
-    return Value(float(x))
+    return Value(_as_float(x, f"operand of {op}"))
 
 
 # ---------------------------------------------------------------------- the operations
