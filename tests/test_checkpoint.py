@@ -199,6 +199,19 @@ BROKEN = {
     "not hex": (_set_param(7, "0.5"), r"'parameters'\[7\] is not a float.hex number: '0.5'"),
     "a number": (_set_param(3, 0.5), r"'parameters'\[3\] is not a float.hex number: 0.5"),
     "nan text": (_set_param(3, "NaN"), r"'parameters'\[3\] is not a float.hex number: 'NaN'"),
+    "hex overflow": (
+        _set_param(4, "0x1.8p+99999"),
+        r"'parameters'\[4\] is too large for a float64: '0x1.8p\+99999'",
+    ),
+    # (2+1)*16 + (16+1)*1600000 + (1600000+1)*1 = 28,800,049 Values: refused before counting
+    "absurd layer size": (
+        _set("architecture", {"nin": 2, "nouts": [16, 1600000, 1], "activation": "relu"}),
+        "architecture has 28,800,049 weights, more than the 1,000,000 a scalar checkpoint",
+    ),
+    "bool layer size": (
+        _set("architecture", {"nin": 2, "nouts": [16, True, 1], "activation": "relu"}),
+        "'nouts' must be a list of positive integers",
+    ),
 }
 
 
@@ -215,6 +228,73 @@ def test_a_broken_checkpoint_is_named_and_leaves_the_model_unchanged(tmp_path, c
     assert _scalar_weights(model) == before
     with pytest.raises(CheckpointError, match=message):
         load_checkpoint(path)
+
+
+def _no_model_may_be_built(monkeypatch):
+    def refuse(arch):
+        raise AssertionError(f"built a {arch.describe()} for a file that cannot be loaded")
+
+    monkeypatch.setattr(ckpt, "build_model", refuse)
+
+
+# load_into meets these as an architecture mismatch; load_checkpoint has no model to compare
+# with, so it must check the sizes the architecture implies against the file before building
+@pytest.mark.parametrize(
+    ("engine", "nouts", "message"),
+    [
+        ("scalar", [16, 1600000, 1], "28,800,049 weights, more than the 1,000,000"),
+        ("scalar", [16, 16000, 1], "'parameters' holds 337 numbers; the model has 288049"),
+        ("tensor", [100000, 100000, 1], "10,000,500,001 weights, more than the 50,000,000"),
+        ("tensor", [16, 1600000, 1], r"'layers.1.weight' has shape \[16, 16\]; the model needs"),
+    ],
+)
+def test_a_corrupt_layer_size_fails_before_any_model_is_built(
+    tmp_path, monkeypatch, engine, nouts, message
+):
+    path = tmp_path / "model.json"
+    model = _scalar_model() if engine == "scalar" else tensor_nn.MLP(2, [16, 16, 1], seed=0)
+    save_checkpoint(path, model)
+    doc = json.loads(path.read_text())
+    doc["architecture"]["nouts"] = nouts
+    path.write_text(json.dumps(doc))
+    _no_model_may_be_built(monkeypatch)
+    with pytest.raises(CheckpointError, match=message):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize(
+    ("engine", "nin", "nouts"),
+    [("scalar", 3, [5, 1]), ("tensor", 4, [7, 6, 3]), ("tensor", 1, [1])],
+)
+def test_the_size_checked_before_building_is_the_built_models(engine, nin, nouts):
+    arch = ckpt.Architecture(engine, nin, tuple(nouts), "relu")
+    model = ckpt.build_model(arch)
+    if engine == "scalar":
+        assert arch.num_parameters() == len(model.parameters())
+    else:
+        shapes = {name: p.shape for name, p in model.named_parameters()}
+        assert arch.layout() == shapes
+        assert arch.num_parameters() == sum(math.prod(s) for s in shapes.values())
+
+
+def test_a_model_too_big_to_load_is_not_saved(tmp_path, monkeypatch):
+    monkeypatch.setitem(ckpt.MAX_PARAMETERS, "scalar", 336)
+    with pytest.raises(ValueError, match="with 337 weights: loading is limited to 336"):
+        save_checkpoint(tmp_path / "m.json", _scalar_model())
+    assert not (tmp_path / "m.json").exists()
+
+
+def test_a_float32_weight_beyond_float32_range_is_refused(tmp_path):
+    path = tmp_path / "model.json"
+    save_checkpoint(path, tensor_nn.MLP(2, [3, 1], seed=1, dtype=np.float32))
+    doc = json.loads(path.read_text())
+    doc["parameters"]["layers.0.weight"]["data"][4] = (2.0**200).hex()
+    path.write_text(json.dumps(doc))
+    model = tensor_nn.MLP(2, [3, 1], seed=2, dtype=np.float32)
+    before = _tensor_weights(model)
+    with pytest.raises(CheckpointError, match=r"'layers.0.weight' data\[4\] is too large for a"):
+        load_into(model, path)
+    assert _tensor_weights(model) == before
 
 
 def test_missing_file_and_directory(tmp_path):

@@ -16,7 +16,9 @@ and lets ``evaluate`` read any run the same way (the digits MLP is ~400 KB of JS
 Writes go to a temporary file in the same directory, then ``os.replace`` renames it over
 the target: a rename within one filesystem is atomic, so readers see the old file or the
 new one, never a mixture. Loads check everything (format, architecture, every number)
-before touching a model, so a failed load leaves the model exactly as it was.
+before touching a model, so a failed load leaves the model exactly as it was. The size
+the architecture implies is checked against the numbers the file holds before any model
+is built, so a corrupt layer size fails at once instead of allocating gigabytes.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import IO, Any
 
@@ -41,6 +44,12 @@ VERSION = 1
 ENGINES = ("scalar", "tensor")
 _DTYPES = ("float64", "float32")
 _HEX_FLOAT = re.compile(r"-?(0x[0-9a-f]+(\.[0-9a-f]*)?p[+-]?[0-9]+|inf|nan)")
+
+#: The most weights a checkpoint may hold, per engine. A Value costs ~110 bytes and ~4 us
+#: to build, so a million is ~0.1 GB and a few seconds; a tensor model's float64s cost 8
+#: bytes each, so fifty million is 0.4 GB. The largest model this project trains (the
+#: digits MLP) has 17,290. Anything bigger is a corrupt or hand-edited architecture.
+MAX_PARAMETERS = {"scalar": 1_000_000, "tensor": 50_000_000}
 
 
 class CheckpointError(ValueError):
@@ -85,6 +94,22 @@ class Architecture:
         sizes = "-".join(str(n) for n in (self.nin, *self.nouts))
         return f"{self.engine} MLP {sizes} ({self.activation})"
 
+    def num_parameters(self) -> int:
+        """How many weights the model has, from the sizes alone: each layer is a
+        (nout, nin) weight matrix and nout biases, so (nin + 1) * nout."""
+        sizes = (self.nin, *self.nouts)
+        return sum((nin + 1) * nout for nin, nout in pairwise(sizes))
+
+    def layout(self) -> dict[str, tuple[int, ...]]:
+        """Each parameter's ``state_dict`` name and shape, without building the model. The
+        scalar engine saves the same numbers as one flat list in ``parameters()`` order."""
+        sizes = (self.nin, *self.nouts)
+        shapes: dict[str, tuple[int, ...]] = {}
+        for i, (nin, nout) in enumerate(pairwise(sizes)):
+            shapes[f"layers.{i}.weight"] = (nout, nin)
+            shapes[f"layers.{i}.bias"] = (nout,)
+        return shapes
+
 
 def architecture_of(model: Any) -> Architecture:
     """The architecture of a model this module can save: an ``nn.MLP`` or ``tensor_nn.MLP``."""
@@ -122,6 +147,11 @@ def save_checkpoint(
     """Write ``model`` (its architecture and every weight) and JSON-able ``metadata``
     (for example the data it was trained on) to ``path``, atomically."""
     arch = architecture_of(model)
+    if arch.num_parameters() > MAX_PARAMETERS[arch.engine]:
+        raise ValueError(
+            f"cannot checkpoint a {arch.engine} model with {arch.num_parameters():,} weights: "
+            f"loading is limited to {MAX_PARAMETERS[arch.engine]:,}"
+        )
     doc: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
@@ -202,7 +232,14 @@ def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
     dtype = arch.get("dtype", "float64") if engine == "tensor" else "float64"
     if dtype not in _DTYPES:
         raise CheckpointError(path, f"unsupported dtype {dtype!r}; expected one of {_DTYPES}")
-    return Architecture(engine, nin, tuple(nouts), activation, dtype)
+    found = Architecture(engine, nin, tuple(nouts), activation, dtype)
+    if found.num_parameters() > MAX_PARAMETERS[engine]:
+        raise CheckpointError(
+            path,
+            f"architecture has {found.num_parameters():,} weights, more than the "
+            f"{MAX_PARAMETERS[engine]:,} a {engine} checkpoint may hold (corrupt layer sizes?)",
+        )
+    return found
 
 
 def _decode_floats(path: Path, items: Any, expected: int, where: str) -> list[float]:
@@ -213,26 +250,26 @@ def _decode_floats(path: Path, items: Any, expected: int, where: str) -> list[fl
         raise CheckpointError(path, f"{where} holds {len(items)} numbers; the model has {expected}")
     values = []
     for i, item in enumerate(items):
-        try:
-            # fromhex alone would read a decimal "0.5" as hex digits (0.3125): insist on 0x
-            if not (isinstance(item, str) and _HEX_FLOAT.fullmatch(item)):
-                raise ValueError
-            values.append(float.fromhex(item))
-        except ValueError:
-            shown = repr(item) if len(repr(item)) <= 30 else repr(item)[:27] + "..."
-            raise CheckpointError(
-                path, f"{where}[{i}] is not a float.hex number: {shown}"
-            ) from None
+        # fromhex alone would read a decimal "0.5" as hex digits (0.3125): insist on 0x
+        problem = "is not a float.hex number"
+        if isinstance(item, str) and _HEX_FLOAT.fullmatch(item):
+            try:
+                values.append(float.fromhex(item))
+                continue
+            except OverflowError:  # "0x1p+99999": well formed, but beyond float64
+                problem = "is too large for a float64"
+        shown = repr(item) if len(repr(item)) <= 30 else repr(item)[:27] + "..."
+        raise CheckpointError(path, f"{where}[{i}] {problem}: {shown}")
     return values
 
 
-def _decode_parameters(path: Path, doc: Mapping[str, Any], template: Any, arch: Architecture):
-    """The saved weights, checked against ``template`` (a model of the same architecture):
+def _decode_parameters(path: Path, doc: Mapping[str, Any], arch: Architecture):
+    """The saved weights, checked against what ``arch`` needs (no model is built for this):
     a list of floats for the scalar engine, a state dict of arrays for the tensor engine."""
     saved = doc.get("parameters")
     if arch.engine == "scalar":
-        return _decode_floats(path, saved, len(template.parameters()), "'parameters'")
-    expected = {name: p.shape for name, p in template.named_parameters()}
+        return _decode_floats(path, saved, arch.num_parameters(), "'parameters'")
+    expected = arch.layout()
     if not isinstance(saved, dict):
         raise CheckpointError(path, "'parameters' must map parameter names to arrays")
     if set(saved) != set(expected):
@@ -249,7 +286,15 @@ def _decode_parameters(path: Path, doc: Mapping[str, Any], template: Any, arch: 
             got = entry.get("shape") if isinstance(entry, dict) else entry
             raise CheckpointError(path, f"{where} has shape {got!r}; the model needs {shape}")
         values = _decode_floats(path, entry.get("data"), math.prod(shape), f"{where} data")
-        state[name] = np.array(values, dtype=arch.dtype).reshape(shape)
+        with np.errstate(over="ignore"):
+            array = np.array(values, dtype=arch.dtype).reshape(shape)
+        overflowed = np.isinf(array) & np.isfinite(np.array(values).reshape(shape))
+        if overflowed.any():  # only a float32 model can get here: 1e300 would become inf
+            i = int(np.flatnonzero(overflowed)[0])
+            raise CheckpointError(
+                path, f"{where} data[{i}] is too large for a {arch.dtype}: {values[i]!r}"
+            )
+        state[name] = array
     return state
 
 
@@ -282,7 +327,7 @@ def load_into(model: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
             f"architecture mismatch: the file holds a {saved.describe()}, "
             f"the model is a {current.describe()}",
         )
-    values = _decode_parameters(path, doc, model, saved)
+    values = _decode_parameters(path, doc, saved)
     _apply_parameters(model, saved.engine, values)
     return _metadata(doc)
 
@@ -292,6 +337,7 @@ def load_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     path = Path(path)
     doc = _read_document(path)
     arch = _read_architecture(path, doc)
+    values = _decode_parameters(path, doc, arch)  # all checks pass before anything is built
     model = build_model(arch)
-    _apply_parameters(model, arch.engine, _decode_parameters(path, doc, model, arch))
+    _apply_parameters(model, arch.engine, values)
     return Checkpoint(path, arch, model, _metadata(doc))
