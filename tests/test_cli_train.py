@@ -249,6 +249,7 @@ def test_tensor_engine_on_moons_end_to_end(tmp_path):
         (["--lr", "-1"], "--lr"),
         (["--lr", "nan"], "--lr"),
         (["--samples", "1"], "--samples"),
+        (["--samples", "1000001"], "--samples"),
         (["--noise", "-0.1"], "--noise"),
         (["--batch-size", "0"], "--batch-size"),
         (["--seed", "-1"], "--seed"),
@@ -300,6 +301,78 @@ def test_evaluate_bad_checkpoints_exit_1_with_one_line(tmp_path, capsys):
         assert printed.out == ""
         assert printed.err.count("\n") == 1
         assert str(path) in printed.err and problem in printed.err
+
+
+@pytest.fixture(scope="module")
+def small_checkpoint(tmp_path_factory):
+    """The text of a checkpoint from a 5-step run on 30 moons, to edit into broken ones."""
+    out = tmp_path_factory.mktemp("small") / "run"
+    assert cli.main(["train", *SMALL, "--out", str(out)]) == 0
+    return (out / "model.json").read_text()
+
+
+def _edit(*keys, value):
+    def apply(doc):
+        target = doc
+        for key in keys[:-1]:
+            target = target[key]
+        target[keys[-1]] = value
+
+    apply.__name__ = ".".join(str(key) for key in keys)  # the test id
+    return apply
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (_edit("objective", "l2", value=True), "bad l2 weight True in its objective"),
+        (_edit("objective", "l2", value=-1e-4), "bad l2 weight -0.0001"),
+        (_edit("objective", "l2", value=float("nan")), "bad l2 weight nan"),
+        (_edit("objective", "l2", value=float("inf")), "bad l2 weight inf"),
+        (_edit("objective", "l2", value=10**400), "bad l2 weight 1000000"),
+        (_edit("data", "samples", value=10**9), "bad samples 1000000000 in its data"),
+        (_edit("data", "samples", value=1), "bad samples 1 in its data"),
+        (_edit("data", "samples", value=True), "bad samples True in its data"),
+        (_edit("data", "samples", value=30.0), "bad samples 30.0 in its data"),
+        (_edit("data", "noise", value=True), "bad noise True in its data"),
+        (_edit("data", "noise", value=float("nan")), "bad noise nan in its data"),
+        (_edit("data", "noise", value=10**400), "bad noise 1000000"),
+        (_edit("data", "seed", value=True), "bad seed True in its data"),
+        (_edit("data", "seed", value=2**32), "bad seed 4294967296 in its data"),
+        (_edit("parameters", 4, value="0x1.8p+99999"), "is too large for a float64"),
+        # 3*16 + 17*1600000 + 1600001 weights: refused before anything is built
+        (
+            _edit("architecture", "nouts", value=[16, 1600000, 1]),
+            "architecture has 28,800,049 weights",
+        ),
+        # the 2-4-4-1 file holds 3*4 + 5*4 + 5 weights; 2-4-40000-1 needs 3*4 + 5*40000 + 40001
+        (
+            _edit("architecture", "nouts", value=[4, 40000, 1]),
+            "'parameters' holds 37 numbers; the model has 240013",
+        ),
+    ],
+)
+def test_evaluate_a_corrupt_checkpoint_exits_1_with_one_line(
+    tmp_path, capsys, small_checkpoint, edit, problem
+):
+    doc = json.loads(small_checkpoint)
+    edit(doc)
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(doc))  # json writes nan and inf as NaN and Infinity
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err.count("\n") == 1
+    assert str(path) in printed.err and problem in printed.err
+
+
+def test_evaluate_samples_beyond_the_limit_is_a_usage_error(tmp_path, capsys, small_checkpoint):
+    path = tmp_path / "model.json"
+    path.write_text(small_checkpoint)
+    with pytest.raises(SystemExit) as info:
+        cli.main(["evaluate", "--checkpoint", str(path), "--samples", "1000001"])
+    assert info.value.code == 2
+    assert "argument --samples: must be at most 1,000,000" in capsys.readouterr().err
 
 
 def test_module_entry_point_help():

@@ -67,6 +67,10 @@ DEFAULT_LR = {
 }
 MOMENTUM = 0.9
 LR_DECAY_TO = 0.1  # plain SGD ends at this fraction of its starting learning rate
+#: --samples bounds, also applied to a checkpoint's stored data settings. A million 2-D
+#: points is 16 MB for NumPy; far more is a typo (or a corrupt file) that ends in a
+#: MemoryError, and the scalar engine would take hours over them anyway.
+MIN_SAMPLES, MAX_SAMPLES = 2, 1_000_000
 
 
 class UsageError(Exception):
@@ -469,7 +473,7 @@ def run_training(config: TrainConfig, out: Path, quiet: bool = False) -> dict[st
 
 
 # ---------------------------------------------------------------------- command line
-def _positive_int(option: str, minimum: int = 1):
+def _positive_int(option: str, minimum: int = 1, maximum: int | None = None):
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -477,6 +481,8 @@ def _positive_int(option: str, minimum: int = 1):
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value:,}")
         return value
 
     parse.__name__ = option  # argparse names the type in some messages
@@ -535,9 +541,10 @@ def _add_data_options(parser: argparse.ArgumentParser, for_evaluate: bool) -> No
     )
     parser.add_argument(
         "--samples",
-        type=_positive_int("--samples", 2),
+        type=_positive_int("--samples", MIN_SAMPLES, MAX_SAMPLES),
         metavar="N",
-        help=f"points to generate for a 2-D dataset (default: {default or 100})",
+        help=f"points to generate for a 2-D dataset, {MIN_SAMPLES} to {MAX_SAMPLES:,} "
+        f"(default: {default or 100})",
     )
     parser.add_argument(
         "--noise",
@@ -694,23 +701,44 @@ class Evaluation:
     scores: dict[str, Score]
 
 
+def _whole(x: Any) -> bool:
+    """A JSON integer; Python counts true and false as the ints 1 and 0, JSON does not."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _finite_non_negative(x: Any) -> bool:
+    """A JSON number (not a bool) that is a finite float64 and at least 0."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x) and x >= 0
+    except OverflowError:  # an int too large for a float64
+        return False
+
+
 def _stored_data_config(path: Path, stored: Any) -> dict[str, Any]:
-    """The checkpoint's data settings, checked, so a hand-edited file fails clearly."""
+    """The checkpoint's data settings, checked with the same limits as the command-line
+    options, so a hand-edited or corrupt file fails clearly instead of deep in NumPy."""
     if not isinstance(stored, dict):
         raise CheckpointError(path, "has no 'data' settings (was it written by train?)")
     name, samples, noise, seed = (stored.get(k) for k in ("dataset", "samples", "noise", "seed"))
     if name not in DATASETS:
         raise CheckpointError(path, f"unknown dataset {name!r} in its data settings")
-    if not (isinstance(seed, int) and 0 <= seed < 2**32):
-        raise CheckpointError(path, f"bad seed {seed!r} in its data settings")
-    if name != "digits" and not (
-        isinstance(samples, int)
-        and samples >= 2
-        and isinstance(noise, (int, float))
-        and math.isfinite(noise)
-        and noise >= 0
-    ):
-        raise CheckpointError(path, f"bad samples {samples!r} or noise {noise!r} in its data")
+    if not (_whole(seed) and 0 <= seed < 2**32):
+        raise CheckpointError(
+            path, f"bad seed {seed!r} in its data settings (must be 0 to 2**32 - 1)"
+        )
+    if name != "digits":
+        if not (_whole(samples) and MIN_SAMPLES <= samples <= MAX_SAMPLES):
+            raise CheckpointError(
+                path,
+                f"bad samples {samples!r} in its data settings "
+                f"(must be a whole number from {MIN_SAMPLES} to {MAX_SAMPLES:,})",
+            )
+        if not _finite_non_negative(noise):
+            raise CheckpointError(
+                path, f"bad noise {noise!r} in its data settings (must be a finite number >= 0)"
+            )
     return {"dataset": name, "samples": samples, "noise": noise, "seed": seed}
 
 
@@ -730,8 +758,10 @@ def evaluate_checkpoint(
     if not isinstance(objective, dict) or objective.get("loss") not in LOSSES:
         raise CheckpointError(path, "has no valid 'objective' (its loss and l2 weight)")
     loss_name, l2 = objective["loss"], objective.get("l2", 0.0)
-    if not (isinstance(l2, (int, float)) and math.isfinite(l2) and l2 >= 0):
-        raise CheckpointError(path, f"bad l2 weight {l2!r} in its objective")
+    if not _finite_non_negative(l2):
+        raise CheckpointError(
+            path, f"bad l2 weight {l2!r} in its objective (must be a finite number >= 0)"
+        )
     if (loss_name == "ce") != (arch.nouts[-1] > 1) or (
         loss_name == "ce" and arch.engine == "scalar"
     ):
