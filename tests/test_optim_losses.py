@@ -193,3 +193,40 @@ def test_parameter_update_under_no_grad_like_torch():
     with no_grad():
         w.data -= 0.01 * w.grad
     assert w.data == pytest.approx(0.88, rel=1e-15) and w._prev == ()
+
+
+def test_adam_counts_steps_per_parameter_as_torch_does():
+    # a parameter with no gradient on the first step has taken one step fewer
+    ours = [Value(1.0), Value(1.0)]
+    theirs = [torch.tensor(1.0, dtype=torch.float64, requires_grad=True) for _ in range(2)]
+    opt, topt = Adam(ours, lr=0.1), torch.optim.Adam(theirs, lr=0.1)
+    for step in range(3):
+        for p, t in zip(ours, theirs, strict=True):
+            p.grad, t.grad = 0.5, torch.tensor(0.5, dtype=torch.float64)
+        if step == 0:  # the second parameter gets no gradient on the first step
+            ours[1].grad = None
+            theirs[1].grad = None
+        opt.step()
+        topt.step()
+    for p, t in zip(ours, theirs, strict=True):
+        assert p.data == pytest.approx(t.item(), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda ps: Adam(ps, weight_decay=-1.0),
+        lambda ps: Adam(ps, eps=-1e-8),
+        lambda ps: Adam(ps, betas=(0.9, 1.0)),
+        lambda ps: SGD(ps, lr=-0.1),
+        lambda ps: SGD(ps, lr=0.1, momentum=-0.5),
+    ],
+)
+def test_optimiser_settings_out_of_range_are_value_errors(make):
+    with pytest.raises(ValueError, match="must"):
+        make([Value(1.0)])
+
+
+def test_optimiser_settings_of_the_wrong_type_are_type_errors():
+    with pytest.raises(TypeError, match="momentum must be a number, got str"):
+        SGD([Value(1.0)], lr=0.1, momentum="x")

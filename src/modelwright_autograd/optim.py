@@ -9,6 +9,15 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 
+def _non_negative(name: str, x: object) -> float:
+    """``x`` as a float, or a TypeError (not a number) / ValueError (negative or nan)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(x).__name__} {x!r}")
+    if not x >= 0.0:
+        raise ValueError(f"{name} must be >= 0, got {x!r}")
+    return float(x)
+
+
 class Optimizer:
     """Holds the parameters; ``zero_grad()`` clears their gradients between steps."""
 
@@ -19,9 +28,7 @@ class Optimizer:
         for p in self.params:
             if not (hasattr(p, "data") and hasattr(p, "grad")):
                 raise TypeError(f"optimizer parameters need .data and .grad, got {type(p)}")
-        if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not lr >= 0.0:
-            raise ValueError(f"learning rate must be a number >= 0, got {lr!r}")
-        self.lr = float(lr)
+        self.lr = _non_negative("learning rate", lr)
 
     def zero_grad(self) -> None:
         """Reset gradients: 0.0 for a Value, None for a Tensor (as torch does)."""
@@ -29,6 +36,7 @@ class Optimizer:
             p.grad = 0.0 if isinstance(p.grad, float) else None
 
     def step(self) -> None:
+        """Update every parameter that has a gradient, in place."""
         raise NotImplementedError
 
     def _gradients(self, weight_decay: float) -> Iterator[tuple[int, Any, Any]]:
@@ -55,12 +63,8 @@ class SGD(Optimizer):
         weight_decay: float = 0.0,
     ) -> None:
         super().__init__(params, lr)
-        if not momentum >= 0.0:
-            raise ValueError(f"momentum must be >= 0, got {momentum!r}")
-        if not weight_decay >= 0.0:
-            raise ValueError(f"weight_decay must be >= 0, got {weight_decay!r}")
-        self.momentum = float(momentum)
-        self.weight_decay = float(weight_decay)
+        self.momentum = _non_negative("momentum", momentum)
+        self.weight_decay = _non_negative("weight_decay", weight_decay)
         self._buffers: list[Any] = [None] * len(self.params)
 
     def step(self) -> None:
@@ -91,24 +95,24 @@ class Adam(Optimizer):
         weight_decay: float = 0.0,
     ) -> None:
         super().__init__(params, lr)
-        beta1, beta2 = betas
-        if not (0.0 <= beta1 < 1.0 and 0.0 <= beta2 < 1.0):
+        beta1, beta2 = (_non_negative("betas", b) for b in betas)
+        if not (beta1 < 1.0 and beta2 < 1.0):
             raise ValueError(f"betas must each be in [0, 1), got {betas!r}")
-        if not eps >= 0.0:
-            raise ValueError(f"eps must be >= 0, got {eps!r}")
-        self.betas = (float(beta1), float(beta2))
-        self.eps = float(eps)
-        self.weight_decay = float(weight_decay)
-        self.t = 0
+        self.betas = (beta1, beta2)
+        self.eps = _non_negative("eps", eps)
+        self.weight_decay = _non_negative("weight_decay", weight_decay)
+        # Per parameter, as torch keeps them: a parameter that had no gradient on some
+        # step has taken fewer steps, and its bias correction must count only its own.
+        self._steps = [0] * len(self.params)
         self._m: list[Any] = [0.0] * len(self.params)
         self._v: list[Any] = [0.0] * len(self.params)
 
     def step(self) -> None:
-        self.t += 1
         beta1, beta2 = self.betas
-        step_size = self.lr / (1.0 - beta1**self.t)
-        correction2_sqrt = math.sqrt(1.0 - beta2**self.t)
         for i, p, g in self._gradients(self.weight_decay):
+            t = self._steps[i] = self._steps[i] + 1
             m = self._m[i] = beta1 * self._m[i] + (1.0 - beta1) * g
             v = self._v[i] = beta2 * self._v[i] + (1.0 - beta2) * (g * g)
+            step_size = self.lr / (1.0 - beta1**t)
+            correction2_sqrt = math.sqrt(1.0 - beta2**t)
             p.data -= step_size * m / ((v**0.5) / correction2_sqrt + self.eps)
