@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
 from .engine import Operand, Value, _dot, _lift
 
 _ACTIVATIONS = ("relu", "tanh", "sigmoid")
 
 
-def _make_rng(seed: int | random.Random | None) -> random.Random:
-    """A ``random.Random`` from a seed; None means Python's global generator, so
-    ``random.seed(1337)`` before building a model reproduces micrograd's weights."""
+def _make_rng(seed: int | random.Random | None) -> Any:
+    """Something with ``uniform(a, b)``: a ``random.Random`` seeded with ``seed``, the one
+    given, or for None the ``random`` module itself, whose functions draw from the global
+    generator, so ``random.seed(1337)`` before building a model reproduces micrograd's."""
     if seed is None:
-        return random._inst  # type: ignore[attr-defined]  # the generator random.seed() seeds
+        return random
     if isinstance(seed, random.Random):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, int):
@@ -95,7 +97,7 @@ class Layer(Module):
     ) -> None:
         if isinstance(nout, bool) or not isinstance(nout, int) or nout < 1:
             raise ValueError(f"Layer needs a positive whole number of outputs, got {nout!r}")
-        rng = _make_rng(seed)
+        rng = None if seed is None else _make_rng(seed)  # one generator for all neurons
         self.neurons = [Neuron(nin, nonlin, activation, rng, fused) for _ in range(nout)]
 
     def __call__(self, x: Sequence[Operand]) -> list[Value]:
@@ -131,7 +133,7 @@ class MLP(Module):
             raise ValueError(f"MLP needs a positive whole number of inputs, got {nin!r}")
         if len(nouts) == 0:
             raise ValueError("MLP needs at least one layer size in nouts")
-        rng = _make_rng(seed)
+        rng = None if seed is None else _make_rng(seed)  # one generator for all layers
         sizes = [nin, *nouts]
         last = len(nouts) - 1
         self.layers = [

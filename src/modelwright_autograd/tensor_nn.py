@@ -32,7 +32,7 @@ def _make_rng(seed: Seed) -> Any:
     (so ``np.random.seed(0)`` before building a model reproduces it), an int seeds a new
     ``np.random.default_rng``, and a Generator or RandomState is used as it is."""
     if seed is None:
-        return np.random.mtrand._rand  # the global RandomState that np.random.seed() seeds
+        return np.random  # np.random.uniform draws from the generator np.random.seed() seeds
     if isinstance(seed, (np.random.Generator, np.random.RandomState)):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
@@ -222,7 +222,7 @@ class MLP(Module):
             raise ValueError("MLP needs at least one layer size in nouts")
         if activation not in _ACTIVATIONS:
             raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {activation!r}")
-        rng = _make_rng(seed)
+        rng = None if seed is None else _make_rng(seed)  # one generator for all layers
         sizes = [nin, *nouts]
         self.layers = [
             Linear(sizes[i], sizes[i + 1], seed=rng, dtype=dtype) for i in range(len(nouts))
