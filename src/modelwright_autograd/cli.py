@@ -8,8 +8,8 @@ taking the parsed arguments and returning the exit code.
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _registrations() -> list:
+def _registrations() -> list[Callable[[Any], None]]:
     """The ``register`` function of every subcommand module, in --help order."""
     from . import explain, train
 
@@ -35,7 +35,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

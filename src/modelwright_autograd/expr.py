@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import keyword
+import operator
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 
@@ -26,12 +27,12 @@ FUNCTIONS: dict[str, Callable[[Value], Value]] = {
     "sigmoid": Value.sigmoid,
 }
 
-_BINARY: dict[type, tuple[str, Callable[[Value, Value], Value]]] = {
-    ast.Add: ("+", lambda x, y: x + y),
-    ast.Sub: ("-", lambda x, y: x - y),
-    ast.Mult: ("*", lambda x, y: x * y),
-    ast.Div: ("/", lambda x, y: x / y),
-    ast.Pow: ("**", lambda x, y: x**y),
+_BINARY: dict[type, Callable[[Value, Value], Value]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
 }
 
 # Operators Python knows but the language refuses, by symbol, to point at them in messages.
@@ -283,7 +284,7 @@ class _Builder:
                 return Value(-float(node.operand.value))
             out = -self.build(node.operand)
         elif isinstance(node, ast.BinOp):
-            _, apply = _BINARY[type(node.op)]
+            apply = _BINARY[type(node.op)]
             out = apply(self.build(node.left), self.build(node.right))
         else:
             assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)

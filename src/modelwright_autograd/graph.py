@@ -14,11 +14,11 @@ from typing import Any
 def topological_order(root: Any) -> list[Any]:
     """Return every node ``root`` depends on, each listed after all of its inputs.
 
-    An explicit stack replaces recursion, so a chain of a million nodes needs no more
-    than Python's default recursion limit. Each stack entry is a node and an iterator over
-    its inputs: the node is emitted (post-order) once that iterator is exhausted, which is
-    exactly when all its inputs have been emitted. ``visited`` makes shared nodes appear
-    once however many paths lead to them.
+    An explicit stack replaces recursion, so depth is limited by memory, not by Python's
+    recursion limit: a chain of a million nodes is fine. Each stack entry is a node and an
+    iterator over its inputs: the node is emitted (post-order) once that iterator is
+    exhausted, which is exactly when all its inputs have been emitted. ``visited`` makes
+    shared nodes appear once however many paths lead to them.
     """
     order: list[Any] = []
     visited = {root}
