@@ -6,20 +6,23 @@ It mirrors the scalar engine (engine.py) piece for piece:
   shape, or None until a backward pass reaches it), ``_prev`` (its input nodes), ``_op`` (a
   label) and ``_backward`` (its rule), plus ``_ctx``: whatever the rule needs beyond the
   inputs and the output (a reduced dim, an index, a softmax's probabilities);
-* a backward rule is a plain module-level function ``_<op>_backward(out)`` shared by every
-  node of that op, so no node refers to itself through a closure and reference counting
-  frees a dropped graph at once (see engine.py for why that matters);
-* ``backward()`` walks ``graph.topological_order`` (iterative, so a 20,000-op chain is
-  fine), resets interior grads, and lets leaf grads accumulate across calls, as torch does;
+* each forward is a module-level function followed immediately by its backward rule, a
+  plain function ``_<op>_backward(out)`` shared by every node of that op, so no node refers
+  to itself through a closure and reference counting frees a dropped graph at once (see
+  engine.py for why that matters); the ``Tensor`` class at the bottom binds the forwards as
+  its methods and operators;
+* ``backward()`` walks ``graph.topological_order`` (iterative, so depth is limited only by
+  memory), resets interior grads, and lets leaf grads accumulate across calls, as torch
+  does;
 * ``graph.no_grad()`` switches recording off for both engines.
 
-Differences that come with arrays. Tensor rules are longer than scalar ones (broadcasting,
-matmul's 1-D cases, ties in max), so here each forward is a module-level function followed
-immediately by its backward rule, and the ``Tensor`` class at the bottom binds the forwards
-as its methods and operators. A result records a graph only when some input has
-``requires_grad`` (and grad mode is on), and a rule skips inputs that don't, so constants
-cost no gradient arithmetic. Gradients of broadcast inputs are summed back to the input's
-shape by ``_unbroadcast``.
+What comes with arrays: rules are longer than scalar ones (broadcasting, matmul's 1-D
+cases, ties in max) and a node may keep what its rule needs in ``_ctx``. A result records a
+graph only when some input has ``requires_grad`` (and grad mode is on), and a rule skips
+inputs that don't, so constants cost no gradient arithmetic (the scalar engine, like
+micrograd, gives every Value a grad). Gradients of broadcast inputs are summed back to the
+input's shape by ``_unbroadcast``. A number exponent in ``**`` is kept in ``_ctx`` rather
+than as a constant input node.
 
 Speed comes from structure: internal results are built by ``_result`` without the
 validation the public constructor does; ``_accumulate`` stores the first gradient to reach
