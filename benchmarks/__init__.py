@@ -1,4 +1,4 @@
-"""Benchmarks for modelwright-autograd (issue 6): ``python -m benchmarks``.
+"""Benchmarks for modelwright-autograd: ``python -m benchmarks`` from the repository root.
 
 Each comparison runs inside one process, one after the other, so machine noise cancels:
 the scalar engine against micrograd 0.1.0 on micrograd's own make_moons demo, graph scale

@@ -1,4 +1,5 @@
-"""The issue's targets, checked against a run's results. A MISS is reported, never fatal."""
+"""The project's performance targets, checked against a run's results. A MISS is reported, never
+fatal."""
 
 from __future__ import annotations
 
