@@ -86,3 +86,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda f: f.write(json.dumps(data, indent=2) + "\n"))
+
+
+def max_abs_diff(a: Sequence[float], b: Sequence[float]) -> float:
+    """The largest |a[i] - b[i]| over the common length of two loss curves (nan if empty)."""
+    return max((abs(x - y) for x, y in zip(a, b)), default=float("nan"))

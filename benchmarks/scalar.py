@@ -18,7 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from .common import Sizes, log, scale_stat, summarize, timed
+from modelwright_autograd.graph import topological_order
+
+from .common import Sizes, log, max_abs_diff, scale_stat, summarize, timed
 
 DEMO_SEED = 1337
 DEMO_STEP0_LOSS = 0.8958441028683222  # printed by micrograd's demo notebook before training
@@ -50,18 +52,9 @@ def initial_weights() -> list[float]:
     return [float(p.data) for p in micrograd_model().parameters()]
 
 
-def count_graph_nodes(root: Any) -> int:
-    """Every Value reachable from root through ``_prev`` (parameters, inputs and constants
-    included): the same count for both engines, whatever container ``_prev`` is."""
-    seen = {id(root)}
-    stack = [root]
-    while stack:
-        node = stack.pop()
-        for parent in node._prev:
-            if id(parent) not in seen:
-                seen.add(id(parent))
-                stack.append(parent)
-    return len(seen)
+def demo_lr(k: int) -> float:
+    """The demo's learning rate at step k: 1.0 falling to 0.1 over 100 steps."""
+    return 1.0 - 0.9 * k / _LR_HORIZON
 
 
 # --------------------------------------------------------------------- micrograd's step
@@ -87,7 +80,7 @@ def micrograd_train(model: Any, X: np.ndarray, y: np.ndarray, steps: int) -> dic
         total_loss = micrograd_loss(model, X, y)
         model.zero_grad()
         total_loss.backward()
-        learning_rate = 1.0 - 0.9 * k / _LR_HORIZON
+        learning_rate = demo_lr(k)
         for p in model.parameters():
             p.data -= learning_rate * p.grad
         step_seconds.append(time.perf_counter() - start)
@@ -127,7 +120,7 @@ def ours_train(model: Any, X: list[list[float]], y: list[float], steps: int) -> 
         loss = ours_loss(model, X, y)
         model.zero_grad()
         loss.backward()
-        learning_rate = 1.0 - 0.9 * k / _LR_HORIZON
+        learning_rate = demo_lr(k)
         for p in model.parameters():
             p.data -= learning_rate * p.grad
         losses.append(loss.data)
@@ -145,7 +138,7 @@ def graph_memory(build: Callable[[], Any], n_params: int) -> dict[str, Any]:
         retained = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
-    nodes = count_graph_nodes(loss)
+    nodes = len(topological_order(loss))  # micrograd's Values too: it only reads _prev
     created = nodes - n_params  # the parameters exist before the step
     del loss
     gc.collect()
@@ -155,11 +148,6 @@ def graph_memory(build: Callable[[], Any], n_params: int) -> dict[str, Any]:
         "graph_bytes_per_step": retained,
         "bytes_per_created_value": retained / created,
     }
-
-
-def _max_abs_diff(a: list[float], b: list[float]) -> float:
-    n = min(len(a), len(b))
-    return max((abs(a[i] - b[i]) for i in range(n)), default=float("nan"))
 
 
 def run(sizes: Sizes) -> dict[str, Any]:
@@ -223,7 +211,7 @@ def run(sizes: Sizes) -> dict[str, Any]:
     mg_per_step = mg_row["seconds_per_step"]["median"]
     for row in rows:
         row["ratio_vs_micrograd_per_step"] = row["seconds_per_step"]["median"] / mg_per_step
-        row["max_abs_loss_diff_vs_micrograd"] = _max_abs_diff(
+        row["max_abs_loss_diff_vs_micrograd"] = max_abs_diff(
             curves[_curve_key(row)], curves["micrograd"]
         )
         row["compared_steps"] = min(row["steps"], sizes.micrograd_steps)

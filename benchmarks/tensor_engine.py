@@ -32,8 +32,9 @@ from modelwright_autograd import tensor_nn
 from modelwright_autograd.optim import Adam
 from modelwright_autograd.tensor import Tensor
 
-from .common import Sizes, log, summarize
-from .scalar import DEMO_STEP0_LOSS, demo_data, micrograd_model
+from .common import Sizes, log, max_abs_diff, summarize
+from .machine import numpy_blas
+from .scalar import DEMO_STEP0_LOSS, demo_data, demo_lr, micrograd_model
 
 DIGITS_SIZES = (64, 128, 64, 10)
 MOONS_SIZES = (2, 16, 16, 1)
@@ -42,19 +43,9 @@ ADAM_LR = 1e-3
 BETAS = (0.9, 0.999)
 EPS = 1e-8
 L2 = 1e-4
-_LR_HORIZON = 100
 ENGINES = ("torch", "numpy floor", "ours")  # the order of the report's rows
 
 Layers = list[tuple[np.ndarray, np.ndarray]]  # [(W of shape (in, out), b of shape (out,))]
-
-
-def numpy_blas_threads() -> int:
-    """The thread count of the BLAS NumPy itself links to (threadpoolctl)."""
-    from threadpoolctl import threadpool_info
-
-    blas = [i for i in threadpool_info() if i["user_api"] == "blas"]
-    mine = [i for i in blas if "numpy" in i["filepath"]] or blas
-    return int(mine[0]["num_threads"]) if mine else 1
 
 
 # ------------------------------------------------------------------------------ data
@@ -199,7 +190,7 @@ def numpy_moons_run(layers: Layers, X: np.ndarray, y: np.ndarray, steps: int) ->
     losses = []
     for k in range(steps):
         losses.append(net.svm_step(X, y))
-        net.sgd(1.0 - 0.9 * k / _LR_HORIZON)
+        net.sgd(demo_lr(k))
     return losses
 
 
@@ -246,7 +237,7 @@ def torch_moons_run(layers: Layers, X: Any, y: Any, steps: int) -> list[float]:
         loss = data_loss + L2 * sum((p * p).sum() for p in params)
         model.zero_grad()
         loss.backward()
-        lr = 1.0 - 0.9 * k / _LR_HORIZON
+        lr = demo_lr(k)
         with torch.no_grad():
             for p in params:
                 p -= lr * p.grad
@@ -287,7 +278,7 @@ def ours_moons_run(layers: Layers, X, y, steps: int) -> list[float]:
         loss = data_loss + L2 * sum((p * p).sum() for p in params)
         model.zero_grad()
         loss.backward()
-        lr = 1.0 - 0.9 * k / _LR_HORIZON
+        lr = demo_lr(k)
         for p in params:
             p.data -= lr * p.grad
         losses.append(float(loss.data))
@@ -295,10 +286,6 @@ def ours_moons_run(layers: Layers, X, y, steps: int) -> list[float]:
 
 
 # ------------------------------------------------------------------------- the run
-def _max_diff(a: list[float], b: list[float]) -> float:
-    return max(abs(x - y) for x, y in zip(a, b))
-
-
 def _interleaved(runners: dict[str, Callable[[int], Any]], repeats: int) -> dict[str, list[float]]:
     """Time each runner ``repeats`` times, alternating between them; runner(r) gets the
     repeat's index."""
@@ -315,7 +302,7 @@ def _interleaved(runners: dict[str, Callable[[int], Any]], repeats: int) -> dict
 def run(sizes: Sizes) -> dict[str, Any]:
     import torch
 
-    threads = numpy_blas_threads()
+    threads = int(numpy_blas().get("threads") or 1)
     torch.set_num_threads(threads)
     dtype = sizes.dtype
     info = {
@@ -375,7 +362,7 @@ def run(sizes: Sizes) -> dict[str, Any]:
                 "workload": workload,
                 "engine": name,
                 "seconds": summarize([t * unit for t in times[name]]),
-                "max_abs_loss_diff_vs_torch": _max_diff(curves[name], curves["torch"]),
+                "max_abs_loss_diff_vs_torch": max_abs_diff(curves[name], curves["torch"]),
                 "first_loss": curves[name][0],
             }
             for name in ENGINES
