@@ -203,6 +203,7 @@ def test_reductions_over_every_dim_like_torch(op, dim, keepdim):
 def test_max_ties_share_the_gradient_like_torch_amax(dim):
     x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0], [5.0, 5.0, 5.0]])
     compare(lambda t: t.max(dim=dim), lambda t: TORCH_REDUCE["max"](t, dim, False), [x])
+    compare(lambda t: t.amax(dim=dim), lambda t: TORCH_REDUCE["max"](t, dim, False), [x])
 
 
 def test_max_tie_gradient_by_hand():

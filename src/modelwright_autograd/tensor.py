@@ -856,6 +856,7 @@ class Tensor:
     sum = _sum
     mean = _mean
     max = _max
+    amax = _max  # torch's name for exactly this: the values only, ties share the gradient
     reshape = _reshape
     transpose = _transpose
     permute = _permute
