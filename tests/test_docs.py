@@ -52,8 +52,8 @@ def test_python_blocks_run(path, tmp_path, monkeypatch):
         exec(compile(source, str(path), "exec"), namespace)
 
 
-def test_report_and_concepts_have_python_blocks():
-    for name in ("REPORT.md", "docs/concepts.md"):
+def test_derivations_and_concepts_have_python_blocks():
+    for name in ("docs/derivations.md", "docs/concepts.md"):
         assert len(python_blocks((ROOT / name).read_text("utf-8"))) >= 5, name
 
 

@@ -1,8 +1,8 @@
-"""Every formula in REPORT.md is checked: the ```derivative blocks are parsed and each op's
+"""Every formula in docs/derivations.md is checked: the ```derivative blocks are parsed and each op's
 documented local derivative is compared with central differences of its documented forward
 formula, with the engine's backward pass (for two upstream gradients, so the chain rule is
 checked too) and with PyTorch float64. Edge points must match the engine and torch exactly.
-An op the engine has (a ``_*_backward`` rule in engine.py) but the report lacks fails.
+An op the engine has (see ``engine_rules``) but the page lacks fails, and so does the reverse.
 
 The blocks are repository text, not user input, so evaluating their expressions is fine.
 """
@@ -18,7 +18,7 @@ import torch
 
 from modelwright_autograd import Value, engine
 
-REPORT = Path(__file__).resolve().parents[1] / "REPORT.md"
+DERIVATIONS = Path(__file__).resolve().parents[1] / "docs" / "derivations.md"
 _BLOCK = re.compile(r"^```derivative\n(.*?)^```", re.S | re.M)
 
 # The forward formulas are plain Python over floats, with math's functions.
@@ -64,16 +64,22 @@ def _parse_block(body: str) -> dict:
 
 
 def _load() -> list[dict]:
-    specs = [_parse_block(m.group(1)) for m in _BLOCK.finditer(REPORT.read_text("utf-8"))]
-    assert specs, "REPORT.md has no ```derivative blocks"
+    text = DERIVATIONS.read_text("utf-8")
+    specs = [_parse_block(m.group(1)) for m in _BLOCK.finditer(text)]
+    assert specs, "docs/derivations.md has no ```derivative blocks"
     return specs
 
 
 SPECS = _load()
 
 
-def _engine_rules() -> set[str]:
-    """Every backward rule engine.py defines: the engine's list of operations."""
+def engine_rules() -> set[str]:
+    """The engine's list of operations, as the names of its backward rules.
+
+    The one place that knows how engine.py lays out its ops: every check that compares the
+    documents' op set with the engine's (here and in test_op_table.py) goes through it. The
+    ``rule:`` line of each ```derivative block names one of these.
+    """
     return {
         name
         for name, obj in vars(engine).items()
@@ -81,16 +87,16 @@ def _engine_rules() -> set[str]:
     }
 
 
-def test_every_engine_op_is_in_the_report_once():
+def test_every_engine_op_is_derived_once():
     documented = [s["rule"] for s in SPECS]
     assert len(documented) == len(set(documented)), f"a rule is documented twice: {documented}"
-    missing = _engine_rules() - set(documented)
-    assert not missing, f"ops in engine.py with no derivation in REPORT.md: {sorted(missing)}"
-    unknown = set(documented) - _engine_rules()
-    assert not unknown, f"REPORT.md documents rules engine.py does not have: {sorted(unknown)}"
+    missing = engine_rules() - set(documented)
+    assert not missing, f"engine ops with no derivation in docs/derivations.md: {sorted(missing)}"
+    unknown = set(documented) - engine_rules()
+    assert not unknown, f"docs/derivations.md derives rules the engine lacks: {sorted(unknown)}"
 
 
-def test_the_report_names_every_op_the_brief_lists():
+def test_the_derivations_name_every_op_the_course_lists():
     ops = " ".join(s["op"] for s in SPECS)
     for op in ("add", "mul", "pow", "neg", "sub", "div", "exp", "log", "tanh", "relu"):
         assert op in ops
@@ -151,7 +157,7 @@ def _same(got: float, want: float) -> bool:
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s["op"] for s in SPECS])
 def test_block_is_complete(spec):
-    assert spec["rule"] in _engine_rules()
+    assert spec["rule"] in engine_rules()
     assert set(spec["derivatives"]) == set(spec["inputs"]), "one d/dx line per input"
     assert len(spec["at"]) >= 2, "check each op at several points"
     for point in spec["at"]:
@@ -172,7 +178,7 @@ def test_documented_derivative_matches_central_differences(spec):
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s["op"] for s in SPECS])
-def test_engine_forward_and_backward_match_the_report(spec):
+def test_engine_forward_and_backward_match_the_derivation(spec):
     for point in spec["at"]:
         for upstream in (1.0, -2.5):  # the chain rule: each input gets upstream * local
             out, grads = _run_engine(spec, point, upstream)
@@ -208,8 +214,3 @@ def test_edge_conventions_match_engine_and_torch(spec, where, want):
         expected = want[f"d/d{name}"]
         assert _same(grads[name], expected), ("engine", name, grads[name], expected)
         assert _same(tgrads[name], expected), ("torch", name, tgrads[name], expected)
-
-
-def test_the_training_section_is_there():
-    text = REPORT.read_text("utf-8")
-    assert re.search(r"^## Training$", text, re.M)
