@@ -1,7 +1,7 @@
-"""Every formula in docs/derivations.md is checked: the ```derivative blocks are parsed and each op's
-documented local derivative is compared with central differences of its documented forward
-formula, with the engine's backward pass (for two upstream gradients, so the chain rule is
-checked too) and with PyTorch float64. Edge points must match the engine and torch exactly.
+"""Every formula in docs/derivations.md is checked: its ```derivative blocks are parsed and
+each op's documented local derivative is compared with central differences of its documented
+forward formula, with the engine's backward pass (for two upstream gradients, so the chain
+rule is checked too) and with PyTorch float64. Edge points must match the engine and torch exactly.
 An op the engine has (see ``engine_rules``) but the page lacks fails, and so does the reverse.
 
 The blocks are repository text, not user input, so evaluating their expressions is fine.
