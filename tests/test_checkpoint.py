@@ -14,11 +14,11 @@ from modelwright_autograd import MLP, Value, tensor_nn
 from modelwright_autograd import checkpoint as ckpt
 from modelwright_autograd.checkpoint import (
     CheckpointError,
-    atomic_write,
     load_checkpoint,
     load_into,
     save_checkpoint,
 )
+from modelwright_autograd.files import atomic_write
 from modelwright_autograd.graph import no_grad
 from modelwright_autograd.tensor import Tensor
 

@@ -15,13 +15,10 @@ import torch
 
 from modelwright_autograd import cli, tensor_nn
 from modelwright_autograd.data import load_dataset
-from modelwright_autograd.train import (
-    ScalarLearner,
-    TensorLearner,
-    TrainConfig,
-    evaluate_checkpoint,
-    fit,
-)
+from modelwright_autograd.training.evaluate import evaluate_checkpoint
+from modelwright_autograd.training.learners import ScalarLearner, TensorLearner
+from modelwright_autograd.training.loop import fit
+from modelwright_autograd.training.settings import TrainConfig
 
 SMALL = ["--samples", "30", "--steps", "5", "--hidden", "4,4", "--quiet"]
 MICROGRAD_STEP0_LOSS = 0.8958441028683222  # micrograd's demo.ipynb, step 0

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -9,9 +10,12 @@ import torch.nn.functional as F
 from modelwright_autograd import (
     SGD,
     Adam,
+    Tensor,
     Value,
-    bce_with_logits,
+    binary_cross_entropy_with_logits,
+    functional,
     is_grad_enabled,
+    losses,
     mse_loss,
     no_grad,
     svm_loss,
@@ -132,25 +136,52 @@ def test_mse_loss_matches_torch():
     ids=["moderate", "plus-minus-1000", "large", "soft"],
 )
 def test_bce_with_logits_matches_torch(logits, labels):
-    _compare_loss(bce_with_logits, F.binary_cross_entropy_with_logits, logits, labels)
+    _compare_loss(
+        binary_cross_entropy_with_logits, F.binary_cross_entropy_with_logits, logits, labels
+    )
 
 
 def test_bce_with_logits_extremes_by_hand():
     # z = 1000, y = 0: loss = z = 1000, dloss/dz = sigmoid(z) - y = 1
     # z = -1000, y = 0: loss = log(1 + e^-1000) = 0, dloss/dz = 0
     z1, z2 = Value(1000.0), Value(-1000.0)
-    loss = bce_with_logits([z1, z2], [0.0, 0.0])  # mean of (1000, 0) = 500
+    loss = binary_cross_entropy_with_logits([z1, z2], [0.0, 0.0])  # mean of (1000, 0) = 500
     loss.backward()
     assert loss.data == 500.0
     assert (z1.grad, z2.grad) == (0.5, 0.0)  # each term's slope times 1/2
 
 
-@pytest.mark.parametrize("loss", [svm_loss, mse_loss, bce_with_logits])
+@pytest.mark.parametrize("loss", [svm_loss, mse_loss, binary_cross_entropy_with_logits])
 def test_losses_check_sizes(loss):
     with pytest.raises(ValueError, match="2 predictions but 3 targets"):
         loss([Value(1.0), Value(2.0)], [1.0, 1.0, 1.0])
     with pytest.raises(ValueError, match="at least one"):
         loss([], [])
+
+
+TORCH_LOSSES = {
+    "svm": lambda s, y: torch.relu(1 - y * s).mean(),
+    "mse": F.mse_loss,
+    "bce": F.binary_cross_entropy_with_logits,
+}
+
+
+@pytest.mark.parametrize("name", sorted(TORCH_LOSSES))
+def test_both_engines_loss_tables_hold_the_same_losses_under_the_same_names(name):
+    assert set(losses.LOSSES) == set(functional.LOSSES) == set(TORCH_LOSSES)
+    scalar, tensor = losses.LOSSES[name], functional.LOSSES[name]
+    assert scalar.__name__ == tensor.__name__
+    scores = [0.3, -2.0, 1.7, -0.4, 0.99]
+    targets = [0.0, 1.0, 1.0, 0.0, 1.0] if name == "bce" else [1.0, -1.0, -1.0, 1.0, 1.0]
+    _compare_loss(scalar, TORCH_LOSSES[name], scores, targets)
+    t = Tensor(scores, requires_grad=True)
+    loss = tensor(t, targets)
+    loss.backward()
+    expected = torch.tensor(scores, dtype=torch.float64, requires_grad=True)
+    texpected = TORCH_LOSSES[name](expected, torch.tensor(targets, dtype=torch.float64))
+    texpected.backward()
+    assert loss.item() == pytest.approx(texpected.item(), rel=1e-12, abs=1e-15)
+    np.testing.assert_allclose(t.grad, expected.grad.numpy(), rtol=1e-12, atol=1e-15)
 
 
 # ------------------------------------------------------------------ no_grad

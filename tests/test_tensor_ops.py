@@ -294,6 +294,12 @@ def test_cross_entropy_on_extreme_logits_is_exact():
     assert loss.item() == pytest.approx(2000.0, rel=1e-12)
 
 
+def test_svm_loss_like_torch():
+    s = _values((6,), 28, kind="away")
+    y = np.random.default_rng(29).choice([-1.0, 1.0], 6)
+    compare(lambda x: F.svm_loss(x, y), lambda x: torch.relu(1 - torch.tensor(y) * x).mean(), [s])
+
+
 def test_mse_and_bce_with_logits_like_torch():
     a, b = _values((4, 3), 25), _values((4, 3), 26)
     compare(F.mse_loss, TF.mse_loss, [a, b])

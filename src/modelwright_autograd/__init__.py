@@ -5,16 +5,44 @@ engine over NumPy arrays (its nets in ``tensor_nn``, its losses in ``functional`
 and ``Adam`` update anything with ``.data`` and ``.grad``; ``gradcheck`` compares gradients
 with finite differences; ``draw_graph`` and the ``explain`` module show a backward pass
 at work.
+
+Only the standard-library parts (the scalar engine, its nets, losses and optimisers) are
+imported here; the names that need NumPy or Graphviz load their module when first used, so
+``import modelwright_autograd`` works with neither installed.
 """
 
+from importlib import import_module
+from typing import Any
+
 from .engine import Value
-from .explain import draw_graph, save_graph
-from .gradcheck import GradcheckError, gradcheck, gradcheck_tensor
 from .graph import is_grad_enabled, no_grad
-from .losses import bce_with_logits, mse_loss, svm_loss
+from .losses import binary_cross_entropy_with_logits, mse_loss, svm_loss
 from .nn import MLP, Layer, Module, Neuron
 from .optim import SGD, Adam
-from .tensor import Tensor, cat, stack
+
+#: name -> the module that defines it, imported on first use.
+_LAZY = {
+    "GradcheckError": "gradcheck",
+    "gradcheck": "gradcheck",
+    "Tensor": "tensor",
+    "cat": "tensor",
+    "stack": "tensor",
+    "draw_graph": "explain",
+    "save_graph": "explain",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "MLP",
@@ -26,11 +54,10 @@ __all__ = [
     "Neuron",
     "Tensor",
     "Value",
-    "bce_with_logits",
+    "binary_cross_entropy_with_logits",
     "cat",
     "draw_graph",
     "gradcheck",
-    "gradcheck_tensor",
     "is_grad_enabled",
     "mse_loss",
     "no_grad",

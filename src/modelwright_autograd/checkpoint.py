@@ -31,13 +31,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from . import tensor_nn
-from .files import atomic_write
-from .nn import _ACTIVATIONS, MLP
+from .checks import is_json_positive_int
+from .files import write_json
+from .nn import ACTIVATIONS, MLP
 
 FORMAT = "modelwright-autograd checkpoint"
 VERSION = 1
@@ -59,17 +60,6 @@ class CheckpointError(ValueError):
         self.path = Path(path)
         self.problem = problem
         super().__init__(f"checkpoint {self.path}: {problem}")
-
-
-def write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    """Write ``obj`` as indented JSON, atomically. NaN and infinities are refused (they are
-    not JSON); callers turn them into strings or null first."""
-
-    def write(f: IO[str]) -> None:
-        json.dump(obj, f, indent=1, allow_nan=False)
-        f.write("\n")
-
-    atomic_write(path, write)
 
 
 # ---------------------------------------------------------------------- architecture
@@ -209,10 +199,6 @@ def _read_document(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _positive_int(x: Any) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool) and x >= 1
-
-
 def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
     engine = doc.get("engine")
     if engine not in ENGINES:
@@ -221,13 +207,13 @@ def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
     if not isinstance(arch, dict):
         raise CheckpointError(path, "missing its 'architecture'")
     nin, nouts, activation = arch.get("nin"), arch.get("nouts"), arch.get("activation")
-    if not _positive_int(nin):
+    if not is_json_positive_int(nin):
         raise CheckpointError(path, f"architecture 'nin' must be a positive integer, got {nin!r}")
-    if not (isinstance(nouts, list) and nouts and all(_positive_int(n) for n in nouts)):
+    if not (isinstance(nouts, list) and nouts and all(is_json_positive_int(n) for n in nouts)):
         raise CheckpointError(
             path, f"architecture 'nouts' must be a list of positive integers, got {nouts!r}"
         )
-    if activation not in _ACTIVATIONS:
+    if activation not in ACTIVATIONS:
         raise CheckpointError(path, f"unknown activation {activation!r}")
     dtype = arch.get("dtype", "float64") if engine == "tensor" else "float64"
     if dtype not in _DTYPES:

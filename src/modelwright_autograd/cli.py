@@ -1,15 +1,339 @@
-"""The ``modelwright-autograd`` command: one subcommand per job.
+"""The ``modelwright-autograd`` command line: argparse and printing only.
 
-Each subcommand lives beside the code it drives and registers itself through a
-``register(subparsers)`` function that adds its parser and sets ``func`` to a callable
-taking the parsed arguments and returning the exit code.
+Each command is an ``add_<name>(subparsers)`` that declares its options and sets
+``func`` to a ``run_<name>(args, ...)`` returning the exit code; ``COMMANDS`` lists them in
+``--help`` order, so a new command is one such pair and one line there. The work itself is
+in ``training`` (train, evaluate) and ``explain``.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import sys
 from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
 from typing import Any
+
+from .checkpoint import ENGINES, CheckpointError
+from .data import DATASETS
+from .nn import ACTIVATIONS
+from .training.evaluate import evaluate_checkpoint
+from .training.loop import run_training
+from .training.outputs import default_out_dir
+from .training.settings import (
+    LOSSES,
+    MAX_SAMPLES,
+    MIN_SAMPLES,
+    OPTIMIZERS,
+    TrainingDiverged,
+    UsageError,
+    resolve_config,
+)
+
+Subparsers = Any  # argparse's _SubParsersAction, which it does not export
+
+
+# ---------------------------------------------------------------------- argument types and output
+def whole_number(option: str, minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``minimum`` to ``maximum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value:,}")
+        return value
+
+    parse.__name__ = option  # argparse names the type in some messages
+    return parse
+
+
+def real_number(option: str, *, positive: bool) -> Callable[[str], float]:
+    """An argparse type: a finite number, greater than 0 or at least 0."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if positive and not value > 0:
+            raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+        if not positive and value < 0:
+            raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+        return value
+
+    parse.__name__ = option
+    return parse
+
+
+def layer_sizes(text: str) -> tuple[int, ...]:
+    """An argparse type: comma-separated positive layer sizes such as 16,16."""
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or any(n < 1 for n in sizes):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated positive layer sizes such as 16,16, got {text!r}"
+        )
+    return sizes
+
+
+def random_seed(text: str) -> int:
+    """An argparse type: a seed NumPy accepts, 0 to 2**32 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if not 0 <= value < 2**32:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 2**32 - 1, got {value}")
+    return value
+
+
+def emit(lines: list[str]) -> int:
+    """Print ``lines`` and return 0; if the reader has gone (``| head``), stop quietly
+    and return 1."""
+    try:
+        print("\n".join(lines), flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
+        return 1
+    return 0
+
+
+def _add_data_options(parser: argparse.ArgumentParser, for_evaluate: bool) -> None:
+    default = "the checkpoint's" if for_evaluate else None
+    parser.add_argument(
+        "--dataset",
+        choices=DATASETS,
+        default=None if for_evaluate else "moons",
+        help=f"the data (default: {default or 'moons'}); moons and circles come from "
+        "scikit-learn, xor and spiral are two-class toys; digits is scikit-learn's 1,797 8x8 "
+        "digits, split 80/20 (stratified) into train and test",
+    )
+    parser.add_argument(
+        "--samples",
+        type=whole_number("--samples", MIN_SAMPLES, MAX_SAMPLES),
+        metavar="N",
+        help=f"points to generate for a 2-D dataset, {MIN_SAMPLES} to {MAX_SAMPLES:,} "
+        f"(default: {default or 100})",
+    )
+    parser.add_argument(
+        "--noise",
+        type=real_number("--noise", positive=False),
+        metavar="SD",
+        help=f"std. deviation of the noise on each point (default: {default or 0.1})",
+    )
+    parser.add_argument(
+        "--seed",
+        type=random_seed,
+        default=None if for_evaluate else 1337,
+        help=f"seed for the data, the weights and the batch order (default: "
+        f"{default or 1337}; 1337 reproduces micrograd's demo)",
+    )
+
+
+# ---------------------------------------------------------------------- train
+def add_train(subparsers: Subparsers) -> None:
+    """The ``train`` command's options."""
+    p = subparsers.add_parser(
+        "train",
+        help="train an MLP and save its curves, decision boundary and checkpoint",
+        description="Train an MLP. With no options: micrograd's demo (moons, MLP 2-16-16-1, "
+        "hinge loss + 1e-4 L2, 100 full-batch SGD steps, lr 1.0 -> 0.1). --dataset digits "
+        "trains a 64-128-64-10 MLP on scikit-learn's digits with the tensor engine. A run writes "
+        "model.json (the checkpoint), metrics.json and loss_curve.png, plus decision_boundary.png "
+        "for the 2-D sets or confusion_matrix.png and misclassified.png for digits.",
+    )
+    _add_data_options(p, for_evaluate=False)
+    p.add_argument(
+        "--hidden",
+        type=layer_sizes,
+        metavar="SIZES",
+        help="hidden layer sizes, comma-separated (default: 16,16; digits 128,64)",
+    )
+    p.add_argument(
+        "--activation",
+        choices=ACTIVATIONS,
+        default="relu",
+        help="hidden-layer nonlinearity (default: relu)",
+    )
+    p.add_argument(
+        "--loss",
+        choices=LOSSES,
+        help="svm (hinge, labels -1/+1, the default), mse (labels -1/+1) or bce "
+        "(labels 0/1) for the 2-D sets; ce (cross-entropy) for digits",
+    )
+    p.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        help="sgd (lr decays linearly to a tenth; default for 2-D), momentum "
+        "(SGD with momentum 0.9) or adam (default for digits)",
+    )
+    p.add_argument(
+        "--lr",
+        type=real_number("--lr", positive=True),
+        help="(starting) learning rate (default: sgd 1.0, momentum 0.1, adam 0.05; with "
+        "--loss mse sgd 0.1, momentum 0.05; digits: sgd 0.1, momentum 0.01, adam 0.001)",
+    )
+    p.add_argument(
+        "--steps", type=whole_number("--steps"), help="optimiser steps (default: 100; digits 1000)"
+    )
+    p.add_argument(
+        "--batch-size",
+        type=whole_number("--batch-size"),
+        metavar="N",
+        help="examples per step (default: the whole training set; digits 32)",
+    )
+    p.add_argument(
+        "--l2",
+        type=real_number("--l2", positive=False),
+        default=1e-4,
+        help="weight of the L2 penalty sum(p*p) added to the loss (default: 1e-4)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help="scalar (Value graph) or tensor (NumPy arrays); default scalar, digits needs tensor",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="output directory (default: runs/<dataset>-<timestamp>/)",
+    )
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress bar; print only the final summary"
+    )
+    p.set_defaults(func=partial(run_train, parser=p))
+
+
+def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Train, write the outputs, print the summary: 0, 1 if training diverged or the
+    outputs cannot be written, 2 for a bad option."""
+    try:
+        config = resolve_config(args)
+        if args.out is not None and args.out.exists() and not args.out.is_dir():
+            raise UsageError("--out", f"{args.out} exists and is not a directory")
+    except UsageError as e:
+        parser.error(str(e))  # exits with code 2
+    out = args.out if args.out is not None else default_out_dir(config.dataset)
+    try:
+        result = run_training(config, out, quiet=args.quiet)
+    except TrainingDiverged as e:
+        print(f"modelwright-autograd train: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"modelwright-autograd train: cannot write the outputs: {e}", file=sys.stderr)
+        return 1
+    lines = [f"final  {result['train'].describe()}  (training set)"]
+    if result["test"] is not None:
+        lines.append(f"test   {result['test'].describe()}  (held-out test set)")
+    lines.append(
+        f"trained in {result['seconds']:.2f} s ({config.steps} steps); "
+        f"outputs in {out}/: {', '.join(result['files'])}"
+    )
+    return emit(lines)
+
+
+# ---------------------------------------------------------------------- evaluate
+def add_evaluate(subparsers: Subparsers) -> None:
+    """The ``evaluate`` command's options."""
+    p = subparsers.add_parser(
+        "evaluate",
+        help="load a checkpoint and report its loss and accuracy",
+        description="Load model.json written by train and print the training objective and "
+        "accuracy, by default on the data it was trained on (regenerated from the settings "
+        "stored in the checkpoint); the data options override them.",
+    )
+    p.add_argument(
+        "--checkpoint",
+        type=Path,
+        required=True,
+        metavar="FILE",
+        help="a model.json written by train",
+    )
+    _add_data_options(p, for_evaluate=True)
+    p.set_defaults(func=partial(run_evaluate, parser=p))
+
+
+def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Score a checkpoint and print it: 0, 1 for a bad checkpoint, 2 for a bad option."""
+    try:
+        result = evaluate_checkpoint(
+            args.checkpoint, args.dataset, args.samples, args.noise, args.seed
+        )
+    except CheckpointError as e:
+        print(f"modelwright-autograd evaluate: {e}", file=sys.stderr)
+        return 1
+    except UsageError as e:
+        parser.error(str(e))
+    settings = ", ".join(f"{k} {v}" for k, v in result.data.items() if v is not None)
+    which = "the data it was trained on" if result.trained_on_it else "new data"
+    lines = [f"{args.checkpoint}: {result.architecture}, evaluated on {which} ({settings})"]
+    for split, found in result.scores.items():
+        where = "training set" if split == "train" else "held-out test set"
+        lines.append(f"{split:<6} {found.describe()}  ({where})")
+    return emit(lines)
+
+
+# ---------------------------------------------------------------------- explain
+_EXPLAIN_EPILOG = """\
+examples:
+  modelwright-autograd explain "a*b + c" a=2 b=3 c=4
+  modelwright-autograd explain "tanh(w*x + b)" w=-3 x=2 b=6.88 --graph neuron.svg
+  modelwright-autograd explain "a*a + a" a=3 --json
+  modelwright-autograd explain -- "-a*b" a=2 b=3     (an expression starting with '-')
+"""
+
+
+def add_explain(subparsers: Subparsers) -> None:
+    """The ``explain`` command's options."""
+    parser = subparsers.add_parser(
+        "explain",
+        help="narrate the backward pass of an expression, step by step",
+        description=(
+            "Build the expression from Values, run backward() and print, for every node "
+            "in reverse topological order, the gradient that arrived, each input's local "
+            "derivative and what was pushed to it. The expression may use numbers, the "
+            "variables given as NAME=VALUE, + - * / **, unary minus, parentheses and "
+            "exp log tanh relu sigmoid; anything else is refused (exit code 2)."
+        ),
+        epilog=_EXPLAIN_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("expression", help='for example "a*b + c"')
+    parser.add_argument("assignments", nargs="*", metavar="NAME=VALUE", help="e.g. a=2 b=3")
+    parser.add_argument(
+        "--json", action="store_true", help="print {value, grads, steps} as JSON instead"
+    )
+    parser.add_argument(
+        "--graph",
+        metavar="PATH",
+        help="also draw the graph to PATH (.svg, .png, .pdf; .dot for DOT text)",
+    )
+    parser.set_defaults(func=run_explain)
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    """Narrate the backward pass (Graphviz is imported only here): 0, or 2 for a refused
+    expression or argument."""
+    from . import explain
+
+    return explain.run(args)
+
+
+# ---------------------------------------------------------------------- the program
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (add_train, add_evaluate, add_explain)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,20 +342,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Reverse-mode autodiff from scratch: train, evaluate and explain.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for register in _registrations():
-        register(subparsers)
+    for add_command in COMMANDS:
+        add_command(subparsers)
     return parser
 
 
-def _registrations() -> list[Callable[[Any], None]]:
-    """The ``register`` function of every subcommand module, in --help order."""
-    from . import explain, train
-
-    return [train.register_train, train.register_evaluate, explain.register]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (default: sys.argv[1:]), run the subcommand, return its exit code."""
+    """Parse ``argv`` (default: sys.argv[1:]), run the command, return its exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

@@ -349,45 +349,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
 
 
 # ---------------------------------------------------------------------- the command
-_EPILOG = """\
-examples:
-  modelwright-autograd explain "a*b + c" a=2 b=3 c=4
-  modelwright-autograd explain "tanh(w*x + b)" w=-3 x=2 b=6.88 --graph neuron.svg
-  modelwright-autograd explain "a*a + a" a=3 --json
-  modelwright-autograd explain -- "-a*b" a=2 b=3     (an expression starting with '-')
-"""
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    """Add the ``explain`` subcommand."""
-    parser = subparsers.add_parser(
-        "explain",
-        help="narrate the backward pass of an expression, step by step",
-        description=(
-            "Build the expression from Values, run backward() and print, for every node "
-            "in reverse topological order, the gradient that arrived, each input's local "
-            "derivative and what was pushed to it. The expression may use numbers, the "
-            "variables given as NAME=VALUE, + - * / **, unary minus, parentheses and "
-            "exp log tanh relu sigmoid; anything else is refused (exit code 2)."
-        ),
-        epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("expression", help='for example "a*b + c"')
-    parser.add_argument("assignments", nargs="*", metavar="NAME=VALUE", help="e.g. a=2 b=3")
-    parser.add_argument(
-        "--json", action="store_true", help="print {value, grads, steps} as JSON instead"
-    )
-    parser.add_argument(
-        "--graph",
-        metavar="PATH",
-        help="also draw the graph to PATH (.svg, .png, .pdf; .dot for DOT text)",
-    )
-    parser.set_defaults(func=run)
-
-
 def run(args: argparse.Namespace) -> int:
-    """The ``explain`` subcommand: 0 on success, 2 for a refused expression or argument."""
+    """The ``explain`` command (its options are in cli.py): 0 on success, 2 for a refused
+    expression or argument."""
+    from .cli import emit  # the command line's printing, shared with train and evaluate
+
     prog = "modelwright-autograd explain: error:"
     if args.graph is not None:
         graph_path = Path(args.graph)
@@ -407,11 +373,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{prog} {e}", file=sys.stderr)
         return 2
     trace = explain(out, variables)
-    try:
-        print(trace.to_json() if args.json else trace.to_text(), flush=True)
-    except BrokenPipeError:  # the reader went away (``| head``): stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
+    if emit([trace.to_json() if args.json else trace.to_text()]):
+        return 1  # the reader went away (``| head``)
     used = set(topological_order(out))
     for name, v in variables.items():
         if v not in used:

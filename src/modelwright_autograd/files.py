@@ -1,7 +1,8 @@
-"""Writing files atomically: the one helper every writer in the package uses."""
+"""Writing files atomically: the helpers every writer in the package uses."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 from collections.abc import Callable
@@ -29,3 +30,14 @@ def atomic_write(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def write_json(path: str | os.PathLike[str], obj: Any, indent: int = 1) -> None:
+    """Write ``obj`` as indented JSON, atomically. NaN and infinities are refused (they are
+    not JSON); callers turn them into strings or null first."""
+
+    def write(f: IO[str]) -> None:
+        json.dump(obj, f, indent=indent, allow_nan=False)
+        f.write("\n")
+
+    atomic_write(path, write)

@@ -9,6 +9,8 @@ more accurate than differentiating through exp, log and a gather.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .engine import _describe
@@ -22,6 +24,7 @@ from .tensor import (
 )
 
 __all__ = [
+    "LOSSES",
     "binary_cross_entropy_with_logits",
     "cross_entropy",
     "linear",
@@ -30,6 +33,7 @@ __all__ = [
     "relu",
     "sigmoid",
     "softmax",
+    "svm_loss",
     "tanh",
 ]
 
@@ -136,7 +140,14 @@ def _cross_entropy_backward(out: Tensor) -> None:
     _accumulate(logits, grad.reshape(logits.data.shape), owned=True)
 
 
-# ---------------------------------------------------------------------- other losses
+# ---------------------------------------------------------------------- two-class losses
+def svm_loss(input: Tensor, target: object) -> Tensor:
+    """Max-margin (hinge) loss mean(relu(1 - target * input)) for targets in {-1, +1}."""
+    _check_tensor(input, "svm_loss: input")
+    target = _as_target(target, input, "svm_loss")
+    return (1.0 - target * input).relu().mean()
+
+
 def mse_loss(input: Tensor, target: object) -> Tensor:
     """mean((input - target) ** 2); target is a Tensor or array of input's shape."""
     _check_tensor(input, "mse_loss: input")
@@ -163,3 +174,11 @@ def _bce_with_logits_backward(out: Tensor) -> None:
         _accumulate(z, (_sigmoid_array(z.data) - y.data) * scale, owned=True)
     if y.requires_grad:
         _accumulate(y, z.data * -scale, owned=True)
+
+
+#: The two-class losses by their ``--loss`` name, as ``losses.LOSSES`` for Values.
+LOSSES: dict[str, Callable[[Tensor, object], Tensor]] = {
+    "svm": svm_loss,
+    "mse": mse_loss,
+    "bce": binary_cross_entropy_with_logits,
+}

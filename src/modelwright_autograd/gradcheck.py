@@ -31,10 +31,10 @@ def gradcheck(
     True, or raises GradcheckError naming the input and both numbers.
 
     With numbers as inputs, ``f`` takes and returns Values; if any input is a NumPy array
-    or a Tensor, ``f`` takes and returns Tensors and ``gradcheck_tensor`` does the check.
+    or a Tensor, ``f`` takes and returns Tensors and ``_gradcheck_tensor`` does the check.
     """
     if any(isinstance(x, (np.ndarray, Tensor)) for x in inputs):
-        return gradcheck_tensor(f, inputs, eps, atol, rtol)
+        return _gradcheck_tensor(f, inputs, eps, atol, rtol)
     xs = [_as_float(x, "gradcheck input") for x in inputs]
     if not xs:
         raise ValueError("gradcheck needs at least one input")
@@ -68,7 +68,7 @@ def _check_close(analytic: float, numeric: float, atol: float, rtol: float, wher
         )
 
 
-def gradcheck_tensor(
+def _gradcheck_tensor(
     f: Callable[..., Tensor],
     inputs: Sequence[Any],
     eps: float = 1e-6,

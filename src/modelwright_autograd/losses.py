@@ -1,8 +1,12 @@
-"""Losses on lists of Values, each the mean over the batch (as torch's default)."""
+"""Losses on lists of Values, each the mean over the batch (as torch's default).
+
+The same losses under the same names as ``functional`` has for Tensors; ``LOSSES`` maps
+the training command's ``--loss`` names to them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .engine import Operand, Value, _lift
 
@@ -31,16 +35,24 @@ def mse_loss(preds: Sequence[Operand], targets: Sequence[float]) -> Value:
     return mean([(_lift(p, "mse_loss") - t) ** 2 for p, t in zip(preds, targets)])
 
 
-def bce_with_logits(logits: Sequence[Value], labels: Sequence[float]) -> Value:
+def binary_cross_entropy_with_logits(logits: Sequence[Value], labels: Sequence[float]) -> Value:
     """Binary cross-entropy on raw scores z for labels y in {0, 1}, computed stably as
     ``max(z, 0) - z*y + log(1 + exp(-|z|))`` so large |z| never overflows (torch's
     ``binary_cross_entropy_with_logits``)."""
-    _check_sizes("bce_with_logits", logits, labels)
+    _check_sizes("binary_cross_entropy_with_logits", logits, labels)
     terms = []
     for z, y in zip(logits, labels):
-        z = _lift(z, "bce_with_logits")
+        z = _lift(z, "binary_cross_entropy_with_logits")
         if z.data >= 0.0:  # max(z, 0) = z and -|z| = -z
             terms.append(z * (1.0 - y) + (1 + (-z).exp()).log())
         else:  # max(z, 0) = 0 and -|z| = z
             terms.append(-z * y + (1 + z.exp()).log())
     return mean(terms)
+
+
+#: The losses by their ``--loss`` name; ``functional.LOSSES`` has the same for Tensors.
+LOSSES: dict[str, Callable[..., Value]] = {
+    "svm": svm_loss,
+    "mse": mse_loss,
+    "bce": binary_cross_entropy_with_logits,
+}

@@ -4,24 +4,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any
 
+from .checks import positive_int
 from .engine import Operand, Value, _dot, _lift
+from .seeding import scalar_rng
 
-_ACTIVATIONS = ("relu", "tanh", "sigmoid")
+#: The hidden-layer nonlinearities both engines' nets offer (a ``Value``/``Tensor`` method each).
+ACTIVATIONS = ("relu", "tanh", "sigmoid")
 
 
-def _make_rng(seed: int | random.Random | None) -> Any:
-    """Something with ``uniform(a, b)``: a ``random.Random`` seeded with ``seed``, the one
-    given, or for None the ``random`` module itself, whose functions draw from the global
-    generator, so ``random.seed(1337)`` before building a model reproduces micrograd's."""
-    if seed is None:
-        return random
-    if isinstance(seed, random.Random):
-        return seed
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int or random.Random, got {type(seed).__name__}")
-    return random.Random(seed)
+def _check_activation(activation: str | None) -> None:
+    if activation is not None and activation not in ACTIVATIONS:
+        raise ValueError(
+            f"activation must be one of {ACTIVATIONS} or None (linear), got {activation!r}"
+        )
 
 
 class Module:
@@ -38,24 +34,21 @@ class Module:
 
 
 class Neuron(Module):
-    """act(w . x + b): weights drawn uniformly from [-1, 1], bias 0, as in the course."""
+    """act(w . x + b): weights drawn uniformly from [-1, 1], bias 0, as in the course.
+    ``activation=None`` makes a linear neuron (micrograd's ``nonlin=False``)."""
 
     def __init__(
         self,
         nin: int,
-        nonlin: bool = True,
-        activation: str = "relu",
+        activation: str | None = "relu",
         seed: int | random.Random | None = None,
         fused: bool = True,
     ) -> None:
-        if isinstance(nin, bool) or not isinstance(nin, int) or nin < 1:
-            raise ValueError(f"Neuron needs a positive whole number of inputs, got {nin!r}")
-        if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {activation!r}")
-        rng = _make_rng(seed)
+        positive_int(nin, "Neuron's number of inputs")
+        _check_activation(activation)
+        rng = scalar_rng(seed)
         self.w = [Value(rng.uniform(-1.0, 1.0)) for _ in range(nin)]
         self.b = Value(0.0)
-        self.nonlin = nonlin
         self.activation = activation
         self.fused = fused
 
@@ -70,7 +63,7 @@ class Neuron(Module):
             act = _dot(self.w, xs, self.b)
         else:  # the textbook form: a chain of products and sums, 2n nodes
             act = sum((wi * xi for wi, xi in zip(self.w, xs)), self.b)
-        if not self.nonlin:
+        if self.activation is None:
             return act
         return getattr(act, self.activation)()
 
@@ -78,7 +71,7 @@ class Neuron(Module):
         return [*self.w, self.b]
 
     def __repr__(self) -> str:
-        kind = self.activation.capitalize() if self.nonlin else "Linear"
+        kind = self.activation.capitalize() if self.activation else "Linear"
         return f"{kind}Neuron({len(self.w)})"
 
 
@@ -90,15 +83,13 @@ class Layer(Module):
         self,
         nin: int,
         nout: int,
-        nonlin: bool = True,
-        activation: str = "relu",
+        activation: str | None = "relu",
         seed: int | random.Random | None = None,
         fused: bool = True,
     ) -> None:
-        if isinstance(nout, bool) or not isinstance(nout, int) or nout < 1:
-            raise ValueError(f"Layer needs a positive whole number of outputs, got {nout!r}")
-        rng = None if seed is None else _make_rng(seed)  # one generator for all neurons
-        self.neurons = [Neuron(nin, nonlin, activation, rng, fused) for _ in range(nout)]
+        positive_int(nout, "Layer's number of outputs")
+        rng = None if seed is None else scalar_rng(seed)  # one generator for all neurons
+        self.neurons = [Neuron(nin, activation, rng, fused) for _ in range(nout)]
 
     def __call__(self, x: Sequence[Operand]) -> list[Value]:
         nin = len(self.neurons[0].w)
@@ -129,15 +120,16 @@ class MLP(Module):
         seed: int | random.Random | None = None,
         fused: bool = True,
     ) -> None:
-        if isinstance(nin, bool) or not isinstance(nin, int) or nin < 1:
-            raise ValueError(f"MLP needs a positive whole number of inputs, got {nin!r}")
+        positive_int(nin, "MLP's number of inputs")
         if len(nouts) == 0:
             raise ValueError("MLP needs at least one layer size in nouts")
-        rng = None if seed is None else _make_rng(seed)  # one generator for all layers
+        if activation not in ACTIVATIONS:  # the output layer alone is linear
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        rng = None if seed is None else scalar_rng(seed)  # one generator for all layers
         sizes = [nin, *nouts]
         last = len(nouts) - 1
         self.layers = [
-            Layer(sizes[i], sizes[i + 1], i != last, activation, rng, fused)
+            Layer(sizes[i], sizes[i + 1], activation if i != last else None, rng, fused)
             for i in range(len(nouts))
         ]
         self.nin = nin

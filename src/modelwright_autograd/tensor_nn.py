@@ -9,7 +9,6 @@ by ``save`` and read by ``load``.
 from __future__ import annotations
 
 import math
-import numbers
 import os
 import zipfile
 import zlib
@@ -18,32 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from .checks import positive_int
 from .engine import _describe
 from .files import atomic_write
+from .nn import ACTIVATIONS
+from .seeding import numpy_rng
 from .tensor import Tensor, linear
 
-_ACTIVATIONS = ("relu", "tanh", "sigmoid")
-
 Seed = int | np.random.Generator | np.random.RandomState | None
-
-
-def _make_rng(seed: Seed) -> Any:
-    """Something with ``uniform(low, high, size)``: None means NumPy's global generator
-    (so ``np.random.seed(0)`` before building a model reproduces it), an int seeds a new
-    ``np.random.default_rng``, and a Generator or RandomState is used as it is."""
-    if seed is None:
-        return np.random  # np.random.uniform draws from the generator np.random.seed() seeds
-    if isinstance(seed, (np.random.Generator, np.random.RandomState)):
-        return seed
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int or np.random.Generator, got {_describe(seed)}")
-    return np.random.default_rng(int(seed))
-
-
-def _positive_int(n: object, what: str) -> int:
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ValueError(f"{what} must be a positive whole number, got {n!r}")
-    return int(n)
 
 
 class Module:
@@ -133,9 +114,9 @@ class Linear(Module):
         seed: Seed = None,
         dtype: Any = np.float64,
     ) -> None:
-        self.in_features = _positive_int(in_features, "Linear in_features")
-        self.out_features = _positive_int(out_features, "Linear out_features")
-        rng = _make_rng(seed)
+        self.in_features = positive_int(in_features, "Linear in_features")
+        self.out_features = positive_int(out_features, "Linear out_features")
+        rng = numpy_rng(seed)
         bound = 1.0 / math.sqrt(self.in_features)
         w = rng.uniform(-bound, bound, (self.out_features, self.in_features))
         self.weight = Tensor(w, requires_grad=True, dtype=dtype)
@@ -217,12 +198,12 @@ class MLP(Module):
         seed: Seed = None,
         dtype: Any = np.float64,
     ) -> None:
-        nin = _positive_int(nin, "MLP nin")
+        nin = positive_int(nin, "MLP nin")
         if len(nouts) == 0:
             raise ValueError("MLP needs at least one layer size in nouts")
-        if activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {_ACTIVATIONS}, got {activation!r}")
-        rng = None if seed is None else _make_rng(seed)  # one generator for all layers
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        rng = None if seed is None else numpy_rng(seed)  # one generator for all layers
         sizes = [nin, *nouts]
         self.layers = [
             Linear(sizes[i], sizes[i + 1], seed=rng, dtype=dtype) for i in range(len(nouts))

@@ -1,0 +1,35 @@
+"""Shared checks of user-given numbers, used by the nets, the checkpoint and the CLI layer."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+
+def positive_int(n: object, what: str) -> int:
+    """``n`` as an int if it is a whole number of at least 1 (not a bool), else a ValueError
+    saying ``what`` must be one."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ValueError(f"{what} must be a positive whole number, got {n!r}")
+    return int(n)
+
+
+def is_json_int(x: Any) -> bool:
+    """A JSON integer; Python counts true and false as the ints 1 and 0, JSON does not."""
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def is_json_positive_int(x: Any) -> bool:
+    """A JSON integer of at least 1."""
+    return is_json_int(x) and x >= 1
+
+
+def is_finite_non_negative(x: Any) -> bool:
+    """A JSON number (not a bool) that is a finite float64 and at least 0."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        return math.isfinite(x) and x >= 0
+    except OverflowError:  # an int too large for a float64
+        return False
