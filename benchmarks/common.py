@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import json
 import statistics
 import sys
 import time
@@ -79,13 +78,12 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON with the package's ``atomic_write`` (temporary file beside it, then
-    ``os.replace``), creating the directory first: a reader never sees half a file and a
-    crash leaves the previous results intact."""
-    from modelwright_autograd.files import atomic_write
+    """Write JSON atomically with the package's ``files.write_json``, creating the
+    directory first (a result with no data, such as an empty comparison, is NaN)."""
+    from modelwright_autograd.files import write_json
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, lambda f: f.write(json.dumps(data, indent=2) + "\n"))
+    write_json(path, data, indent=2, allow_nan=True)
 
 
 def max_abs_diff(a: Sequence[float], b: Sequence[float]) -> float:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from micrograd.nn import MLP as MicroMLP
+from micrograd.nn import Neuron as MicroNeuron
 from sklearn.datasets import make_moons
 
 from modelwright_autograd import MLP, Layer, Neuron, Value, svm_loss
@@ -239,3 +240,16 @@ def test_mlp_learns_make_moons():
     assert accuracy >= 0.95
     assert losses[-1] < 0.1 * losses[0]
     assert sum(losses[-10:]) < sum(losses[:10])
+
+
+def test_activation_none_is_micrograds_linear_neuron():
+    x = [0.7, -1.3, 2.2]
+    random.seed(5)
+    ours = Neuron(3, activation=None, fused=False)
+    random.seed(5)
+    theirs = MicroNeuron(3, nonlin=False)
+    assert [w.data for w in ours.w] == [w.data for w in theirs.w]
+    assert ours(x).data == theirs(x).data  # the same sum in the same order
+    assert repr(ours) == "LinearNeuron(3)" and repr(Neuron(3, activation="tanh")) == "TanhNeuron(3)"
+    with pytest.raises(ValueError, match="or None"):
+        Neuron(3, False)  # micrograd's positional nonlin: here the activation is named

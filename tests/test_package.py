@@ -53,3 +53,98 @@ def test_python_dash_m_runs_the_cli():
     assert done.returncode == 0
     for command in ("train", "evaluate", "explain"):
         assert command in done.stdout
+
+
+# A finder placed first on sys.meta_path that refuses the named top-level packages, so the
+# child process behaves as if they were not installed.
+_HIDE = """
+import sys
+
+class Hidden:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in HIDDEN:
+            raise ImportError(f"{name} is hidden for this test")
+        return None
+
+sys.meta_path.insert(0, Hidden())
+"""
+
+
+def _run_hidden(hidden: set[str], body: str) -> str:
+    script = f"HIDDEN = {sorted(hidden)!r}\n{_HIDE}\n{body}"
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_scalar_engine_nets_and_losses_work_without_numpy_graphviz_or_matplotlib():
+    out = _run_hidden(
+        {"numpy", "graphviz", "matplotlib"},
+        """
+import math
+
+import modelwright_autograd
+from modelwright_autograd.engine import Value
+from modelwright_autograd.losses import LOSSES, svm_loss
+from modelwright_autograd.nn import MLP
+from modelwright_autograd.optim import SGD
+
+a, b = Value(2.0), Value(-3.0)
+(a * b + a.tanh()).backward()
+assert abs(a.grad - (-3.0 + 1 - math.tanh(2.0) ** 2)) < 1e-15 and b.grad == 2.0
+model = MLP(2, [4, 1], seed=0)
+opt = SGD(model.parameters(), lr=0.1)
+xs, ys = [[1.0, 2.0], [-1.0, 0.5], [0.3, -2.0]], [1.0, -1.0, 1.0]
+first = None
+for _ in range(20):
+    loss = svm_loss([model(x) for x in xs], ys)
+    first = loss.data if first is None else first
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+assert loss.data < first, (first, loss.data)
+assert set(LOSSES) == {"svm", "mse", "bce"}
+try:
+    modelwright_autograd.draw_graph
+except ImportError as e:
+    assert "graphviz" in str(e)
+else:
+    raise AssertionError("draw_graph imported without graphviz")
+loaded = {m.split(".")[0] for m in sys.modules}
+assert not loaded & set(HIDDEN), loaded & set(HIDDEN)
+print("ok")
+""",
+    )
+    assert out.strip() == "ok"
+
+
+def test_tensor_engine_works_with_numpy_alone():
+    out = _run_hidden(
+        {"graphviz", "matplotlib", "tqdm", "sklearn", "scipy", "torch"},
+        """
+import numpy as np
+from modelwright_autograd import functional as F
+from modelwright_autograd.gradcheck import gradcheck
+from modelwright_autograd.optim import Adam
+from modelwright_autograd.tensor import Tensor
+from modelwright_autograd.tensor_nn import MLP
+
+assert gradcheck(lambda x, w: F.mse_loss(x @ w, np.ones(3)), [np.eye(3), np.ones(3)])
+model = MLP(2, [8, 1], seed=0)
+opt = Adam(model.parameters(), lr=0.05)
+X = Tensor(np.array([[1.0, 2.0], [-1.0, 0.5], [0.3, -2.0]]))
+y = np.array([1.0, -1.0, 1.0])
+losses = []
+for _ in range(20):
+    loss = F.LOSSES["svm"](model(X).reshape(-1), y)
+    losses.append(loss.item())
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+assert losses[-1] < losses[0], losses
+print("ok")
+""",
+    )
+    assert out.strip() == "ok"

@@ -32,12 +32,14 @@ def atomic_write(
         raise
 
 
-def write_json(path: str | os.PathLike[str], obj: Any, indent: int = 1) -> None:
-    """Write ``obj`` as indented JSON, atomically. NaN and infinities are refused (they are
-    not JSON); callers turn them into strings or null first."""
+def write_json(
+    path: str | os.PathLike[str], obj: Any, indent: int = 1, allow_nan: bool = False
+) -> None:
+    """Write ``obj`` as indented JSON, atomically. NaN and infinities are refused unless
+    ``allow_nan`` (they are not JSON; Python's reader accepts them)."""
 
     def write(f: IO[str]) -> None:
-        json.dump(obj, f, indent=indent, allow_nan=False)
+        json.dump(obj, f, indent=indent, allow_nan=allow_nan)
         f.write("\n")
 
     atomic_write(path, write)
