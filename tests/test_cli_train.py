@@ -199,6 +199,7 @@ def test_same_seed_same_curve_and_different_seeds_differ(tmp_path):
         ["--loss", "mse", "--optimizer", "momentum"],
         ["--loss", "bce", "--optimizer", "adam", "--activation", "tanh"],
         ["--engine", "tensor", "--loss", "bce", "--optimizer", "momentum"],
+        ["--engine", "tensor", "--activation", "sigmoid"],  # every net activation is offered
         ["--engine", "tensor", "--dataset", "spiral", "--loss", "mse", "--optimizer", "adam"],
         ["--dataset", "circles", "--l2", "0"],
         ["--dataset", "xor", "--batch-size", "7"],

@@ -1,24 +1,8 @@
-"""Saving and loading trained models, written so that a crash can never leave a half file.
+"""Saving and loading trained models as one JSON file, ``model.json``, for both engines.
 
-A checkpoint is one JSON file, ``model.json``::
-
-    {"format": "modelwright-autograd checkpoint", "version": 1, "engine": "scalar",
-     "architecture": {"nin": 2, "nouts": [16, 16, 1], "activation": "relu"},
-     "parameters": ["-0x1.3c6d0b3e4f0c2p-1", ...], ...metadata...}
-
-Every weight is written with ``float.hex``, which round-trips a float64 exactly (and
-writes inf and nan, which JSON numbers cannot), so a loaded model predicts bit for bit
-what the saved one did. Scalar parameters are listed in ``model.parameters()`` order; a
-tensor model's are ``{"layers.0.weight": {"shape": [16, 2], "data": [...]}, ...}``, keyed
-as its ``state_dict()``. One file for both engines keeps the write a single atomic rename
-and lets ``evaluate`` read any run the same way (the digits MLP is ~400 KB of JSON).
-
-Writes go to a temporary file in the same directory, then ``os.replace`` renames it over
-the target: a rename within one filesystem is atomic, so readers see the old file or the
-new one, never a mixture. Loads check everything (format, architecture, every number)
-before touching a model, so a failed load leaves the model exactly as it was. The size
-the architecture implies is checked against the numbers the file holds before any model
-is built, so a corrupt layer size fails at once instead of allocating gigabytes.
+Weights are written with ``float.hex`` (exact to the bit), writes are atomic, and a load
+checks everything before it touches a model. The format and the reasons for it are in
+docs/training.md.
 """
 
 from __future__ import annotations
