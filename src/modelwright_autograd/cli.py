@@ -24,7 +24,7 @@ from .training.evaluate import evaluate_checkpoint
 from .training.loop import run_training
 from .training.outputs import default_out_dir
 from .training.settings import (
-    LOSSES,
+    LOSS_NAMES,
     MAX_SAMPLES,
     MIN_SAMPLES,
     OPTIMIZERS,
@@ -169,7 +169,7 @@ def add_train(subparsers: Subparsers) -> None:
     )
     p.add_argument(
         "--loss",
-        choices=LOSSES,
+        choices=LOSS_NAMES,
         help="svm (hinge, labels -1/+1, the default), mse (labels -1/+1) or bce "
         "(labels 0/1) for the 2-D sets; ce (cross-entropy) for digits",
     )

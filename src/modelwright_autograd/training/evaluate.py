@@ -15,7 +15,7 @@ from ..checks import is_finite_non_negative, is_json_int
 from ..data import DATASETS, load_dataset
 from .learners import make_learner
 from .loop import Score, score
-from .settings import LOSSES, MAX_SAMPLES, MIN_SAMPLES, TrainConfig, UsageError
+from .settings import LOSS_NAMES, MAX_SAMPLES, MIN_SAMPLES, TrainConfig, UsageError
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def evaluate_checkpoint(
     arch = checkpoint.architecture
     stored = _stored_data_config(path, checkpoint.metadata.get("data"))
     objective = checkpoint.metadata.get("objective")
-    if not isinstance(objective, dict) or objective.get("loss") not in LOSSES:
+    if not isinstance(objective, dict) or objective.get("loss") not in LOSS_NAMES:
         raise CheckpointError(path, "has no valid 'objective' (its loss and l2 weight)")
     loss_name, l2 = objective["loss"], objective.get("l2", 0.0)
     if not is_finite_non_negative(l2):

@@ -23,6 +23,8 @@ from .settings import MOMENTUM, TrainConfig, TrainingDiverged
 
 @dataclass
 class History:
+    """The loss and accuracy of every step's batch, and the time the loop took."""
+
     loss: list[float]
     accuracy: list[float]
     seconds: float

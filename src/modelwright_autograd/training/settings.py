@@ -10,8 +10,12 @@ import argparse
 from dataclasses import asdict, dataclass
 from typing import Any
 
-BINARY_LOSSES = ("svm", "mse", "bce")
-LOSSES = (*BINARY_LOSSES, "ce")
+from .. import losses
+
+#: --loss names: the two-class losses of ``losses.LOSSES`` (and ``functional.LOSSES``),
+#: and cross-entropy for digits.
+BINARY_LOSS_NAMES = tuple(losses.LOSSES)
+LOSS_NAMES = (*BINARY_LOSS_NAMES, "ce")
 OPTIMIZERS = ("sgd", "momentum", "adam")
 
 
@@ -106,9 +110,9 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
         if args.loss not in (None, "ce"):
             raise UsageError("--loss", "--dataset digits has 10 classes: use ce")
     elif args.loss == "ce":
+        binary = ", ".join(BINARY_LOSS_NAMES)
         raise UsageError(
-            "--loss",
-            f"ce is for digits; {args.dataset} has two classes (use {', '.join(BINARY_LOSSES)})",
+            "--loss", f"ce is for digits; {args.dataset} has two classes (use {binary})"
         )
     optimizer = args.optimizer or ("adam" if digits else "sgd")
     loss = args.loss or ("ce" if digits else "svm")
