@@ -6,15 +6,16 @@ and ``Adam`` update anything with ``.data`` and ``.grad``; ``gradcheck`` compare
 with finite differences; ``draw_graph`` and the ``explain`` module show a backward pass
 at work.
 
-Only the standard-library parts (the scalar engine, its nets, losses and optimisers) are
-imported here; the names that need NumPy or Graphviz load their module when first used, so
-``import modelwright_autograd`` works with neither installed.
+Only the standard-library parts (the scalar engine, its nets, losses, optimisers and
+gradcheck) are imported here; the names that need NumPy or Graphviz load their module when
+first used, so ``import modelwright_autograd`` works with neither installed.
 """
 
 from importlib import import_module
 from typing import Any
 
 from .engine import Value
+from .gradcheck import GradcheckError, gradcheck
 from .graph import is_grad_enabled, no_grad
 from .losses import binary_cross_entropy_with_logits, mse_loss, svm_loss
 from .nn import MLP, Layer, Module, Neuron
@@ -22,8 +23,6 @@ from .optim import SGD, Adam
 
 #: name -> the module that defines it, imported on first use.
 _LAZY = {
-    "GradcheckError": "gradcheck",
-    "gradcheck": "gradcheck",
     "Tensor": "tensor",
     "cat": "tensor",
     "stack": "tensor",

@@ -1,16 +1,21 @@
-"""Check analytic gradients against central finite differences, for both engines."""
+"""Check analytic gradients against central finite differences, for both engines.
+
+NumPy and the tensor engine are imported only for a tensor check, so checking Values
+needs nothing outside the standard library.
+"""
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .engine import Value, _as_float
 from .graph import no_grad
-from .tensor import Tensor
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 
 class GradcheckError(AssertionError):
@@ -33,7 +38,7 @@ def gradcheck(
     With numbers as inputs, ``f`` takes and returns Values; if any input is a NumPy array
     or a Tensor, ``f`` takes and returns Tensors and ``_gradcheck_tensor`` does the check.
     """
-    if any(isinstance(x, (np.ndarray, Tensor)) for x in inputs):
+    if _has_array(inputs):
         return _gradcheck_tensor(f, inputs, eps, atol, rtol)
     xs = [_as_float(x, "gradcheck input") for x in inputs]
     if not xs:
@@ -54,6 +59,16 @@ def gradcheck(
         numeric = (evaluate(plus) - evaluate(minus)) / (2.0 * eps)
         _check_close(leaf.grad, numeric, atol, rtol, f"input {i} (x={xs[i]!r})")
     return True
+
+
+def _has_array(inputs: Sequence[Any]) -> bool:
+    """Whether any input is a NumPy array or a Tensor (neither exists before NumPy loads)."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return False
+    from .tensor import Tensor
+
+    return any(isinstance(x, (np.ndarray, Tensor)) for x in inputs)
 
 
 def _check_close(analytic: float, numeric: float, atol: float, rtol: float, where: str) -> None:
@@ -84,6 +99,10 @@ def _gradcheck_tensor(
     all ones) keeps errors that cancel in a plain sum, such as a wrong sign on one
     output, from hiding.
     """
+    import numpy as np
+
+    from .tensor import Tensor
+
     xs = [np.array(x.data if isinstance(x, Tensor) else x, dtype=np.float64) for x in inputs]
     if not xs:
         raise ValueError("gradcheck needs at least one input")
