@@ -11,12 +11,10 @@ import numbers
 import random
 from typing import Any
 
-from .engine import _describe
-
 
 def _check_seed(seed: object, kinds: str) -> int:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise TypeError(f"seed must be an int or {kinds}, got {_describe(seed)}")
+        raise TypeError(f"seed must be an int or {kinds}, got {type(seed).__name__} {seed!r}")
     return int(seed)
 
 
