@@ -290,9 +290,9 @@ def _count_backward_calls(root):
             rule = node._backward
             counts[id(node)] = 0
 
-            def counted(out, rule=rule):
-                counts[id(out)] += 1
-                rule(out)
+            def counted(*args, rule=rule, key=id(node)):
+                counts[key] += 1
+                return rule(*args)
 
             node._backward = counted
     return counts

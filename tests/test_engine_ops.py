@@ -11,6 +11,7 @@ import math
 import pytest
 
 from modelwright_autograd import Value
+from modelwright_autograd.graph import topological_order
 
 
 def _grads_of(fn, inputs):
@@ -168,47 +169,42 @@ def test_chain_rule_through_neuron_by_hand():
     assert got == pytest.approx([1.0, -1.5, 0.0, 0.5, 0.5], rel=1e-14)
 
 
-def _overwriting_add_rule(out):
-    """The classic bug: ``=`` where ``+=`` belongs, for c = a + b."""
-    a, b = out._prev
-    a.grad = out.grad
-    b.grad = out.grad
-
-
-def _overwriting_mul_rule(out):
-    """The classic bug for c = a * b."""
-    a, b = out._prev
-    a.grad = b.data * out.grad
-    b.grad = a.data * out.grad
+def _backward_assigning(root):
+    """The classic bug: the engine's walk with ``=`` where its one ``+=`` belongs."""
+    order = topological_order(root)
+    root.grad = 1.0
+    for node in reversed(order):
+        if node._backward is not None:
+            grads = node._backward(node.grad, node.data, *[p.data for p in node._prev])
+            for p, g in zip(node._prev, grads):
+                p.grad = g
 
 
 @pytest.mark.parametrize(
-    ("build", "wrong_rule", "wrong", "right"),
+    ("build", "wrong", "right"),
     [
         # b = a + a at a = 3: db/da = 1 + 1 = 2; overwriting keeps only the last path: 1
-        (lambda a: a + a, _overwriting_add_rule, 1.0, 2.0),
+        (lambda a: a + a, 1.0, 2.0),
         # b = a * a at a = 3: db/da = 3 + 3 = 6; overwriting keeps one path: 3
-        (lambda a: a * a, _overwriting_mul_rule, 3.0, 6.0),
+        (lambda a: a * a, 3.0, 6.0),
     ],
     ids=["a+a", "a*a"],
 )
-def test_accumulation_lesson(build, wrong_rule, wrong, right):
-    """A value used twice needs += in the backward rule; = loses all but one path."""
+def test_accumulation_lesson(build, wrong, right):
+    """A value used twice needs += where gradients are accumulated; = loses all but one."""
     a = Value(3.0)
-    b = build(a)
-    b._backward = wrong_rule  # the same walk, with the overwriting rule
-    b.backward()
+    _backward_assigning(build(a))  # the same walk, assigning
     assert a.grad == wrong
 
     a = Value(3.0)
     b = build(a)
-    b.backward()  # the engine's accumulating rule
+    b.backward()  # the engine's accumulating walk
     assert a.grad == right
 
 
 def test_accumulation_lesson_across_nodes():
     # The bug also bites when the reuse spans nodes: L = (a*b) + (a+b) at a=2, b=5.
-    # dL/da = b + 1 = 6, dL/db = a + 1 = 3. With "=" rules, a's grad is overwritten by
+    # dL/da = b + 1 = 6, dL/db = a + 1 = 3. With "=", a's grad is overwritten by
     # whichever node runs last (the mul, topologically earlier): 5, and b's: 2.
     def build():
         a, b = Value(2.0), Value(5.0)
@@ -216,12 +212,7 @@ def test_accumulation_lesson_across_nodes():
         return a, b, p, s, p + s
 
     a, b, p, s, L = build()
-    L._backward, p._backward, s._backward = (
-        _overwriting_add_rule,
-        _overwriting_mul_rule,
-        _overwriting_add_rule,
-    )
-    L.backward()
+    _backward_assigning(L)
     assert (a.grad, b.grad) == (5.0, 2.0)
 
     a, b, _, _, L = build()

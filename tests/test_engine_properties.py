@@ -145,9 +145,9 @@ def test_random_graph_backward_runs_each_rule_once_and_reruns_accumulate(graph):
     for node in _interior_nodes(out):
         calls[id(node)] = 0
 
-        def counted(o, rule=node._backward):
-            calls[id(o)] += 1
-            rule(o)
+        def counted(*args, rule=node._backward, key=id(node)):
+            calls[key] += 1
+            return rule(*args)
 
         node._backward = counted
     out.backward()

@@ -32,6 +32,8 @@ from typing import Union
 from .graph import _GradMode, topological_order
 
 Operand = Union["Value", int, float]
+Num = Union["Value", float]  # what a rule computes with: floats, or Values under create_graph
+Grads = tuple[Union["Value", float, None], ...]  # a rule's result: one gradient per input
 
 _INF = math.inf
 _NAN = math.nan
@@ -113,6 +115,36 @@ def _ieee_sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
+# ---------------------------------------------------------------------- rule helpers
+# A rule runs on floats in the fast pass and on Values under create_graph; these few
+# helpers are the operations whose float form needs IEEE care (Python raises where IEEE
+# gives inf or nan) and which Values provide as ops.
+
+
+def _raw(x: Num) -> float:
+    """The float inside: for a rule's tests (``c <= 0``), which never build graph."""
+    return x.data if isinstance(x, Value) else x
+
+
+def _div_any(x: Num, y: Num) -> Num:
+    """x / y: IEEE-safe on floats, the ``/`` op on Values."""
+    if type(x) is float and type(y) is float:
+        return _ieee_div(x, y)
+    return x / y
+
+
+def _pow_any(x: Num, y: Num) -> Num:
+    """x ** y: C's ``pow`` on floats, the ``**`` op on Values."""
+    if type(x) is float and type(y) is float:
+        return _ieee_pow(x, y)
+    return x**y
+
+
+def _log_any(x: Num) -> Num:
+    """ln x: IEEE on a float (-inf at 0), the ``log`` op on a Value."""
+    return _ieee_log(x) if type(x) is float else x.log()
+
+
 def _lift(x: Operand, op: str) -> Value:
     """Return x as a Value: Values pass through, real numbers become constants."""
     if isinstance(x, Value):
@@ -123,8 +155,11 @@ def _lift(x: Operand, op: str) -> Value:
 
 
 # ---------------------------------------------------------------------- the operations
-# Each forward is followed by its backward rule. A rule reads the inputs from
-# ``out._prev`` and the upstream gradient dL/dout from ``out.grad``.
+# Each forward is followed by its backward rule ``rule(g, out, *inputs)``: given the
+# upstream gradient ``g`` = dL/dout, the result ``out`` and the inputs, it returns one
+# gradient per input (None for "no gradient"). ``backward()`` calls a rule with floats
+# for the fast first-order pass and with the nodes themselves under ``create_graph=True``,
+# so each formula is written once, with operators and the ``_*_any`` helpers above.
 
 
 def _add(a: Value, b: Operand) -> Value:
@@ -132,11 +167,9 @@ def _add(a: Value, b: Operand) -> Value:
     return Value(a.data + b.data, (a, b), "+", _add_backward)
 
 
-def _add_backward(out: Value) -> None:
+def _add_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a + b:  dc/da = 1, dc/db = 1."""
-    a, b = out._prev
-    a.grad += out.grad
-    b.grad += out.grad
+    return g, g
 
 
 def _mul(a: Value, b: Operand) -> Value:
@@ -144,11 +177,9 @@ def _mul(a: Value, b: Operand) -> Value:
     return Value(a.data * b.data, (a, b), "*", _mul_backward)
 
 
-def _mul_backward(out: Value) -> None:
+def _mul_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a * b:  dc/da = b, dc/db = a."""
-    a, b = out._prev
-    a.grad += b.data * out.grad
-    b.grad += a.data * out.grad
+    return g * b, g * a
 
 
 def _sub(a: Value, b: Operand) -> Value:
@@ -156,11 +187,9 @@ def _sub(a: Value, b: Operand) -> Value:
     return Value(a.data - b.data, (a, b), "-", _sub_backward)
 
 
-def _sub_backward(out: Value) -> None:
+def _sub_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a - b:  dc/da = 1, dc/db = -1."""
-    a, b = out._prev
-    a.grad += out.grad
-    b.grad -= out.grad
+    return g, -g
 
 
 def _div(a: Value, b: Operand) -> Value:
@@ -168,22 +197,19 @@ def _div(a: Value, b: Operand) -> Value:
     return Value(_ieee_div(a.data, b.data), (a, b), "/", _div_backward)
 
 
-def _div_backward(out: Value) -> None:
-    """c = a / b:  dc/da = 1/b, dc/db = -a/b**2, computed as torch does, -(a/b)/b, because
-    b*b underflows to 0 (or overflows) where (a/b)/b is still a normal float."""
-    a, b = out._prev
-    a.grad += _ieee_div(out.grad, b.data)
-    b.grad -= out.grad * _ieee_div(_ieee_div(a.data, b.data), b.data)
+def _div_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
+    """c = a / b:  dc/da = 1/b, dc/db = -a/b**2, computed as torch does, -(a/b)/b = -c/b,
+    because b*b underflows to 0 (or overflows) where c/b is still a normal float."""
+    return _div_any(g, b), -(g * _div_any(out, b))
 
 
 def _neg(a: Value) -> Value:
     return Value(-a.data, (a,), "neg", _neg_backward)
 
 
-def _neg_backward(out: Value) -> None:
+def _neg_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = -a:  dc/da = -1."""
-    (a,) = out._prev
-    a.grad -= out.grad
+    return (-g,)
 
 
 def _pow(a: Value, b: Operand) -> Value:
@@ -195,21 +221,18 @@ def _pow(a: Value, b: Operand) -> Value:
     return Value(_ieee_pow(a.data, n.data), (a, n), "**", _powc_backward)
 
 
-def _powc_backward(out: Value) -> None:
+def _powc_backward(g: Num, out: Num, a: Num, n: Num) -> Grads:
     """c = a ** n for a constant n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
-    a, n = out._prev
-    if n.data != 0.0:
-        a.grad += n.data * _ieee_pow(a.data, n.data - 1.0) * out.grad
+    n = _raw(n)  # a constant: a plain float in both passes
+    return (None if n == 0.0 else n * _pow_any(a, n - 1.0) * g), None
 
 
-def _pow_backward(out: Value) -> None:
-    """c = a ** b:  dc/da = b * a**(b-1), dc/db = a**b * ln(a) (0 where a = 0 and b >= 0)."""
-    a, b = out._prev
-    if b.data != 0.0:
-        a.grad += b.data * _ieee_pow(a.data, b.data - 1.0) * out.grad
-    if a.data == 0.0 and b.data >= 0.0:  # torch's convention: the limit of a**b * ln a
-        return
-    b.grad += out.data * _ieee_log(a.data) * out.grad
+def _pow_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
+    """c = a ** b:  dc/da = b * a**(b-1), dc/db = a**b * ln(a) (0 where a = 0 and b >= 0,
+    torch's convention: the limit of a**b * ln a)."""
+    ga = None if _raw(b) == 0.0 else b * _pow_any(a, b - 1.0) * g
+    gb = None if _raw(a) == 0.0 and _raw(b) >= 0.0 else out * _log_any(a) * g
+    return ga, gb
 
 
 def _exp(a: Value) -> Value:
@@ -217,10 +240,9 @@ def _exp(a: Value) -> Value:
     return Value(_ieee_exp(a.data), (a,), "exp", _exp_backward)
 
 
-def _exp_backward(out: Value) -> None:
+def _exp_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = e**a:  dc/da = e**a, which is c itself."""
-    (a,) = out._prev
-    a.grad += out.data * out.grad
+    return (out * g,)
 
 
 def _log(a: Value) -> Value:
@@ -228,10 +250,9 @@ def _log(a: Value) -> Value:
     return Value(_ieee_log(a.data), (a,), "log", _log_backward)
 
 
-def _log_backward(out: Value) -> None:
+def _log_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = ln a:  dc/da = 1/a."""
-    (a,) = out._prev
-    a.grad += _ieee_div(out.grad, a.data)
+    return (_div_any(g, a),)
 
 
 def _tanh(a: Value) -> Value:
@@ -239,10 +260,9 @@ def _tanh(a: Value) -> Value:
     return Value(math.tanh(a.data), (a,), "tanh", _tanh_backward)
 
 
-def _tanh_backward(out: Value) -> None:
+def _tanh_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = tanh a:  dc/da = 1 - tanh(a)**2 = 1 - c**2."""
-    (a,) = out._prev
-    a.grad += (1.0 - out.data * out.data) * out.grad
+    return ((1.0 - out * out) * g,)
 
 
 def _relu(a: Value) -> Value:
@@ -251,12 +271,10 @@ def _relu(a: Value) -> Value:
     return Value(0.0 if a.data < 0.0 else a.data, (a,), "relu", _relu_backward)
 
 
-def _relu_backward(out: Value) -> None:
+def _relu_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = max(0, a):  dc/da = 0 where c <= 0 (so 0 at a = 0), else 1, as in torch; the
-    test is ``not <= 0`` so that nan passes its gradient on, as torch's does."""
-    (a,) = out._prev
-    if not out.data <= 0.0:
-        a.grad += out.grad
+    test is ``c <= 0`` so that nan passes its gradient on, as torch's does."""
+    return (None if _raw(out) <= 0.0 else g,)
 
 
 def _sigmoid(a: Value) -> Value:
@@ -264,10 +282,9 @@ def _sigmoid(a: Value) -> Value:
     return Value(_ieee_sigmoid(a.data), (a,), "sigmoid", _sigmoid_backward)
 
 
-def _sigmoid_backward(out: Value) -> None:
+def _sigmoid_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = 1/(1 + e**-a):  dc/da = c * (1 - c)."""
-    (a,) = out._prev
-    a.grad += out.data * (1.0 - out.data) * out.grad
+    return (out * (1.0 - out) * g,)
 
 
 # Fused n-ary ops: one node where a chain of binary ops would make many. The unfused chain
@@ -283,11 +300,9 @@ def _sum(values: Iterable[Operand]) -> Value:
     return Value(total, inputs, "sum", _sum_backward)
 
 
-def _sum_backward(out: Value) -> None:
+def _sum_backward(g: Num, out: Num, *xs: Num) -> Grads:
     """c = x1 + ... + xn:  dc/dxi = 1 for every i."""
-    g = out.grad
-    for x in out._prev:
-        x.grad += g
+    return (g,) * len(xs)
 
 
 def _dot(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
@@ -299,18 +314,13 @@ def _dot(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
     return Value(total, (*ws, *xs, b), "dot", _dot_backward)
 
 
-def _dot_backward(out: Value) -> None:
+def _dot_backward(g: Num, out: Num, *inputs: Num) -> Grads:
     """c = b + sum_i wi*xi:  dc/dwi = xi, dc/dxi = wi, dc/db = 1.
 
-    ``out._prev`` is laid out as (w1..wn, x1..xn, b).
+    The inputs are laid out as (w1..wn, x1..xn, b).
     """
-    g = out.grad
-    prev = out._prev
-    n = len(prev) // 2
-    for w, x in zip(prev[:n], prev[n : 2 * n]):
-        w.grad += x.data * g
-        x.grad += w.data * g
-    prev[-1].grad += g
+    n = len(inputs) // 2
+    return (*[x * g for x in inputs[n : 2 * n]], *[w * g for w in inputs[:n]], g)
 
 
 class Value:
@@ -331,14 +341,17 @@ class Value:
         data: float,
         _prev: tuple[Value, ...] = (),
         _op: str = "",
-        _backward: Callable[[Value], None] | None = None,
+        _backward: Callable[..., Grads] | None = None,
         label: str = "",
     ) -> None:
         if type(data) is not float:
             data = _as_float(data, "Value()")
+        if type(label) is not str:
+            raise TypeError(f"Value(): label must be a str, got {_describe(label)}")
         self.data = data
-        self.grad = 0.0
+        self.grad: float | Value = 0.0
         if _GradMode.enabled:
+            # A tuple, not the course's set: for ``a * a`` the rule needs both slots (a, a).
             self._prev = _prev
             self._backward = _backward
         else:  # under no_grad(): a result with no history, a constant
@@ -395,19 +408,70 @@ class Value:
         return _dot(ws, xs, _lift(bias, "dot"))
 
     # ------------------------------------------------------------------ the backward pass
-    def backward(self, gradient: float = 1.0) -> None:
+    def backward(self, gradient: float | Value = 1.0, create_graph: bool = False) -> None:
         """Add d(self)/d(leaf) * gradient into the ``grad`` of every leaf self depends on.
 
         Walks the graph once in reverse topological order, so each node has received the
-        gradient from every path through it before it passes gradient on. Interior nodes
-        are reset first: only leaves accumulate across calls, as in PyTorch.
+        gradient from every path through it before its rule runs. Interior nodes are reset
+        first: only leaves accumulate across calls, as in PyTorch. With
+        ``create_graph=True`` the gradients are computed with Value ops, so every ``grad``
+        becomes a Value with history that can itself be differentiated.
         """
-        gradient = _as_float(gradient, "backward(gradient)")
+        if not (create_graph and isinstance(gradient, Value)):
+            gradient = _as_float(gradient, "backward(gradient)")
         order = topological_order(self)
         for node in order:
             if node._prev:
                 node.grad = 0.0
+        if create_graph:
+            _backward_creating_graph(self, order, _lift(gradient, "backward(gradient)"))
+            return
         self.grad += gradient
         for node in reversed(order):
-            if node._backward is not None:
-                node._backward(node)
+            rule = node._backward
+            if rule is None:
+                continue
+            # The one place gradients are accumulated: += because a node used twice
+            # (a * a, or a reached by two paths) must receive the sum of both. Unrolled
+            # for one and two inputs, which is almost every node.
+            prev = node._prev
+            if len(prev) == 2:
+                a, b = prev
+                ga, gb = rule(node.grad, node.data, a.data, b.data)
+                if ga is not None:
+                    a.grad += ga
+                if gb is not None:
+                    b.grad += gb
+            elif len(prev) == 1:
+                (a,) = prev
+                (ga,) = rule(node.grad, node.data, a.data)
+                if ga is not None:
+                    a.grad += ga
+            else:
+                for p, gp in zip(prev, rule(node.grad, node.data, *[p.data for p in prev])):
+                    if gp is not None:
+                        p.grad += gp
+
+
+def _backward_creating_graph(root: Value, order: list[Value], seed: Value) -> None:
+    """The walk of ``backward(create_graph=True)``: the same rules, given the nodes.
+
+    A rule applied to Values builds the graph of the gradient, so every ``grad`` set here
+    is a Value with history. Accumulation is out of place (``old + new``, a new node, as
+    torch does), and a grad that is still the untouched 0.0 is replaced by the first
+    arrival itself. A node no gradient reached (its grad still the float 0.0) is skipped.
+    """
+    _accumulate_node(root, seed)
+    for node in reversed(order):
+        rule = node._backward
+        if rule is None or not isinstance(node.grad, Value):
+            continue
+        prev = node._prev
+        for p, gp in zip(prev, rule(node.grad, node, *prev)):
+            if gp is not None:
+                _accumulate_node(p, gp)
+
+
+def _accumulate_node(node: Value, g: Value) -> None:
+    old = node.grad
+    node.grad = g if not isinstance(old, Value) and old == 0.0 else old + g
