@@ -314,13 +314,15 @@ def _dot(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
     return Value(total, (*ws, *xs, b), "dot", _dot_backward)
 
 
-def _dot_backward(g: Num, out: Num, *inputs: Num) -> Grads:
+def _dot_backward(g: Num, out: Num, *inputs: Num) -> Grads | list[Num]:
     """c = b + sum_i wi*xi:  dc/dwi = xi, dc/dxi = wi, dc/db = 1.
 
     The inputs are laid out as (w1..wn, x1..xn, b).
     """
     n = len(inputs) // 2
-    return (*[x * g for x in inputs[n : 2 * n]], *[w * g for w in inputs[:n]], g)
+    grads = [v * g for v in inputs[n : 2 * n] + inputs[:n]]  # x1..xn for the ws, then ws
+    grads.append(g)
+    return grads
 
 
 class Value:
@@ -435,14 +437,15 @@ class Value:
             # (a * a, or a reached by two paths) must receive the sum of both. Unrolled
             # for one and two inputs, which is almost every node.
             prev = node._prev
-            if len(prev) == 2:
+            n = len(prev)
+            if n == 2:
                 a, b = prev
                 ga, gb = rule(node.grad, node.data, a.data, b.data)
                 if ga is not None:
                     a.grad += ga
                 if gb is not None:
                     b.grad += gb
-            elif len(prev) == 1:
+            elif n == 1:
                 (a,) = prev
                 (ga,) = rule(node.grad, node.data, a.data)
                 if ga is not None:
