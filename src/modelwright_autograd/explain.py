@@ -203,19 +203,13 @@ def explain(value: Value, variables: Mapping[str, Value] | None = None) -> Trace
 
 
 def _run_rule(node: Value, upstream: float) -> list[float]:
-    """What ``node``'s backward rule adds to each input, given ``upstream`` as its grad.
+    """What ``node``'s backward rule gives each input, given ``upstream`` as its grad.
 
-    The rule runs on a stand-in output whose inputs are fresh copies (grad 0.0), one per
-    input position, so ``a * a`` reports both uses separately and the real graph is
-    untouched.
+    The rule returns one gradient per input position (None, shown as 0.0, for none), so
+    ``a * a`` reports both uses separately and the real graph is untouched.
     """
-    copies = tuple(Value(p.data) for p in node._prev)
-    stand_in = Value(node.data)
-    stand_in._prev = copies  # set directly: the constructor drops inputs under no_grad()
-    stand_in._op = node._op
-    stand_in.grad = upstream
-    node._backward(stand_in)  # type: ignore[misc]
-    return [c.grad for c in copies]
+    grads = node._backward(upstream, node.data, *[p.data for p in node._prev])  # type: ignore[misc]
+    return [0.0 if g is None else g for g in grads]
 
 
 def _roles(node: Value) -> list[str]:

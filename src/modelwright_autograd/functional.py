@@ -14,14 +14,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .engine import _describe
-from .tensor import (
-    Tensor,
-    _accumulate,
-    _check_tensor,
-    _result,
-    _sigmoid_array,
-    linear,
-)
+from .tensor import Arr, Grads, Need, Tensor, _check_tensor, linear, make_node, raw
+from .tensor import sigmoid as sigmoid_any  # the kit's: NumPy on arrays, the op on Tensors
 
 __all__ = [
     "LOSSES",
@@ -125,19 +119,24 @@ def cross_entropy(logits: Tensor, target: object) -> Tensor:
     # -log p_t = log(sum_j e^(x_j - max)) - (x_t - max): never the log of an underflowed
     # probability, so a wrong class with a margin of 2000 still gives the exact loss 2000.
     loss = (np.log(total) - (x[np.arange(n), t] - top[:, 0])).mean()
-    e /= total[:, None]  # now the softmax probabilities, which the backward rule needs
-    return _result(loss, (logits,), "cross_entropy", _cross_entropy_backward, (e, t))
+    e /= total[:, None]  # now the softmax probabilities, which the backward rule reuses
+    onehot = np.zeros_like(e)
+    onehot[np.arange(n), t] = 1.0
+    return make_node(loss, (logits,), "cross_entropy", _cross_entropy_backward, (e, onehot))
 
 
-def _cross_entropy_backward(out: Tensor) -> None:
-    """L = mean_i(-log softmax(x_i)[t_i]):  dL/dx_i = (softmax(x_i) - onehot(t_i)) / N."""
-    (logits,) = out._prev
-    probs, t = out._ctx
-    n = probs.shape[0]
-    scale = out.grad / n
-    grad = probs * scale
-    grad[np.arange(n), t] -= scale
-    _accumulate(logits, grad.reshape(logits.data.shape), owned=True)
+def _cross_entropy_backward(
+    g: Arr, out: Arr, ctx: tuple[np.ndarray, np.ndarray], need: Need, logits: Arr
+) -> Grads:
+    """L = mean_i(-log softmax(x_i)[t_i]):  dL/dx_i = (softmax(x_i) - onehot(t_i)) / N.
+
+    The fast pass reuses the forward's probabilities; under create_graph they are computed
+    again as a Tensor op, so that the second derivative sees how they depend on x.
+    """
+    probs, onehot = ctx
+    x = logits.reshape(probs.shape)
+    p = x.softmax(1) if isinstance(x, Tensor) else probs
+    return (((p - onehot) * (g / probs.shape[0])).reshape(logits.shape),)
 
 
 # ---------------------------------------------------------------------- two-class losses
@@ -162,18 +161,15 @@ def binary_cross_entropy_with_logits(input: Tensor, target: object) -> Tensor:
     target = _as_target(target, input, "binary_cross_entropy_with_logits")
     z, y = input.data, target.data
     loss = (np.maximum(z, 0.0) - z * y + np.log1p(np.exp(-np.abs(z)))).mean()
-    return _result(loss, (input, target), "bce_with_logits", _bce_with_logits_backward)
+    return make_node(loss, (input, target), "bce_with_logits", _bce_with_logits_backward)
 
 
-def _bce_with_logits_backward(out: Tensor) -> None:
+def _bce_with_logits_backward(g: Arr, out: Arr, ctx: None, need: Need, z: Arr, y: Arr) -> Grads:
     """L = mean(max(z,0) - z*y + log(1 + e^-|z|)):  dL/dz = (sigmoid(z) - y)/N,
     dL/dy = -z/N."""
-    z, y = out._prev
-    scale = out.grad / z.data.size
-    if z.requires_grad:
-        _accumulate(z, (_sigmoid_array(z.data) - y.data) * scale, owned=True)
-    if y.requires_grad:
-        _accumulate(y, z.data * -scale, owned=True)
+    scale = g / raw(z).size
+    gz = (sigmoid_any(z) - y) * scale if need[0] else None
+    return gz, (z * -scale if need[1] else None)
 
 
 #: The two-class losses by their ``--loss`` name, as ``losses.LOSSES`` for Values.

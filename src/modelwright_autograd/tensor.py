@@ -106,9 +106,9 @@ def _lift(x: Operand, like: Tensor, op: str) -> Tensor:
     if isinstance(x, Tensor):
         return x
     if isinstance(x, numbers.Real) and not isinstance(x, bool):
-        return _result(np.asarray(x, dtype=like.data.dtype), (), "", None)
+        return make_node(np.asarray(x, dtype=like.data.dtype), (), "", None)
     if isinstance(x, np.ndarray):
-        return _result(_to_array(x, f"{op} operand"), (), "", None)
+        return make_node(_to_array(x, f"{op} operand"), (), "", None)
     raise TypeError(f"unsupported operand for {op}: Tensor and {_describe(x)}")
 
 
@@ -140,7 +140,7 @@ def _dims(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...
 
 
 # ---------------------------------------------------------------------- graph plumbing
-def _result(
+def make_node(
     data: Any,
     prev: tuple[Tensor, ...],
     op: str,
@@ -175,23 +175,6 @@ def _result(
     return out
 
 
-def _accumulate(t: Tensor, g: np.ndarray, owned: bool = False) -> None:
-    """Add gradient ``g`` (already of t's shape) into ``t.grad``.
-
-    The first arrival is stored, later ones are added in place. Storing ``g`` itself is
-    safe only if nothing else holds it, or a later ``+=`` would change that other array
-    too: a rule passes ``owned=True`` only for an array it has just computed (a product, a
-    sum), never for ``out.grad`` or a view of it, which are copied.
-    """
-    if t.grad is None:
-        if owned and type(g) is np.ndarray and g.dtype == t.data.dtype:
-            t.grad = g
-        else:
-            t.grad = np.array(g, dtype=t.data.dtype)
-    else:
-        t.grad += g
-
-
 def _unbroadcast(grad: np.ndarray, shape: Shape) -> np.ndarray:
     """Sum ``grad``, shaped like a broadcast result, back down to an input's ``shape``.
 
@@ -201,17 +184,15 @@ def _unbroadcast(grad: np.ndarray, shape: Shape) -> np.ndarray:
     """
     if grad.shape == shape:
         return grad
-    lead = grad.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and grad.shape[lead + i] != 1
+    return grad.sum(axis=_broadcast_axes(grad.shape, shape), keepdims=True).reshape(shape)
+
+
+def _broadcast_axes(big: Shape, shape: Shape) -> tuple[int, ...]:
+    """The axes of ``big`` along which an input of ``shape`` was repeated by broadcasting."""
+    lead = len(big) - len(shape)
+    return tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and big[lead + i] != 1
     )
-    return grad.sum(axis=axes, keepdims=True).reshape(shape)
-
-
-def _pass(t: Tensor, g: np.ndarray) -> None:
-    """Accumulate the upstream gradient unchanged (summed back if t was broadcast)."""
-    r = _unbroadcast(g, t.data.shape)
-    _accumulate(t, r, owned=r is not g)
 
 
 def _kept_shape(shape: Shape, dims: tuple[int, ...] | None) -> Shape:
@@ -219,11 +200,124 @@ def _kept_shape(shape: Shape, dims: tuple[int, ...] | None) -> Shape:
     return tuple(1 if dims is None or i in dims else n for i, n in enumerate(shape))
 
 
-def _expand(g: np.ndarray, dims: tuple[int, ...] | None, shape: Shape) -> np.ndarray:
-    """A new array of ``shape`` holding the reduced gradient ``g`` repeated over ``dims``."""
-    full = np.empty(shape, dtype=g.dtype)
-    full[...] = g.reshape(_kept_shape(shape, dims))
-    return full
+# ---------------------------------------------------------------------- the op-building kit
+# The internal API every op (here, in functional.py, and new ones) is written with.
+# ``make_node`` builds an op's result. A backward rule ``rule(g, out, ctx, need, *inputs)``
+# returns one gradient per input (None where ``need[i]`` is False or there is none); it is
+# called with ndarrays in the fast first-order pass and with Tensors under
+# ``backward(create_graph=True)``, so it must compute with operators (which both types
+# have) and the helpers below, each NumPy on arrays and a Tensor op on Tensors.
+Arr = Union["Tensor", np.ndarray]  # what a rule computes with
+Need = tuple[bool, ...]  # need[i]: whether input i wants a gradient
+Dims = tuple[int, ...] | None
+Grads = tuple[Union["Tensor", np.ndarray, None], ...]
+
+
+def raw(x: Arr) -> np.ndarray:
+    """The array inside: for a rule's masks and tests, which are constants."""
+    return x.data if isinstance(x, Tensor) else x
+
+
+def sum_to(g: Arr, shape: Shape) -> Arr:
+    """``g`` summed back to ``shape`` over the axes broadcasting repeated (see the engine)."""
+    if not isinstance(g, Tensor):
+        return _unbroadcast(g, shape)
+    if g.shape == shape:
+        return g
+    return g.sum(_broadcast_axes(g.shape, shape), keepdim=True).reshape(shape)
+
+
+def sum_dims(x: Arr, dims: Dims, keepdim: bool) -> Arr:
+    """``x`` summed over ``dims`` (normalised dims, or None for all)."""
+    if isinstance(x, Tensor):
+        return x.sum(dims, keepdim=keepdim)
+    return x.sum(axis=dims, keepdims=keepdim)
+
+
+def expand(g: Arr, dims: Dims, shape: Shape) -> Arr:
+    """A reduction's gradient ``g`` repeated over the reduced ``dims`` to ``shape``."""
+    kept = g.reshape(_kept_shape(shape, dims))
+    if not isinstance(g, Tensor):
+        full = np.empty(shape, dtype=g.dtype)
+        full[...] = kept
+        return full
+    return make_node(np.broadcast_to(kept.data, shape).copy(), (kept,), "expand", _expand_backward)
+
+
+def _expand_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """Repeating moves copies of a value: the engine sums the gradient back to a's shape."""
+    return (g,)
+
+
+def swapaxes(x: Arr, d0: int, d1: int) -> Arr:
+    return x.transpose(d0, d1) if isinstance(x, Tensor) else np.swapaxes(x, d0, d1)
+
+
+def permute(x: Arr, order: Shape) -> Arr:
+    return x.permute(*order) if isinstance(x, Tensor) else np.transpose(x, order)
+
+
+def exp(x: Arr) -> Arr:
+    return x.exp() if isinstance(x, Tensor) else np.exp(x)
+
+
+def sigmoid(x: Arr) -> Arr:
+    return x.sigmoid() if isinstance(x, Tensor) else _sigmoid_array(x)
+
+
+def zero_where(mask: np.ndarray, g: Arr) -> Arr:
+    """``g`` with 0 where ``mask`` holds (exact on arrays; a product with 0/1 on Tensors)."""
+    if isinstance(g, Tensor):
+        return g * (~mask).astype(g.dtype)
+    return np.where(mask, 0.0, g).astype(g.dtype, copy=False)
+
+
+def zeros_like(x: Arr) -> Arr:
+    """Zeros of x's shape: a gradient that is 0 whatever the upstream gradient holds."""
+    z = np.zeros_like(raw(x))
+    return make_node(z, (), "", None) if isinstance(x, Tensor) else z
+
+
+def scatter(g: Arr, key: Any, basic: bool, shape: Shape) -> Arr:
+    """Zeros of ``shape`` with ``g`` added at ``key`` (an element selected several times by
+    an integer array receives the sum: ``np.add.at``, as ``grad[key] += g`` keeps one)."""
+    if not isinstance(g, Tensor):
+        full = np.zeros(shape, dtype=g.dtype)
+        if basic:  # basic indexing never selects an element twice
+            full[key] = g
+        else:
+            np.add.at(full, key, g)
+        return full
+    data = scatter(g.data, key, basic, shape)
+    return make_node(data, (g,), "scatter", _scatter_backward, (key, basic))
+
+
+def _scatter_backward(g: Arr, out: Arr, ctx: tuple[Any, bool], need: Need, a: Arr) -> Grads:
+    """c = zeros with a added at key:  dc/da picks the elements at key back out."""
+    return (g[ctx[0]],)
+
+
+def _accumulate(t: Tensor, g: Arr, upstream: Arr) -> None:
+    """Add gradient ``g`` into ``t.grad``, first summing it back to t's shape if t was
+    broadcast: the one place the tensor engine accumulates.
+
+    Arrays: the first arrival is stored without a copy when it is an array the rule has
+    just made (not ``upstream``, not a view), later ones added in place. Tensors (under
+    create_graph): out of place, ``old + g``, so the gradient keeps its history.
+    """
+    shape = t.data.shape
+    if not isinstance(g, Tensor):
+        fresh = g is not upstream and type(g) is np.ndarray and g.base is None
+        if g.shape != shape:
+            g, fresh = _unbroadcast(g, shape), True
+        if t.grad is None:
+            fresh = fresh and type(g) is np.ndarray and g.dtype == t.data.dtype
+            t.grad = g if fresh else np.array(g, dtype=t.data.dtype)
+        else:
+            t.grad += g
+        return
+    g = sum_to(g, shape)
+    t.grad = g if t.grad is None else t.grad + g
 
 
 def _elementwise(op: str, ufunc: np.ufunc, a: Tensor, b: Tensor) -> np.ndarray:
@@ -241,63 +335,49 @@ def _elementwise(op: str, ufunc: np.ufunc, a: Tensor, b: Tensor) -> np.ndarray:
 
 def _add(self: Tensor, other: Operand) -> Tensor:
     other = _lift(other, self, "add")
-    return _result(_elementwise("add", np.add, self, other), (self, other), "+", _add_backward)
+    return make_node(_elementwise("add", np.add, self, other), (self, other), "+", _add_backward)
 
 
-def _add_backward(out: Tensor) -> None:
-    """c = a + b:  dc/da = 1, dc/db = 1."""
-    a, b = out._prev
-    if a.requires_grad:
-        _pass(a, out.grad)
-    if b.requires_grad:
-        _pass(b, out.grad)
+def _add_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = a + b:  dc/da = 1, dc/db = 1 (the engine sums each back to its input's shape)."""
+    return g, g
 
 
 def _sub(self: Tensor, other: Operand) -> Tensor:
     other = _lift(other, self, "sub")
-    return _result(_elementwise("sub", np.subtract, self, other), (self, other), "-", _sub_backward)
+    return make_node(
+        _elementwise("sub", np.subtract, self, other), (self, other), "-", _sub_backward
+    )
 
 
-def _sub_backward(out: Tensor) -> None:
+def _sub_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
     """c = a - b:  dc/da = 1, dc/db = -1."""
-    a, b = out._prev
-    if a.requires_grad:
-        _pass(a, out.grad)
-    if b.requires_grad:
-        _accumulate(b, np.negative(_unbroadcast(out.grad, b.data.shape)), owned=True)
+    return g, (-g if need[1] else None)
 
 
 def _mul(self: Tensor, other: Operand) -> Tensor:
     other = _lift(other, self, "mul")
-    return _result(_elementwise("mul", np.multiply, self, other), (self, other), "*", _mul_backward)
+    return make_node(
+        _elementwise("mul", np.multiply, self, other), (self, other), "*", _mul_backward
+    )
 
 
-def _mul_backward(out: Tensor) -> None:
+def _mul_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
     """c = a * b:  dc/da = b, dc/db = a."""
-    a, b = out._prev
-    g = out.grad
-    if a.requires_grad:
-        _accumulate(a, _unbroadcast(g * b.data, a.data.shape), owned=True)
-    if b.requires_grad:
-        _accumulate(b, _unbroadcast(g * a.data, b.data.shape), owned=True)
+    return (g * b if need[0] else None), (g * a if need[1] else None)
 
 
 def _div(self: Tensor, other: Operand) -> Tensor:
     other = _lift(other, self, "div")
-    return _result(
+    return make_node(
         _elementwise("div", np.true_divide, self, other), (self, other), "/", _div_backward
     )
 
 
-def _div_backward(out: Tensor) -> None:
+def _div_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
     """c = a / b:  dc/da = 1/b, dc/db = -a/b**2, computed as torch does, -(a/b)/b = -c/b,
     because b*b underflows to 0 (or overflows) where c/b is still a normal float."""
-    a, b = out._prev
-    g = out.grad
-    if a.requires_grad:
-        _accumulate(a, _unbroadcast(g / b.data, a.data.shape), owned=True)
-    if b.requires_grad:
-        _accumulate(b, _unbroadcast(-g * (out.data / b.data), b.data.shape), owned=True)
+    return (g / b if need[0] else None), (-g * (out / b) if need[1] else None)
 
 
 # Reflected forms: ``2 - t`` and friends lift the number to a constant of t's dtype.
@@ -324,27 +404,23 @@ def _pow(self: Tensor, exponent: float) -> Tensor:
             f"Tensor ** exponent: the exponent must be a number, got {_describe(exponent)}"
         )
     n = float(exponent)
-    return _result(self.data**n, (self,), "**", _pow_backward, n)
+    return make_node(self.data**n, (self,), "**", _pow_backward, n)
 
 
-def _pow_backward(out: Tensor) -> None:
+def _pow_backward(g: Arr, out: Arr, n: float, need: Need, a: Arr) -> Grads:
     """c = a ** n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
-    (a,) = out._prev
-    n = out._ctx
     if n == 0.0:
-        _accumulate(a, np.zeros_like(a.data), owned=True)
-    else:
-        _accumulate(a, n * a.data ** (n - 1.0) * out.grad, owned=True)
+        return (zeros_like(a),)
+    return (n * a ** (n - 1.0) * g,)
 
 
 def _neg(self: Tensor) -> Tensor:
-    return _result(np.negative(self.data), (self,), "neg", _neg_backward)
+    return make_node(np.negative(self.data), (self,), "neg", _neg_backward)
 
 
-def _neg_backward(out: Tensor) -> None:
+def _neg_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     """c = -a:  dc/da = -1."""
-    (a,) = out._prev
-    _accumulate(a, np.negative(out.grad), owned=True)
+    return (-g,)
 
 
 # ---------------------------------------------------------------------- matmul
@@ -369,7 +445,7 @@ def _matmul(self: Tensor, other: Tensor | np.ndarray) -> Tensor:
         data = np.matmul(self.data, other.data)
     except ValueError:
         raise ValueError(_matmul_error(self, other)) from None
-    return _result(data, (self, other), "@", _matmul_backward)
+    return make_node(data, (self, other), "@", _matmul_backward)
 
 
 def _rmatmul(self: Tensor, other: np.ndarray) -> Tensor:
@@ -378,24 +454,24 @@ def _rmatmul(self: Tensor, other: np.ndarray) -> Tensor:
     return _matmul(_lift(other, self, "@"), self)
 
 
-def _matmul_backward(out: Tensor) -> None:
-    """C = A @ B:  dA = dC @ B^T, dB = A^T @ dC, each summed back over broadcast batch dims.
+def _matmul_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """C = A @ B:  dA = dC @ B^T, dB = A^T @ dC (the engine sums each back over broadcast
+    batch dims).
 
     A 1-D operand is first given back the dim matmul dropped (A as a 1-row matrix, B as a
     1-column matrix, and dC the matching size-1 axis), so one formula covers every case.
     """
-    a, b = out._prev
-    A, B, G = a.data, b.data, out.grad
+    A, B, G = a, b, g
     if B.ndim == 1:
         B, G = B[:, None], G[..., None]
     if A.ndim == 1:
         A, G = A[None, :], G[..., None, :]
-    if a.requires_grad:
-        ga = G @ np.swapaxes(B, -1, -2)
-        _accumulate(a, _unbroadcast(ga, A.shape).reshape(a.data.shape), owned=True)
-    if b.requires_grad:
-        gb = np.swapaxes(A, -1, -2) @ G
-        _accumulate(b, _unbroadcast(gb, B.shape).reshape(b.data.shape), owned=True)
+    ga = gb = None
+    if need[0]:
+        ga = sum_to(G @ swapaxes(B, -1, -2), A.shape).reshape(a.shape)
+    if need[1]:
+        gb = sum_to(swapaxes(A, -1, -2) @ G, B.shape).reshape(b.shape)
+    return ga, gb
 
 
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -414,73 +490,66 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         )
     data = input.data @ weight.data.T
     if bias is None:
-        return _result(data, (input, weight), "linear", _linear_backward)
+        return make_node(data, (input, weight), "linear", _linear_backward)
     _check_tensor(bias, "linear: bias")
     if bias.shape != (weight.shape[0],):
         raise ValueError(
             f"linear: bias {bias.shape} must be ({weight.shape[0]},) for weight {weight.shape}"
         )
     data += bias.data  # in place: ``data`` is a fresh product
-    return _result(data, (input, weight, bias), "linear", _linear_backward)
+    return make_node(data, (input, weight, bias), "linear", _linear_backward)
 
 
-def _linear_backward(out: Tensor) -> None:
+def _linear_backward(g: Arr, out: Arr, ctx: None, need: Need, x: Arr, w: Arr, *b: Arr) -> Grads:
     """y = x W^T + b:  dx = dy W, dW = dy^T x (summed over all batch rows), db = sum dy."""
-    x, w = out._prev[0], out._prev[1]
-    g = out.grad
-    if x.requires_grad:
-        _accumulate(x, g @ w.data, owned=True)
     g2 = g.reshape(-1, g.shape[-1])
-    if w.requires_grad:
-        _accumulate(w, g2.T @ x.data.reshape(-1, x.data.shape[-1]), owned=True)
-    if len(out._prev) == 3 and out._prev[2].requires_grad:
-        _accumulate(out._prev[2], g2.sum(axis=0), owned=True)
+    gx = g @ w if need[0] else None
+    gw = g2.T @ x.reshape(-1, x.shape[-1]) if need[1] else None
+    if not b:
+        return gx, gw
+    return gx, gw, (sum_dims(g2, (0,), False) if need[2] else None)
 
 
 # ---------------------------------------------------------------------- unary functions
 def _exp(self: Tensor) -> Tensor:
     """e ** x elementwise (inf beyond about 709.78 in float64, as in torch)."""
-    return _result(np.exp(self.data), (self,), "exp", _exp_backward)
+    return make_node(np.exp(self.data), (self,), "exp", _exp_backward)
 
 
-def _exp_backward(out: Tensor) -> None:
+def _exp_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     """c = e**a:  dc/da = e**a, which is c itself."""
-    (a,) = out._prev
-    _accumulate(a, out.data * out.grad, owned=True)
+    return (out * g,)
 
 
 def _log(self: Tensor) -> Tensor:
     """Natural log: -inf at 0 and nan below it (NumPy also warns)."""
-    return _result(np.log(self.data), (self,), "log", _log_backward)
+    return make_node(np.log(self.data), (self,), "log", _log_backward)
 
 
-def _log_backward(out: Tensor) -> None:
+def _log_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     """c = ln a:  dc/da = 1/a."""
-    (a,) = out._prev
-    _accumulate(a, out.grad / a.data, owned=True)
+    return (g / a,)
 
 
 def _tanh(self: Tensor) -> Tensor:
-    return _result(np.tanh(self.data), (self,), "tanh", _tanh_backward)
+    return make_node(np.tanh(self.data), (self,), "tanh", _tanh_backward)
 
 
-def _tanh_backward(out: Tensor) -> None:
+def _tanh_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     """c = tanh a:  dc/da = 1 - c**2."""
-    (a,) = out._prev
-    _accumulate(a, (1.0 - out.data * out.data) * out.grad, owned=True)
+    return ((1.0 - out * out) * g,)
 
 
 def _relu(self: Tensor) -> Tensor:
     """max(0, x), written as "0 where x < 0" so that relu(nan) is nan and relu(-0.0) is
     -0.0, as in torch (and Value.relu)."""
-    return _result(np.where(self.data < 0.0, 0.0, self.data), (self,), "relu", _relu_backward)
+    return make_node(np.where(self.data < 0.0, 0.0, self.data), (self,), "relu", _relu_backward)
 
 
-def _relu_backward(out: Tensor) -> None:
+def _relu_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     """c = max(0, a):  dc/da = 0 where c <= 0 (so 0 at a = 0), else 1, as in torch; the
     test is "c <= 0" so that nan passes its gradient on, as torch's does."""
-    (a,) = out._prev
-    _accumulate(a, np.where(out.data <= 0.0, 0.0, out.grad), owned=True)
+    return (zero_where(raw(out) <= 0.0, g),)
 
 
 def _sigmoid_array(x: np.ndarray) -> np.ndarray:
@@ -492,13 +561,12 @@ def _sigmoid_array(x: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid(self: Tensor) -> Tensor:
-    return _result(_sigmoid_array(self.data), (self,), "sigmoid", _sigmoid_backward)
+    return make_node(_sigmoid_array(self.data), (self,), "sigmoid", _sigmoid_backward)
 
 
-def _sigmoid_backward(out: Tensor) -> None:
+def _sigmoid_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     """c = 1/(1 + e**-a):  dc/da = c * (1 - c)."""
-    (a,) = out._prev
-    _accumulate(a, out.data * (1.0 - out.data) * out.grad, owned=True)
+    return (out * (1.0 - out) * g,)
 
 
 # ---------------------------------------------------------------------- reductions
@@ -506,13 +574,12 @@ def _sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
     """Sum over ``dim`` (an int, a tuple of ints, or None for every dim)."""
     dims = _dims(dim, self.data.ndim, "sum")
     data = self.data.sum(axis=dims, keepdims=keepdim)
-    return _result(data, (self,), "sum", _sum_backward, dims)
+    return make_node(data, (self,), "sum", _sum_backward, dims)
 
 
-def _sum_backward(out: Tensor) -> None:
+def _sum_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
     """c = sum of a over dims:  dc/da = 1 for every summed element."""
-    (a,) = out._prev
-    _accumulate(a, _expand(out.grad, out._ctx, a.data.shape), owned=True)
+    return (expand(g, dims, a.shape),)
 
 
 def _mean(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -522,14 +589,13 @@ def _mean(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = 
     for d in range(self.data.ndim) if dims is None else dims:
         count *= self.data.shape[d]
     data = self.data.mean(axis=dims, keepdims=keepdim)
-    return _result(data, (self,), "mean", _mean_backward, (dims, count))
+    return make_node(data, (self,), "mean", _mean_backward, (dims, count))
 
 
-def _mean_backward(out: Tensor) -> None:
+def _mean_backward(g: Arr, out: Arr, ctx: tuple[Dims, int], need: Need, a: Arr) -> Grads:
     """c = (sum of a over dims) / count:  dc/da = 1/count for every averaged element."""
-    (a,) = out._prev
-    dims, count = out._ctx
-    _accumulate(a, _expand(out.grad / count, dims, a.data.shape), owned=True)
+    dims, count = ctx
+    return (expand(g / count, dims, a.shape),)
 
 
 def _max(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
@@ -541,18 +607,17 @@ def _max(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = F
         raise ValueError(
             f"max: cannot take the max over an empty dim (shape {self.shape})"
         ) from None
-    return _result(data, (self,), "max", _max_backward, dims)
+    return make_node(data, (self,), "max", _max_backward, dims)
 
 
-def _max_backward(out: Tensor) -> None:
+def _max_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
     """c = max of a over dims:  dc/da = 1/k at each of the k elements equal to the max and 0
     elsewhere, so tied maxima share the gradient equally (as ``torch.amax``)."""
-    (a,) = out._prev
-    dims = out._ctx
-    kept = _kept_shape(a.data.shape, dims)
-    mask = a.data == out.data.reshape(kept)
-    ties = mask.sum(axis=dims, keepdims=True, dtype=a.data.dtype)
-    _accumulate(a, mask * (out.grad.reshape(kept) / ties), owned=True)
+    A = raw(a)
+    kept = _kept_shape(A.shape, dims)
+    mask = raw(out).reshape(kept) == A
+    ties = mask.sum(axis=dims, keepdims=True, dtype=A.dtype)
+    return (mask.astype(A.dtype) * (g.reshape(kept) / ties),)
 
 
 # ---------------------------------------------------------------------- shape operations
@@ -568,29 +633,26 @@ def _reshape(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
         raise ValueError(
             f"reshape: cannot reshape {self.shape} ({self.data.size} elements) into {tuple(target)}"
         ) from None
-    return _result(data, (self,), "reshape", _reshape_backward)
+    return make_node(data, (self,), "reshape", _reshape_backward)
 
 
-def _reshape_backward(out: Tensor) -> None:
+def _reshape_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     """Reshaping moves no values: the gradient is reshaped back."""
-    (a,) = out._prev
-    _accumulate(a, out.grad.reshape(a.data.shape))
+    return (g.reshape(a.shape),)
 
 
 def _transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims."""
     d0 = _dim(dim0, self.data.ndim, "transpose")
     d1 = _dim(dim1, self.data.ndim, "transpose")
-    return _result(
+    return make_node(
         np.swapaxes(self.data, d0, d1), (self,), "transpose", _transpose_backward, (d0, d1)
     )
 
 
-def _transpose_backward(out: Tensor) -> None:
+def _transpose_backward(g: Arr, out: Arr, ctx: tuple[int, int], need: Need, a: Arr) -> Grads:
     """Swapping dims moves values: swap the gradient's dims back."""
-    (a,) = out._prev
-    d0, d1 = out._ctx
-    _accumulate(a, np.swapaxes(out.grad, d0, d1))
+    return (swapaxes(g, *ctx),)
 
 
 def _permute(self: Tensor, *dims: int) -> Tensor:
@@ -600,13 +662,12 @@ def _permute(self: Tensor, *dims: int) -> Tensor:
         raise ValueError(
             f"permute: {dims!r} is not an ordering of the {self.data.ndim} dims of {self.shape}"
         )
-    return _result(np.transpose(self.data, order), (self,), "permute", _permute_backward, order)
+    return make_node(np.transpose(self.data, order), (self,), "permute", _permute_backward, order)
 
 
-def _permute_backward(out: Tensor) -> None:
+def _permute_backward(g: Arr, out: Arr, order: Shape, need: Need, a: Arr) -> Grads:
     """Undo the permutation on the gradient with the inverse ordering."""
-    (a,) = out._prev
-    _accumulate(a, np.transpose(out.grad, np.argsort(out._ctx)))
+    return (permute(g, tuple(int(i) for i in np.argsort(order))),)
 
 
 def _T(self: Tensor) -> Tensor:
@@ -645,21 +706,14 @@ def _getitem(self: Tensor, key: Any) -> Tensor:
         data = self.data[key]
     except IndexError as e:
         raise IndexError(f"index: {e} (tensor shape {self.shape})") from None
-    return _result(data, (self,), "index", _getitem_backward, (key, basic))
+    return make_node(data, (self,), "index", _getitem_backward, (key, basic))
 
 
-def _getitem_backward(out: Tensor) -> None:
+def _getitem_backward(g: Arr, out: Arr, ctx: tuple[Any, bool], need: Need, a: Arr) -> Grads:
     """c = a[key]:  each selected element of a receives its element of dc; an element
-    selected several times by an integer array receives the sum (``np.add.at``, since a
-    plain ``grad[key] += g`` would keep only one of the repeats)."""
-    (a,) = out._prev
-    key, basic = out._ctx
-    grad = np.zeros_like(a.data)
-    if basic:  # basic indexing never selects an element twice
-        grad[key] = out.grad
-    else:
-        np.add.at(grad, key, out.grad)
-    _accumulate(a, grad, owned=True)
+    selected several times by an integer array receives the sum."""
+    key, basic = ctx
+    return (scatter(g, key, basic, a.shape),)
 
 
 def _tensor_list(tensors: object, op: str) -> tuple[Tensor, ...]:
@@ -687,15 +741,17 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             )
     data = np.concatenate([t.data for t in ts], axis=d)
     offsets = np.cumsum([t.data.shape[d] for t in ts])[:-1]
-    return _result(data, ts, "cat", _cat_backward, (d, offsets))
+    return make_node(data, ts, "cat", _cat_backward, (d, offsets))
 
 
-def _cat_backward(out: Tensor) -> None:
+def _cat_backward(g: Arr, out: Arr, ctx: tuple[int, Any], need: Need, *ts: Arr) -> Grads:
     """Each input receives the slice of the gradient where its values went."""
-    d, offsets = out._ctx
-    for t, piece in zip(out._prev, np.split(out.grad, offsets, axis=d)):
-        if t.requires_grad:
-            _accumulate(t, piece)
+    d, offsets = ctx
+    bounds = [0, *(int(o) for o in offsets), g.shape[d]]
+    lead = (slice(None),) * d
+    return tuple(
+        g[(*lead, slice(lo, hi))] if n else None for lo, hi, n in zip(bounds[:-1], bounds[1:], need)
+    )
 
 
 def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
@@ -708,15 +764,13 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
                 f"stack: tensor {i} has shape {t.shape} but tensor 0 has shape {first}"
             )
     d = _dim(dim, len(first), "stack", extra=1)
-    return _result(np.stack([t.data for t in ts], axis=d), ts, "stack", _stack_backward, d)
+    return make_node(np.stack([t.data for t in ts], axis=d), ts, "stack", _stack_backward, d)
 
 
-def _stack_backward(out: Tensor) -> None:
+def _stack_backward(g: Arr, out: Arr, d: int, need: Need, *ts: Arr) -> Grads:
     """Input i receives index i of the gradient along the stacked dim."""
-    d = out._ctx
-    for i, t in enumerate(out._prev):
-        if t.requires_grad:
-            _accumulate(t, np.take(out.grad, i, axis=d), owned=True)  # take copies
+    lead = (slice(None),) * d
+    return tuple(g[(*lead, i)] if n else None for i, n in enumerate(need))
 
 
 # ---------------------------------------------------------------------- softmax
@@ -725,14 +779,12 @@ def _softmax(self: Tensor, dim: int) -> Tensor:
     d = _dim(dim, self.data.ndim, "softmax")
     e = np.exp(self.data - self.data.max(axis=d, keepdims=True))
     e /= e.sum(axis=d, keepdims=True)
-    return _result(e, (self,), "softmax", _softmax_backward, d)
+    return make_node(e, (self,), "softmax", _softmax_backward, d)
 
 
-def _softmax_backward(out: Tensor) -> None:
+def _softmax_backward(g: Arr, out: Arr, d: int, need: Need, a: Arr) -> Grads:
     """s = softmax(a):  ds_i/da_j = s_i (delta_ij - s_j), so da = s * (g - sum(g * s))."""
-    (a,) = out._prev
-    s, g, d = out.data, out.grad, out._ctx
-    _accumulate(a, s * (g - (g * s).sum(axis=d, keepdims=True)), owned=True)
+    return (out * (g - sum_dims(g * out, (d,), True)),)
 
 
 def _log_softmax(self: Tensor, dim: int) -> Tensor:
@@ -741,14 +793,12 @@ def _log_softmax(self: Tensor, dim: int) -> Tensor:
     d = _dim(dim, self.data.ndim, "log_softmax")
     shifted = self.data - self.data.max(axis=d, keepdims=True)
     data = shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))
-    return _result(data, (self,), "log_softmax", _log_softmax_backward, d)
+    return make_node(data, (self,), "log_softmax", _log_softmax_backward, d)
 
 
-def _log_softmax_backward(out: Tensor) -> None:
+def _log_softmax_backward(g: Arr, out: Arr, d: int, need: Need, a: Arr) -> Grads:
     """c = log_softmax(a):  dc_i/da_j = delta_ij - softmax_j, so da = g - e^c * sum(g)."""
-    (a,) = out._prev
-    g, d = out.grad, out._ctx
-    _accumulate(a, g - np.exp(out.data) * g.sum(axis=d, keepdims=True), owned=True)
+    return (g - exp(out) * sum_dims(g, (d,), True),)
 
 
 # ---------------------------------------------------------------------- the Tensor class
@@ -778,7 +828,7 @@ class Tensor:
         self.requires_grad = requires_grad
         self._prev: tuple[Tensor, ...] = ()
         self._op = ""
-        self._backward: Callable[[Tensor], None] | None = None
+        self._backward: Callable[..., Grads] | None = None
         self._ctx: Any = None
         self.label = label
 
@@ -820,7 +870,7 @@ class Tensor:
 
     def detach(self) -> Tensor:
         """The same data (shared) as a new leaf with no history that does not require grad."""
-        return _result(self.data, (), "", None)
+        return make_node(self.data, (), "", None)
 
     def __repr__(self) -> str:
         body = np.array2string(self.data, separator=", ", prefix="Tensor(")
@@ -865,13 +915,14 @@ class Tensor:
     log_softmax = _log_softmax
 
     # ------------------------------------------------------------------ the backward pass
-    def backward(self, gradient: Any = None) -> None:
+    def backward(self, gradient: Any = None, create_graph: bool = False) -> None:
         """Add d(self)/d(leaf) into the ``grad`` of every leaf self depends on.
 
         A one-element tensor is seeded with 1; any other needs ``gradient``, an array of
         its shape (the vector in the vector-Jacobian product). Walks the graph once in
         reverse topological order, so each node has its full gradient before passing it
-        on; interior nodes are reset first so only leaves accumulate across calls.
+        on; interior nodes are reset first so only leaves accumulate across calls. With
+        ``create_graph=True`` the gradients are Tensors with history, differentiable again.
         """
         if not self.requires_grad:
             raise RuntimeError(
@@ -896,7 +947,19 @@ class Tensor:
         for node in order:
             if node._prev:
                 node.grad = None
-        _accumulate(self, seed, owned=True)
+        if create_graph:
+            seed = make_node(seed, (), "", None)
+        _accumulate(self, seed, None)
         for node in reversed(order):
-            if node._backward is not None and node.grad is not None:
-                node._backward(node)
+            rule, g = node._backward, node.grad
+            if rule is None or g is None:
+                continue
+            prev = node._prev
+            need = tuple(p.requires_grad for p in prev)
+            if create_graph:  # the same rule on the nodes: the gradients get history
+                grads = rule(g, node, node._ctx, need, *prev)
+            else:
+                grads = rule(g, node.data, node._ctx, need, *[p.data for p in prev])
+            for p, gp, n in zip(prev, grads, need):
+                if n and gp is not None:
+                    _accumulate(p, gp, g)
