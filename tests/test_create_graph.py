@@ -1,0 +1,235 @@
+"""backward(create_graph=True): gradients with history, differentiated again, against torch.
+
+Each case builds f on both engines and on torch (float64), takes the gradient with a graph,
+then differentiates a weighted sum of the gradient's entries (a Hessian-vector product):
+the rules' second pass must match torch.autograd.grad(..., create_graph=True).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+import modelwright_autograd.functional as F
+from modelwright_autograd import Value
+from modelwright_autograd.tensor import Tensor, linear
+
+TOL = 1e-10
+# torch warns that backward(create_graph=True) ties a leaf and its grad in a cycle; so do we
+# (the grad's graph reaches the leaf), which is what these tests exercise.
+pytestmark = pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+
+
+def _torch_second(f, xs, weights):
+    ts = [torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in xs]
+    out = f(*ts)
+    grads = torch.autograd.grad(out, ts, create_graph=True)
+    h = sum((g * torch.as_tensor(w, dtype=torch.float64)).sum() for g, w in zip(grads, weights))
+    second = torch.autograd.grad(h, ts, allow_unused=True)
+    first = [g.detach().numpy() for g in grads]
+    return first, [np.zeros_like(x) if s is None else s.numpy() for s, x in zip(second, xs)]
+
+
+# ---------------------------------------------------------------------- scalar engine
+SCALAR = {
+    "mul": (lambda a, b: a * b * a, [1.5, -0.7]),
+    "div": (lambda a, b: a / b, [1.3, -0.6]),
+    "pow-constant": (lambda a, b: a**3 * b, [1.2, 0.8]),
+    "pow-value": (lambda a, b: a**b, [1.4, 2.3]),
+    "exp": (lambda a, b: (a * b).exp(), [0.4, -0.9]),
+    "log": (lambda a, b: (a * b).log(), [0.7, 2.1]),
+    "tanh": (lambda a, b: (a * b).tanh(), [0.6, -1.1]),
+    "sigmoid": (lambda a, b: (a - b).sigmoid(), [0.3, -0.8]),
+    "relu": (lambda a, b: (a * b).relu() * a, [1.1, 0.9]),
+    "sum": (lambda a, b: Value.sum([a * a, a * b, b]) * b, [0.8, -1.3]),
+    "dot": (lambda a, b: Value.dot([a, b], [b * b, a], a), [0.9, 1.7]),
+}
+
+
+def _torch_scalar(name):
+    return {
+        "exp": lambda a, b: (a * b).exp(),
+        "log": lambda a, b: (a * b).log(),
+        "tanh": lambda a, b: (a * b).tanh(),
+        "sigmoid": lambda a, b: (a - b).sigmoid(),
+        "relu": lambda a, b: (a * b).relu() * a,
+        "sum": lambda a, b: (a * a + a * b + b) * b,
+        "dot": lambda a, b: a + a * (b * b) + b * a,
+    }.get(name, SCALAR[name][0])
+
+
+@pytest.mark.parametrize("name", SCALAR)
+def test_scalar_second_derivatives_match_torch(name):
+    f, xs = SCALAR[name]
+    weights = [0.7, -1.3]
+    leaves = [Value(x) for x in xs]
+    f(*leaves).backward(create_graph=True)
+    grads = [leaf.grad for leaf in leaves]
+    assert all(isinstance(g, Value) for g in grads)
+    want_first, want_second = _torch_second(_torch_scalar(name), xs, weights)
+    assert [g.data for g in grads] == pytest.approx([float(w) for w in want_first], rel=TOL)
+    for leaf in leaves:
+        leaf.grad = 0.0
+    (grads[0] * weights[0] + grads[1] * weights[1]).backward()
+    got = [leaf.grad for leaf in leaves]
+    assert got == pytest.approx([float(w) for w in want_second], rel=TOL, abs=TOL)
+
+
+def test_scalar_third_derivative_of_tanh():
+    # d3/dx3 tanh x = -2 sech^2 x (1 - 3 tanh^2 x)... checked against torch directly
+    x = Value(0.4)
+    x.tanh().backward(create_graph=True)
+    g1 = x.grad
+    x.grad = 0.0
+    g1.backward(create_graph=True)
+    g2 = x.grad
+    x.grad = 0.0
+    g2.backward()
+    t = torch.tensor(0.4, dtype=torch.float64, requires_grad=True)
+    (d1,) = torch.autograd.grad(t.tanh(), t, create_graph=True)
+    (d2,) = torch.autograd.grad(d1, t, create_graph=True)
+    (d3,) = torch.autograd.grad(d2, t)
+    assert (g1.data, g2.data, x.grad) == pytest.approx((d1.item(), d2.item(), d3.item()), rel=TOL)
+
+
+def test_scalar_leaf_grad_accumulates_as_a_node_like_torch():
+    # torch: y = x**3; y.backward(create_graph=True) -> x.grad = 3x^2 (with history);
+    # x.grad.backward() then adds d(3x^2)/dx = 6x into x.grad: 3x^2 + 6x = 12 + 12 = 24 at x=2
+    x = Value(2.0)
+    (x**3).backward(create_graph=True)
+    assert isinstance(x.grad, Value) and x.grad.data == 12.0
+    x.grad.backward()
+    t = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+    (t**3).backward(create_graph=True)
+    t.grad.backward()
+    assert float(x.grad.data if isinstance(x.grad, Value) else x.grad) == t.grad.item() == 24.0
+
+
+def test_scalar_create_graph_twice_accumulates_like_torch():
+    x = Value(1.5)
+    (x * x).backward(create_graph=True)
+    (x * x).backward(create_graph=True)
+    t = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+    (t * t).backward(create_graph=True)
+    (t * t).backward(create_graph=True)
+    assert x.grad.data == t.grad.item() == 6.0
+    assert isinstance(x.grad, Value)
+
+
+def test_scalar_first_order_grads_stay_floats():
+    x = Value(1.5)
+    (x * x).backward()
+    assert type(x.grad) is float
+
+
+# ---------------------------------------------------------------------- tensor engine
+RNG = np.random.default_rng(7)
+
+
+def _arr(*shape):
+    return RNG.normal(size=shape)
+
+
+TENSOR = {
+    "matmul": (lambda a, b: ((a @ b).tanh()).sum(), [_arr(3, 4), _arr(4, 2)]),
+    "matmul-1d": (lambda a, b: ((a @ b) ** 2).sum(), [_arr(4), _arr(2, 4, 3)]),
+    "sum": (lambda a, b: ((a * b).sum(0) ** 3).sum(), [_arr(3, 4), _arr(3, 4)]),
+    "mean": (lambda a, b: ((a * b).mean(1, keepdim=True) ** 2).mean(), [_arr(3, 4), _arr(3, 4)]),
+    "broadcast-add": (lambda a, b: ((a + b) ** 3).sum(), [_arr(3, 4), _arr(4)]),
+    "broadcast-mul": (lambda a, b: ((a * b).exp()).sum(), [_arr(3, 1), _arr(2, 1, 4)]),
+    "softmax": (lambda a, b: (a.softmax(1) * b).sum(), [_arr(3, 5), _arr(3, 5)]),
+    "log_softmax": (lambda a, b: (a.log_softmax(0) * b).sum(), [_arr(4, 3), _arr(4, 3)]),
+    "linear": (lambda a, b: linear(a, b, b[0]).tanh().sum(), [_arr(5, 3), _arr(3, 3)]),
+    "max-div-log": (lambda a, b: (a.max(1) / (b * b + 1.0).log()).sum(), [_arr(3, 4), _arr(3)]),
+    "index-cat-stack": (
+        lambda a, b: (_cat([a[[0, 2, 0]], b]) ** 3).sum() + (_stack([a[1], b[0]]) ** 2).sum(),
+        [_arr(3, 4), _arr(2, 4)],
+    ),
+    "transpose-reshape": (
+        lambda a, b: ((a.transpose(0, 1).reshape(2, 6) @ b) ** 2).sum(),
+        [_arr(3, 4), _arr(6, 2)],
+    ),
+    "sigmoid-relu": (lambda a, b: ((a * b).sigmoid() * (a - b).relu()).sum(), [_arr(4), _arr(4)]),
+}
+
+
+def _cat(ts):
+    from modelwright_autograd.tensor import cat
+
+    return torch.cat(ts) if isinstance(ts[0], torch.Tensor) else cat(ts)
+
+
+def _stack(ts):
+    from modelwright_autograd.tensor import stack
+
+    return torch.stack(ts) if isinstance(ts[0], torch.Tensor) else stack(ts)
+
+
+def _torch_tensor_fn(name):
+    return {
+        "linear": lambda a, b: torch.nn.functional.linear(a, b, b[0]).tanh().sum(),
+        "max-div-log": lambda a, b: (a.amax(1) / (b * b + 1.0).log()).sum(),
+    }.get(name, TENSOR[name][0])
+
+
+def _tensor_second(f, xs, weights):
+    ts = [Tensor(x, requires_grad=True) for x in xs]
+    f(*ts).backward(create_graph=True)
+    grads = [t.grad for t in ts]
+    assert all(isinstance(g, Tensor) for g in grads)
+    for t in ts:
+        t.grad = None
+    h = sum(((g * w).sum() for g, w in zip(grads, weights)), Tensor(0.0))
+    h.backward()
+    second = [np.zeros_like(x) if t.grad is None else t.grad for t, x in zip(ts, xs)]
+    return [g.data for g in grads], second
+
+
+@pytest.mark.parametrize("name", TENSOR)
+def test_tensor_second_derivatives_match_torch(name):
+    f, xs = TENSOR[name]
+    weights = [_arr(*x.shape) for x in xs]
+    got_first, got_second = _tensor_second(f, xs, weights)
+    want_first, want_second = _torch_second(_torch_tensor_fn(name), xs, weights)
+    for got, want in zip(got_first + got_second, want_first + want_second):
+        np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL)
+
+
+def test_cross_entropy_second_derivative_matches_torch():
+    x, w = _arr(4, 5), _arr(4, 5)
+    target = np.array([1, 0, 4, 2])
+    got_first, got_second = _tensor_second(lambda a: F.cross_entropy(a * a, target), [x], [w])
+    want_first, want_second = _torch_second(
+        lambda a: torch.nn.functional.cross_entropy(a * a, torch.tensor(target)), [x], [w]
+    )
+    np.testing.assert_allclose(got_first[0], want_first[0], rtol=TOL, atol=TOL)
+    np.testing.assert_allclose(got_second[0], want_second[0], rtol=TOL, atol=TOL)
+
+
+def test_bce_with_logits_second_derivative_matches_torch():
+    z, y, w = _arr(6), RNG.uniform(size=6), _arr(6)
+    got_first, got_second = _tensor_second(
+        lambda a: F.binary_cross_entropy_with_logits(a * a, y), [z], [w]
+    )
+    want_first, want_second = _torch_second(
+        lambda a: torch.nn.functional.binary_cross_entropy_with_logits(a * a, torch.tensor(y)),
+        [z],
+        [w],
+    )
+    np.testing.assert_allclose(got_first[0], want_first[0], rtol=TOL, atol=TOL)
+    np.testing.assert_allclose(got_second[0], want_second[0], rtol=TOL, atol=TOL)
+
+
+def test_tensor_leaf_grad_accumulates_as_a_node_like_torch():
+    x = Tensor([2.0, -1.0], requires_grad=True)
+    (x**3).sum().backward(create_graph=True)
+    x.grad.sum().backward()
+    t = torch.tensor([2.0, -1.0], dtype=torch.float64, requires_grad=True)
+    (t**3).sum().backward(create_graph=True)
+    t.grad.sum().backward()
+    np.testing.assert_array_equal(x.grad.data, t.grad.detach().numpy())
+
+
+def test_tensor_first_order_grads_stay_arrays():
+    x = Tensor([2.0, -1.0], requires_grad=True)
+    (x * x).sum().backward()
+    assert type(x.grad) is np.ndarray
