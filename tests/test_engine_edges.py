@@ -288,9 +288,10 @@ def _count_backward_calls(root):
         stack.extend(node._prev)
         if node._backward is not None:
             rule = node._backward
-            counts[id(node)] = 0
+            key = id(node)
+            counts[key] = 0
 
-            def counted(*args, rule=rule, key=id(node)):
+            def counted(*args, rule=rule, key=key):
                 counts[key] += 1
                 return rule(*args)
 

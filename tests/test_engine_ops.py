@@ -211,7 +211,7 @@ def test_accumulation_lesson_across_nodes():
         p, s = a * b, a + b
         return a, b, p, s, p + s
 
-    a, b, p, s, L = build()
+    a, b, _, _, L = build()
     _backward_assigning(L)
     assert (a.grad, b.grad) == (5.0, 2.0)
 

@@ -143,9 +143,10 @@ def test_random_graph_backward_runs_each_rule_once_and_reruns_accumulate(graph):
     assume(out is not None)
     calls = {}
     for node in _interior_nodes(out):
-        calls[id(node)] = 0
+        key = id(node)
+        calls[key] = 0
 
-        def counted(*args, rule=node._backward, key=id(node)):
+        def counted(*args, rule=node._backward, key=key):
             calls[key] += 1
             return rule(*args)
 
