@@ -1,25 +1,9 @@
 """The scalar engine: ``Value`` wraps one float and remembers how it was made.
 
-Every operation below is a pair, one directly above the other:
-
-* the forward function computes the result and records ``(inputs, op label, backward rule)``
-  on the new node;
-* the backward rule, a plain function ``_<op>_backward(out)``, pushes ``out.grad`` to the
-  inputs with ``+=``, multiplied by the op's local derivative.
-
-The ``Value`` class at the bottom binds the forwards as its operators and methods
-(``__mul__ = _mul``). To add an op, write its pair here and bind it there; REPORT.md derives
-each rule and tests/test_report_ops.py checks the derivation. tensor.py is laid out the same.
-
-Why rules are functions shared by all nodes of an op, not closures made per node: a closure
-that captures its own output node (``out._backward`` referring to ``out``) is a reference
-cycle, so every node of a dropped graph waits for Python's cyclic garbage collector. With a
-shared rule that reads what it needs from ``out``, there is no cycle: reference counting
-frees a graph the moment the last reference to it goes.
-
-Edge cases follow IEEE float64 exactly as PyTorch does (``log(0) = -inf``, ``1/0 = inf``,
-``exp(1000) = inf``); the ``_ieee_*`` helpers turn Python's exceptions for those cases
-(``ZeroDivisionError``, ``OverflowError``, ``ValueError``) into the IEEE results.
+Each operation is a forward function directly above its backward rule
+``rule(g, out, *inputs)``, which returns its inputs' gradients; ``Value.backward`` adds
+them up, on floats or (``create_graph=True``) on Values. docs/design.md explains the
+design; REPORT.md derives each rule.
 """
 
 from __future__ import annotations

@@ -1,38 +1,9 @@
 """The tensor engine: ``Tensor`` wraps a NumPy array and remembers how it was made.
 
-It mirrors the scalar engine (engine.py) piece for piece:
-
-* each node keeps ``data`` (an ndarray instead of a float), ``grad`` (an array of the same
-  shape, or None until a backward pass reaches it), ``_prev`` (its input nodes), ``_op`` (a
-  label) and ``_backward`` (its rule), plus ``_ctx``: whatever the rule needs beyond the
-  inputs and the output (a reduced dim, an index, a softmax's probabilities);
-* each forward is a module-level function followed immediately by its backward rule, a
-  plain function ``_<op>_backward(out)`` shared by every node of that op, so no node refers
-  to itself through a closure and reference counting frees a dropped graph at once (see
-  engine.py for why that matters); the ``Tensor`` class at the bottom binds the forwards as
-  its methods and operators;
-* ``backward()`` walks ``graph.topological_order`` (iterative, so depth is limited only by
-  memory), resets interior grads, and lets leaf grads accumulate across calls, as torch
-  does;
-* ``graph.no_grad()`` switches recording off for both engines.
-
-What comes with arrays: rules are longer than scalar ones (broadcasting, matmul's 1-D
-cases, ties in max) and a node may keep what its rule needs in ``_ctx``. A result records a
-graph only when some input has ``requires_grad`` (and grad mode is on), and a rule skips
-inputs that don't, so constants cost no gradient arithmetic (the scalar engine, like
-micrograd, gives every Value a grad). Gradients of broadcast inputs are summed back to the
-input's shape by ``_unbroadcast``. A number exponent in ``**`` is kept in ``_ctx`` rather
-than as a constant input node.
-
-Speed comes from structure: internal results are built by ``_result`` without the
-validation the public constructor does; ``_accumulate`` stores the first gradient to reach
-a node without copying when the rule hands over an array nobody else holds (``owned``) and
-adds later ones in place; Python numbers are cast to the tensor's dtype, so float32 work
-stays float32; ``linear`` and ``functional.cross_entropy`` are single fused nodes.
-
-Dtypes: float32 and float64 arrays keep their dtype; Python numbers, lists and every other
-real dtype (integers, float16) become float64, since only floats carry gradients. Booleans,
-complex numbers, strings, None and object arrays are refused with a TypeError.
+It mirrors the scalar engine (engine.py): each op is a forward function directly above its
+backward rule ``rule(g, out, ctx, need, *inputs)``, written with the op-building kit
+below so that it serves both the fast pass (arrays) and ``backward(create_graph=True)``
+(Tensors). docs/design.md explains the design, dtypes and speed.
 """
 
 from __future__ import annotations
@@ -806,7 +777,7 @@ class Tensor:
     """An array in a computation graph, with the gradient of the final output w.r.t. it.
 
     ``Tensor(data, requires_grad=False, dtype=None)`` copies ``data`` (a number, nested
-    lists or a NumPy array; see the module docstring for dtypes). ``grad`` is None until a
+    lists or a NumPy array; docs/design.md for dtypes). ``grad`` is None until a
     ``backward()`` reaches the tensor, then an array of its shape; leaves accumulate it
     across calls (as torch's leaf ``.grad``), interior nodes hold the latest pass's.
     """
