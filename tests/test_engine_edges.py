@@ -346,3 +346,9 @@ def test_backward_twice_does_not_double_count_interior_nodes():
     assert (b.grad, a.grad) == (2.0, 12.0)  # dc/db = 2; dc/da = 2 * 2a = 12
     c.backward()
     assert (b.grad, a.grad) == (2.0, 24.0)  # leaf accumulates, interior does not
+
+
+def test_value_label_must_be_a_string():
+    with pytest.raises(TypeError, match=r"label must be a str, got int 3"):
+        Value(2.0, label=3)
+    assert Value(2.0, label="w").label == "w"

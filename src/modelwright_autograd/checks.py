@@ -1,10 +1,19 @@
-"""Shared checks of user-given numbers, used by the nets, the checkpoint and the CLI layer."""
+"""Shared checks of user-given values and the one way error messages describe them, used by
+the engines, the nets, the checkpoint and the CLI layer (standard library only)."""
 
 from __future__ import annotations
 
 import math
 import numbers
 from typing import Any
+
+
+def describe(x: object) -> str:
+    """``str '3'``: the type name and a short repr, for error messages."""
+    text = repr(x)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(x).__name__} {text}"
 
 
 def positive_int(n: object, what: str) -> int:

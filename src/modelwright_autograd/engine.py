@@ -13,6 +13,7 @@ import numbers
 from collections.abc import Callable, Iterable, Sequence
 from typing import Union
 
+from .checks import describe
 from .graph import _GradMode, topological_order
 
 Operand = Union["Value", int, float]
@@ -23,14 +24,6 @@ _INF = math.inf
 _NAN = math.nan
 
 
-def _describe(x: object) -> str:
-    """``str '3'``: the type name and a short repr, for error messages."""
-    text = repr(x)
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return f"{type(x).__name__} {text}"
-
-
 def _as_float(x: object, where: str) -> float:
     """Convert a real number to float, or raise a TypeError naming what was given.
 
@@ -39,11 +32,11 @@ def _as_float(x: object, where: str) -> float:
     almost always a mistake; write 1.0), complex, strings, None, containers.
     """
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"{where} needs a real number, got {_describe(x)}")
+        raise TypeError(f"{where} needs a real number, got {describe(x)}")
     try:
         return float(x)
     except OverflowError:  # an int beyond float64's range (about 1.8e308)
-        raise OverflowError(f"{where}: {_describe(x)} is too large for a float64") from None
+        raise OverflowError(f"{where}: {describe(x)} is too large for a float64") from None
 
 
 def _ieee_div(a: float, b: float) -> float:
@@ -134,7 +127,7 @@ def _lift(x: Operand, op: str) -> Value:
     if isinstance(x, Value):
         return x
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"unsupported operand for {op}: Value and {_describe(x)}")
+        raise TypeError(f"unsupported operand for {op}: Value and {describe(x)}")
     return Value(_as_float(x, f"operand of {op}"))
 
 
@@ -333,7 +326,7 @@ class Value:
         if type(data) is not float:
             data = _as_float(data, "Value()")
         if type(label) is not str:
-            raise TypeError(f"Value(): label must be a str, got {_describe(label)}")
+            raise TypeError(f"Value(): label must be a str, got {describe(label)}")
         self.data = data
         self.grad: float | Value = 0.0
         if _GradMode.enabled:

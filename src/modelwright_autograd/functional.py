@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .engine import _describe
+from .checks import describe
 from .tensor import Arr, Grads, Need, Tensor, _check_tensor, linear, make_node, raw
 from .tensor import sigmoid as sigmoid_any  # the kit's: NumPy on arrays, the op on Tensors
 
@@ -76,7 +76,7 @@ def _class_targets(target: object, n: int, classes: int, shape: tuple[int, ...])
     t = np.asarray(target)
     if t.dtype.kind not in "iu":
         raise TypeError(
-            f"cross_entropy: target must be integer class indices, got {_describe(target)} "
+            f"cross_entropy: target must be integer class indices, got {describe(target)} "
             f"(NumPy dtype {t.dtype})"
         )
     if t.shape != shape:

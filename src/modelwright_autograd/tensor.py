@@ -14,7 +14,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .engine import _describe
+from .checks import describe
 from .graph import _GradMode, topological_order
 
 Operand = Union["Tensor", np.ndarray, float, int]
@@ -47,18 +47,18 @@ def _to_array(data: object, where: str, dtype: Any = None) -> np.ndarray:
         except ValueError:  # NumPy's complaint about ragged nested lists
             raise ValueError(
                 f"{where}: nested lists must be rectangular (every row the same length), "
-                f"got {_describe(data)}"
+                f"got {describe(data)}"
             ) from None
         if dtype is None and arr.dtype.kind in "fiu":
             dtype = np.dtype(np.float64)  # lists and Python numbers are float64
     else:
         raise TypeError(
             f"{where} needs real numbers (a number, nested lists of numbers or a NumPy "
-            f"array), got {_describe(data)}"
+            f"array), got {describe(data)}"
         )
     if arr.dtype.kind not in "fiu":
         raise TypeError(
-            f"{where} needs real numbers, got {_describe(data)} (NumPy dtype {arr.dtype})"
+            f"{where} needs real numbers, got {describe(data)} (NumPy dtype {arr.dtype})"
         )
     if dtype is None:
         dtype = arr.dtype if arr.dtype in _FLOAT_DTYPES else np.dtype(np.float64)
@@ -67,7 +67,7 @@ def _to_array(data: object, where: str, dtype: Any = None) -> np.ndarray:
 
 def _check_tensor(x: object, where: str) -> Tensor:
     if not isinstance(x, Tensor):
-        raise TypeError(f"{where} must be a Tensor, got {_describe(x)}")
+        raise TypeError(f"{where} must be a Tensor, got {describe(x)}")
     return x
 
 
@@ -80,7 +80,7 @@ def _lift(x: Operand, like: Tensor, op: str) -> Tensor:
         return make_node(np.asarray(x, dtype=like.data.dtype), (), "", None)
     if isinstance(x, np.ndarray):
         return make_node(_to_array(x, f"{op} operand"), (), "", None)
-    raise TypeError(f"unsupported operand for {op}: Tensor and {_describe(x)}")
+    raise TypeError(f"unsupported operand for {op}: Tensor and {describe(x)}")
 
 
 def _dim(d: object, ndim: int, op: str, extra: int = 0) -> int:
@@ -89,7 +89,7 @@ def _dim(d: object, ndim: int, op: str, extra: int = 0) -> int:
     ``extra=1`` lets the dim name a new position one past the end (for ``stack``).
     """
     if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-        raise TypeError(f"{op}: dim must be an int, got {_describe(d)}")
+        raise TypeError(f"{op}: dim must be an int, got {describe(d)}")
     n = ndim + extra
     if not -n <= d < n:
         valid = f"valid dims are {-n} to {n - 1}" if n else "it has no dims"
@@ -304,9 +304,9 @@ def _elementwise(op: str, ufunc: np.ufunc, a: Tensor, b: Tensor) -> np.ndarray:
 # upstream gradient from ``out.grad``, and skips inputs that don't require grad.
 
 
-def _add(self: Tensor, other: Operand) -> Tensor:
-    other = _lift(other, self, "add")
-    return make_node(_elementwise("add", np.add, self, other), (self, other), "+", _add_backward)
+def _add(a: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, a, "add")
+    return make_node(_elementwise("add", np.add, a, other), (a, other), "+", _add_backward)
 
 
 def _add_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
@@ -314,11 +314,9 @@ def _add_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
     return g, g
 
 
-def _sub(self: Tensor, other: Operand) -> Tensor:
-    other = _lift(other, self, "sub")
-    return make_node(
-        _elementwise("sub", np.subtract, self, other), (self, other), "-", _sub_backward
-    )
+def _sub(a: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, a, "sub")
+    return make_node(_elementwise("sub", np.subtract, a, other), (a, other), "-", _sub_backward)
 
 
 def _sub_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
@@ -326,11 +324,9 @@ def _sub_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
     return g, (-g if need[1] else None)
 
 
-def _mul(self: Tensor, other: Operand) -> Tensor:
-    other = _lift(other, self, "mul")
-    return make_node(
-        _elementwise("mul", np.multiply, self, other), (self, other), "*", _mul_backward
-    )
+def _mul(a: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, a, "mul")
+    return make_node(_elementwise("mul", np.multiply, a, other), (a, other), "*", _mul_backward)
 
 
 def _mul_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
@@ -338,11 +334,9 @@ def _mul_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
     return (g * b if need[0] else None), (g * a if need[1] else None)
 
 
-def _div(self: Tensor, other: Operand) -> Tensor:
-    other = _lift(other, self, "div")
-    return make_node(
-        _elementwise("div", np.true_divide, self, other), (self, other), "/", _div_backward
-    )
+def _div(a: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, a, "div")
+    return make_node(_elementwise("div", np.true_divide, a, other), (a, other), "/", _div_backward)
 
 
 def _div_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
@@ -352,30 +346,30 @@ def _div_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
 
 
 # Reflected forms: ``2 - t`` and friends lift the number to a constant of t's dtype.
-def _radd(self: Tensor, other: Operand) -> Tensor:
-    return _add(_lift(other, self, "add"), self)
+def _radd(a: Tensor, other: Operand) -> Tensor:
+    return _add(_lift(other, a, "add"), a)
 
 
-def _rsub(self: Tensor, other: Operand) -> Tensor:
-    return _sub(_lift(other, self, "sub"), self)
+def _rsub(a: Tensor, other: Operand) -> Tensor:
+    return _sub(_lift(other, a, "sub"), a)
 
 
-def _rmul(self: Tensor, other: Operand) -> Tensor:
-    return _mul(_lift(other, self, "mul"), self)
+def _rmul(a: Tensor, other: Operand) -> Tensor:
+    return _mul(_lift(other, a, "mul"), a)
 
 
-def _rdiv(self: Tensor, other: Operand) -> Tensor:
-    return _div(_lift(other, self, "div"), self)
+def _rdiv(a: Tensor, other: Operand) -> Tensor:
+    return _div(_lift(other, a, "div"), a)
 
 
-def _pow(self: Tensor, exponent: float) -> Tensor:
+def _pow(a: Tensor, exponent: float) -> Tensor:
     """x ** n for a number n (a Python float keeps a float32 tensor float32)."""
     if isinstance(exponent, bool) or not isinstance(exponent, numbers.Real):
         raise TypeError(
-            f"Tensor ** exponent: the exponent must be a number, got {_describe(exponent)}"
+            f"Tensor ** exponent: the exponent must be a number, got {describe(exponent)}"
         )
     n = float(exponent)
-    return make_node(self.data**n, (self,), "**", _pow_backward, n)
+    return make_node(a.data**n, (a,), "**", _pow_backward, n)
 
 
 def _pow_backward(g: Arr, out: Arr, n: float, need: Need, a: Arr) -> Grads:
@@ -385,8 +379,8 @@ def _pow_backward(g: Arr, out: Arr, n: float, need: Need, a: Arr) -> Grads:
     return (n * a ** (n - 1.0) * g,)
 
 
-def _neg(self: Tensor) -> Tensor:
-    return make_node(np.negative(self.data), (self,), "neg", _neg_backward)
+def _neg(a: Tensor) -> Tensor:
+    return make_node(np.negative(a.data), (a,), "neg", _neg_backward)
 
 
 def _neg_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -405,24 +399,24 @@ def _matmul_error(a: Tensor, b: Tensor) -> str:
     return f"matmul: {sa} @ {sb}: batch dimensions {sa[:-2]} and {sb[:-2]} cannot broadcast"
 
 
-def _matmul(self: Tensor, other: Tensor | np.ndarray) -> Tensor:
+def _matmul(a: Tensor, other: Tensor | np.ndarray) -> Tensor:
     """Matrix product with torch's (and NumPy's) rules: 1-D @ 1-D is a dot product, a 1-D
     operand is treated as a row (left) or column (right) vector and that dim dropped from
     the result, and leading batch dims broadcast."""
     if not isinstance(other, (Tensor, np.ndarray)):
-        raise TypeError(f"unsupported operand for @: Tensor and {_describe(other)}")
-    other = _lift(other, self, "@")
+        raise TypeError(f"unsupported operand for @: Tensor and {describe(other)}")
+    other = _lift(other, a, "@")
     try:
-        data = np.matmul(self.data, other.data)
+        data = np.matmul(a.data, other.data)
     except ValueError:
-        raise ValueError(_matmul_error(self, other)) from None
-    return make_node(data, (self, other), "@", _matmul_backward)
+        raise ValueError(_matmul_error(a, other)) from None
+    return make_node(data, (a, other), "@", _matmul_backward)
 
 
-def _rmatmul(self: Tensor, other: np.ndarray) -> Tensor:
+def _rmatmul(a: Tensor, other: np.ndarray) -> Tensor:
     if not isinstance(other, np.ndarray):
-        raise TypeError(f"unsupported operand for @: {_describe(other)} and Tensor")
-    return _matmul(_lift(other, self, "@"), self)
+        raise TypeError(f"unsupported operand for @: {describe(other)} and Tensor")
+    return _matmul(_lift(other, a, "@"), a)
 
 
 def _matmul_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
@@ -482,9 +476,9 @@ def _linear_backward(g: Arr, out: Arr, ctx: None, need: Need, x: Arr, w: Arr, *b
 
 
 # ---------------------------------------------------------------------- unary functions
-def _exp(self: Tensor) -> Tensor:
+def _exp(a: Tensor) -> Tensor:
     """e ** x elementwise (inf beyond about 709.78 in float64, as in torch)."""
-    return make_node(np.exp(self.data), (self,), "exp", _exp_backward)
+    return make_node(np.exp(a.data), (a,), "exp", _exp_backward)
 
 
 def _exp_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -492,9 +486,9 @@ def _exp_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     return (out * g,)
 
 
-def _log(self: Tensor) -> Tensor:
+def _log(a: Tensor) -> Tensor:
     """Natural log: -inf at 0 and nan below it (NumPy also warns)."""
-    return make_node(np.log(self.data), (self,), "log", _log_backward)
+    return make_node(np.log(a.data), (a,), "log", _log_backward)
 
 
 def _log_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -502,8 +496,8 @@ def _log_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     return (g / a,)
 
 
-def _tanh(self: Tensor) -> Tensor:
-    return make_node(np.tanh(self.data), (self,), "tanh", _tanh_backward)
+def _tanh(a: Tensor) -> Tensor:
+    return make_node(np.tanh(a.data), (a,), "tanh", _tanh_backward)
 
 
 def _tanh_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -511,10 +505,10 @@ def _tanh_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     return ((1.0 - out * out) * g,)
 
 
-def _relu(self: Tensor) -> Tensor:
+def _relu(a: Tensor) -> Tensor:
     """max(0, x), written as "0 where x < 0" so that relu(nan) is nan and relu(-0.0) is
     -0.0, as in torch (and Value.relu)."""
-    return make_node(np.where(self.data < 0.0, 0.0, self.data), (self,), "relu", _relu_backward)
+    return make_node(np.where(a.data < 0.0, 0.0, a.data), (a,), "relu", _relu_backward)
 
 
 def _relu_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -531,8 +525,8 @@ def _sigmoid_array(x: np.ndarray) -> np.ndarray:
     return np.where(x >= 0.0, s, e * s)
 
 
-def _sigmoid(self: Tensor) -> Tensor:
-    return make_node(_sigmoid_array(self.data), (self,), "sigmoid", _sigmoid_backward)
+def _sigmoid(a: Tensor) -> Tensor:
+    return make_node(_sigmoid_array(a.data), (a,), "sigmoid", _sigmoid_backward)
 
 
 def _sigmoid_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -541,11 +535,11 @@ def _sigmoid_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 
 # ---------------------------------------------------------------------- reductions
-def _sum(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+def _sum(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Sum over ``dim`` (an int, a tuple of ints, or None for every dim)."""
-    dims = _dims(dim, self.data.ndim, "sum")
-    data = self.data.sum(axis=dims, keepdims=keepdim)
-    return make_node(data, (self,), "sum", _sum_backward, dims)
+    dims = _dims(dim, a.data.ndim, "sum")
+    data = a.data.sum(axis=dims, keepdims=keepdim)
+    return make_node(data, (a,), "sum", _sum_backward, dims)
 
 
 def _sum_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
@@ -553,14 +547,14 @@ def _sum_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
     return (expand(g, dims, a.shape),)
 
 
-def _mean(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+def _mean(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Mean over ``dim`` (an int, a tuple of ints, or None for every dim)."""
-    dims = _dims(dim, self.data.ndim, "mean")
+    dims = _dims(dim, a.data.ndim, "mean")
     count = 1
-    for d in range(self.data.ndim) if dims is None else dims:
-        count *= self.data.shape[d]
-    data = self.data.mean(axis=dims, keepdims=keepdim)
-    return make_node(data, (self,), "mean", _mean_backward, (dims, count))
+    for d in range(a.data.ndim) if dims is None else dims:
+        count *= a.data.shape[d]
+    data = a.data.mean(axis=dims, keepdims=keepdim)
+    return make_node(data, (a,), "mean", _mean_backward, (dims, count))
 
 
 def _mean_backward(g: Arr, out: Arr, ctx: tuple[Dims, int], need: Need, a: Arr) -> Grads:
@@ -569,16 +563,14 @@ def _mean_backward(g: Arr, out: Arr, ctx: tuple[Dims, int], need: Need, a: Arr) 
     return (expand(g / count, dims, a.shape),)
 
 
-def _max(self: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+def _max(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """The largest value over ``dim`` (values only, as ``torch.amax``)."""
-    dims = _dims(dim, self.data.ndim, "max")
+    dims = _dims(dim, a.data.ndim, "max")
     try:
-        data = self.data.max(axis=dims, keepdims=keepdim)
+        data = a.data.max(axis=dims, keepdims=keepdim)
     except ValueError:
-        raise ValueError(
-            f"max: cannot take the max over an empty dim (shape {self.shape})"
-        ) from None
-    return make_node(data, (self,), "max", _max_backward, dims)
+        raise ValueError(f"max: cannot take the max over an empty dim (shape {a.shape})") from None
+    return make_node(data, (a,), "max", _max_backward, dims)
 
 
 def _max_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
@@ -592,19 +584,19 @@ def _max_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
 
 
 # ---------------------------------------------------------------------- shape operations
-def _reshape(self: Tensor, *shape: int | Sequence[int]) -> Tensor:
+def _reshape(a: Tensor, *shape: int | Sequence[int]) -> Tensor:
     """The same elements in a new shape: ``t.reshape(2, 3)`` or ``t.reshape((2, -1))``."""
     target = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
     for n in target:
         if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-            raise TypeError(f"reshape: sizes must be ints, got {_describe(n)} in {target!r}")
+            raise TypeError(f"reshape: sizes must be ints, got {describe(n)} in {target!r}")
     try:
-        data = self.data.reshape(target)
+        data = a.data.reshape(target)
     except ValueError:
         raise ValueError(
-            f"reshape: cannot reshape {self.shape} ({self.data.size} elements) into {tuple(target)}"
+            f"reshape: cannot reshape {a.shape} ({a.data.size} elements) into {tuple(target)}"
         ) from None
-    return make_node(data, (self,), "reshape", _reshape_backward)
+    return make_node(data, (a,), "reshape", _reshape_backward)
 
 
 def _reshape_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -612,13 +604,11 @@ def _reshape_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     return (g.reshape(a.shape),)
 
 
-def _transpose(self: Tensor, dim0: int, dim1: int) -> Tensor:
+def _transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims."""
-    d0 = _dim(dim0, self.data.ndim, "transpose")
-    d1 = _dim(dim1, self.data.ndim, "transpose")
-    return make_node(
-        np.swapaxes(self.data, d0, d1), (self,), "transpose", _transpose_backward, (d0, d1)
-    )
+    d0 = _dim(dim0, a.data.ndim, "transpose")
+    d1 = _dim(dim1, a.data.ndim, "transpose")
+    return make_node(np.swapaxes(a.data, d0, d1), (a,), "transpose", _transpose_backward, (d0, d1))
 
 
 def _transpose_backward(g: Arr, out: Arr, ctx: tuple[int, int], need: Need, a: Arr) -> Grads:
@@ -626,14 +616,14 @@ def _transpose_backward(g: Arr, out: Arr, ctx: tuple[int, int], need: Need, a: A
     return (swapaxes(g, *ctx),)
 
 
-def _permute(self: Tensor, *dims: int) -> Tensor:
+def _permute(a: Tensor, *dims: int) -> Tensor:
     """Reorder the dims: result dim i is input dim ``dims[i]``."""
-    order = tuple(_dim(d, self.data.ndim, "permute") for d in dims)
-    if sorted(order) != list(range(self.data.ndim)):
+    order = tuple(_dim(d, a.data.ndim, "permute") for d in dims)
+    if sorted(order) != list(range(a.data.ndim)):
         raise ValueError(
-            f"permute: {dims!r} is not an ordering of the {self.data.ndim} dims of {self.shape}"
+            f"permute: {dims!r} is not an ordering of the {a.data.ndim} dims of {a.shape}"
         )
-    return make_node(np.transpose(self.data, order), (self,), "permute", _permute_backward, order)
+    return make_node(np.transpose(a.data, order), (a,), "permute", _permute_backward, order)
 
 
 def _permute_backward(g: Arr, out: Arr, order: Shape, need: Need, a: Arr) -> Grads:
@@ -641,9 +631,9 @@ def _permute_backward(g: Arr, out: Arr, order: Shape, need: Need, a: Arr) -> Gra
     return (permute(g, tuple(int(i) for i in np.argsort(order))),)
 
 
-def _T(self: Tensor) -> Tensor:
+def _T(a: Tensor) -> Tensor:
     """The dims reversed: the matrix transpose for a 2-D tensor."""
-    return _permute(self, *reversed(range(self.data.ndim)))
+    return _permute(a, *reversed(range(a.data.ndim)))
 
 
 def _index_key(key: Any) -> tuple[Any, bool]:
@@ -670,14 +660,14 @@ def _index_key(key: Any) -> tuple[Any, bool]:
     return (tuple(fixed) if isinstance(key, tuple) else fixed[0]), basic
 
 
-def _getitem(self: Tensor, key: Any) -> Tensor:
+def _getitem(a: Tensor, key: Any) -> Tensor:
     """NumPy indexing: ints, slices, None, ``...`` and integer arrays (repeats allowed)."""
     key, basic = _index_key(key)
     try:
-        data = self.data[key]
+        data = a.data[key]
     except IndexError as e:
-        raise IndexError(f"index: {e} (tensor shape {self.shape})") from None
-    return make_node(data, (self,), "index", _getitem_backward, (key, basic))
+        raise IndexError(f"index: {e} (tensor shape {a.shape})") from None
+    return make_node(data, (a,), "index", _getitem_backward, (key, basic))
 
 
 def _getitem_backward(g: Arr, out: Arr, ctx: tuple[Any, bool], need: Need, a: Arr) -> Grads:
@@ -689,10 +679,10 @@ def _getitem_backward(g: Arr, out: Arr, ctx: tuple[Any, bool], need: Need, a: Ar
 
 def _tensor_list(tensors: object, op: str) -> tuple[Tensor, ...]:
     if not isinstance(tensors, (list, tuple)) or not tensors:
-        raise TypeError(f"{op}: expected a non-empty list of Tensors, got {_describe(tensors)}")
+        raise TypeError(f"{op}: expected a non-empty list of Tensors, got {describe(tensors)}")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
-            raise TypeError(f"{op}: item {i} is not a Tensor: {_describe(t)}")
+            raise TypeError(f"{op}: item {i} is not a Tensor: {describe(t)}")
     return tuple(tensors)
 
 
@@ -745,12 +735,12 @@ def _stack_backward(g: Arr, out: Arr, d: int, need: Need, *ts: Arr) -> Grads:
 
 
 # ---------------------------------------------------------------------- softmax
-def _softmax(self: Tensor, dim: int) -> Tensor:
+def _softmax(a: Tensor, dim: int) -> Tensor:
     """e^x / sum(e^x) along ``dim``, computed as e^(x - max) so no exp can overflow."""
-    d = _dim(dim, self.data.ndim, "softmax")
-    e = np.exp(self.data - self.data.max(axis=d, keepdims=True))
+    d = _dim(dim, a.data.ndim, "softmax")
+    e = np.exp(a.data - a.data.max(axis=d, keepdims=True))
     e /= e.sum(axis=d, keepdims=True)
-    return make_node(e, (self,), "softmax", _softmax_backward, d)
+    return make_node(e, (a,), "softmax", _softmax_backward, d)
 
 
 def _softmax_backward(g: Arr, out: Arr, d: int, need: Need, a: Arr) -> Grads:
@@ -758,13 +748,13 @@ def _softmax_backward(g: Arr, out: Arr, d: int, need: Need, a: Arr) -> Grads:
     return (out * (g - sum_dims(g * out, (d,), True)),)
 
 
-def _log_softmax(self: Tensor, dim: int) -> Tensor:
+def _log_softmax(a: Tensor, dim: int) -> Tensor:
     """x - log(sum(e^x)) along ``dim``, as (x - max) - log(sum(e^(x - max))): stable for
     logits of +-1000, where the naive form gives inf - inf."""
-    d = _dim(dim, self.data.ndim, "log_softmax")
-    shifted = self.data - self.data.max(axis=d, keepdims=True)
+    d = _dim(dim, a.data.ndim, "log_softmax")
+    shifted = a.data - a.data.max(axis=d, keepdims=True)
     data = shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))
-    return make_node(data, (self,), "log_softmax", _log_softmax_backward, d)
+    return make_node(data, (a,), "log_softmax", _log_softmax_backward, d)
 
 
 def _log_softmax_backward(g: Arr, out: Arr, d: int, need: Need, a: Arr) -> Grads:
@@ -792,7 +782,7 @@ class Tensor:
     ) -> None:
         if not isinstance(requires_grad, bool):
             raise TypeError(
-                f"Tensor(): requires_grad must be a bool, got {_describe(requires_grad)}"
+                f"Tensor(): requires_grad must be a bool, got {describe(requires_grad)}"
             )
         self.data = _to_array(data, "Tensor()", dtype)
         self.grad: np.ndarray | None = None

@@ -17,8 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .checks import positive_int
-from .engine import _describe
+from .checks import describe, positive_int
 from .files import atomic_write
 from .nn import ACTIVATIONS
 from .seeding import numpy_rng
@@ -165,7 +164,7 @@ class Sequential(Module):
     def __init__(self, *modules: Module) -> None:
         for i, m in enumerate(modules):
             if not isinstance(m, Module):
-                raise TypeError(f"Sequential: item {i} is not a Module: {_describe(m)}")
+                raise TypeError(f"Sequential: item {i} is not a Module: {describe(m)}")
         self.layers = list(modules)
 
     def forward(self, x: Tensor) -> Tensor:
