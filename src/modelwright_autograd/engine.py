@@ -387,6 +387,13 @@ class Value:
         return _dot(ws, xs, _lift(bias, "dot"))
 
     # ------------------------------------------------------------------ the backward pass
+    def _input_grads(self, upstream: float | None = None) -> list[float]:
+        """What this node's rule gives each input (0.0 for none), on floats, for
+        ``upstream`` (default: its grad): for walks written by hand (docs) and explain."""
+        g = self.grad if upstream is None else upstream
+        grads = self._backward(g, self.data, *[p.data for p in self._prev])  # type: ignore[misc]
+        return [0.0 if x is None else x for x in grads]
+
     def backward(self, gradient: float | Value = 1.0, create_graph: bool = False) -> None:
         """Add d(self)/d(leaf) * gradient into the ``grad`` of every leaf self depends on.
 

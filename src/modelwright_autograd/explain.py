@@ -203,13 +203,9 @@ def explain(value: Value, variables: Mapping[str, Value] | None = None) -> Trace
 
 
 def _run_rule(node: Value, upstream: float) -> list[float]:
-    """What ``node``'s backward rule gives each input, given ``upstream`` as its grad.
-
-    The rule returns one gradient per input position (None, shown as 0.0, for none), so
-    ``a * a`` reports both uses separately and the real graph is untouched.
-    """
-    grads = node._backward(upstream, node.data, *[p.data for p in node._prev])  # type: ignore[misc]
-    return [0.0 if g is None else g for g in grads]
+    """What ``node``'s backward rule gives each input, given ``upstream`` as its grad: one
+    gradient per input position, so ``a * a`` reports both uses separately."""
+    return node._input_grads(upstream)
 
 
 def _roles(node: Value) -> list[str]:
