@@ -120,7 +120,8 @@ def _engine_ops():
     """Every operation Value defines (its operators and node-building methods), read from
     the class, so a new op without hand cases fails the test below."""
     not_ops = {"__init__", "__repr__", "backward"}
-    names = [n for n, v in vars(Value).items() if callable(v) and n not in not_ops]
+    public = [n for n in vars(Value) if n.startswith("__") or not n.startswith("_")]
+    names = [n for n in public if callable(vars(Value)[n]) and n not in not_ops]
     return [{"truediv": "div"}.get(n.strip("_"), n.strip("_")) for n in names]
 
 
