@@ -3,7 +3,7 @@
 Each operation is a forward function directly above its backward rule
 ``rule(g, out, *inputs)``, which returns its inputs' gradients; ``Value.backward`` adds
 them up, on floats or (``create_graph=True``) on Values. docs/design.md explains the
-design; REPORT.md derives each rule.
+design; docs/derivations.md derives each rule.
 """
 
 from __future__ import annotations
