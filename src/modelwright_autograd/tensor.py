@@ -300,8 +300,8 @@ def _elementwise(op: str, ufunc: np.ufunc, a: Tensor, b: Tensor) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- binary arithmetic
-# Each forward is followed by its rule; a rule reads the inputs from ``out._prev`` and the
-# upstream gradient from ``out.grad``, and skips inputs that don't require grad.
+# Each forward is followed by its rule ``rule(g, out, ctx, need, *inputs)`` (see the kit
+# above): it returns one gradient per input, skipping those with ``need[i]`` False.
 
 
 def _add(a: Tensor, other: Operand) -> Tensor:
