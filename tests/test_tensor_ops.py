@@ -3,15 +3,27 @@ under broadcasting, plus a finite-difference gradcheck over the same table."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import mutually_broadcastable_shapes
+from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
 import modelwright_autograd.functional as F
-from modelwright_autograd import Tensor, cat, gradcheck, stack
+from modelwright_autograd import (
+    Tensor,
+    cat,
+    einsum,
+    gradcheck,
+    maximum,
+    minimum,
+    outer,
+    stack,
+    where,
+)
 
 TF = torch.nn.functional
 
@@ -51,6 +63,14 @@ BINARY = {
     "sub": (lambda a, b: a - b, lambda a, b: a - b, "any"),
     "mul": (lambda a, b: a * b, lambda a, b: a * b, "any"),
     "div": (lambda a, b: a / b, lambda a, b: a / b, "away"),
+    "pow": (lambda a, b: (a * a + 0.5) ** b, lambda a, b: (a * a + 0.5) ** b, "any"),
+    "maximum": (maximum, torch.maximum, "any"),
+    "minimum": (minimum, torch.minimum, "any"),
+    "where": (
+        lambda a, b: where(a > 0.5, a, b),
+        lambda a, b: torch.where(a > 0.5, a, b),
+        "any",
+    ),
 }
 
 SHAPE_PAIRS = [
@@ -64,6 +84,8 @@ SHAPE_PAIRS = [
     ((2, 3), (2, 3)),
     ((3, 1, 1), (1, 2, 1)),
     ((1, 1), (3,)),
+    ((0, 3), (3,)),
+    ((2, 0), (1, 1)),
 ]
 
 UNARY = {
@@ -91,6 +113,38 @@ UNARY = {
         lambda x: torch.arange(4.0, dtype=torch.float64) - x,
         "any",
     ),
+    "abs": (lambda x: x.abs(), lambda x: x.abs(), "away"),
+    "abs_builtin": (abs, abs, "away"),
+    "sqrt": (lambda x: x.sqrt(), lambda x: x.sqrt(), "pos"),
+    "sign": (lambda x: x.sign() * x, lambda x: x.sign() * x, "away"),
+    "sin": (lambda x: x.sin(), lambda x: x.sin(), "any"),
+    "cos": (lambda x: x.cos(), lambda x: x.cos(), "any"),
+    "log1p": (lambda x: x.log1p(), lambda x: x.log1p(), "pos"),
+    "expm1": (lambda x: x.expm1(), lambda x: x.expm1(), "any"),
+    "erf": (lambda x: x.erf(), lambda x: x.erf(), "any"),
+    "clamp": (lambda x: x.clamp(-0.5, 1.0), lambda x: x.clamp(-0.5, 1.0), "any"),
+    "clamp_min": (lambda x: x.clamp(min=0.3), lambda x: x.clamp(min=0.3), "any"),
+    "clip_max": (lambda x: x.clip(max=-0.2), lambda x: x.clip(max=-0.2), "any"),
+    "leaky_relu": (F.leaky_relu, TF.leaky_relu, "away"),
+    "leaky_relu_slope": (
+        lambda x: F.leaky_relu(x, 0.2),
+        lambda x: TF.leaky_relu(x, 0.2),
+        "away",
+    ),
+    "softplus": (F.softplus, TF.softplus, "any"),
+    "softplus_beta": (
+        lambda x: F.softplus(x, beta=3.0, threshold=2.0),
+        lambda x: TF.softplus(x, beta=3.0, threshold=2.0),
+        "any",
+    ),
+    "gelu": (F.gelu, TF.gelu, "any"),
+    "gelu_tanh": (
+        lambda x: F.gelu(x, approximate="tanh"),
+        lambda x: TF.gelu(x, approximate="tanh"),
+        "any",
+    ),
+    "rpow": (lambda x: 2.5**x, lambda x: 2.5**x, "any"),
+    "pow_tensor": (lambda x: x ** (x * 0.5), lambda x: x ** (x * 0.5), "pos"),
 }
 
 MATMUL_SHAPES = [
@@ -107,11 +161,56 @@ MATMUL_SHAPES = [
 
 REDUCTION_DIMS = [None, 0, 1, 2, -1, -3, (0, 1), (0, 2), (1, 2), (2, 0), (-1, 0), (0, 1, 2)]
 
-TORCH_REDUCE = {
-    "sum": lambda x, d, k: torch.sum(x, dim=d, keepdim=k),
-    "mean": lambda x, d, k: torch.mean(x, dim=d, keepdim=k),
-    "max": lambda x, d, k: torch.amax(x, dim=() if d is None else d, keepdim=k),
+
+def _all_dims(x, d):
+    """torch's spelling of "every dim" for the reductions that take no None."""
+    return tuple(range(x.ndim)) if d is None else d
+
+
+def _torch_prod(x, d, k):
+    if d is None:
+        return x.prod().reshape((1,) * x.ndim) if k else x.prod()
+    return torch.prod(x, dim=d, keepdim=k)
+
+
+#: Each reduction as (ours, torch's) called with (tensor, dim, keepdim).
+REDUCE = {
+    "sum": (lambda t, d, k: t.sum(d, keepdim=k), lambda x, d, k: torch.sum(x, dim=d, keepdim=k)),
+    "mean": (lambda t, d, k: t.mean(d, keepdim=k), lambda x, d, k: torch.mean(x, d, keepdim=k)),
+    "max": (lambda t, d, k: t.max(d, keepdim=k), lambda x, d, k: x.amax(_all_dims(x, d), k)),
+    "min": (lambda t, d, k: t.min(d, keepdim=k), lambda x, d, k: x.amin(_all_dims(x, d), k)),
+    "prod": (lambda t, d, k: t.prod(d, keepdim=k), _torch_prod),
+    "var": (lambda t, d, k: t.var(d, keepdim=k), lambda x, d, k: x.var(d, keepdim=k)),
+    "var_population": (
+        lambda t, d, k: t.var(d, keepdim=k, correction=0),
+        lambda x, d, k: x.var(d, keepdim=k, correction=0),
+    ),
+    "std": (lambda t, d, k: t.std(d, keepdim=k), lambda x, d, k: x.std(d, keepdim=k)),
+    "std_biased": (
+        lambda t, d, k: t.std(d, False, k),
+        lambda x, d, k: x.std(d, unbiased=False, keepdim=k),
+    ),
+    "logsumexp": (
+        lambda t, d, k: t.logsumexp(_all_dims(t, d), k),
+        lambda x, d, k: x.logsumexp(_all_dims(x, d), k),
+    ),
+    "norm": (
+        lambda t, d, k: t.norm(dim=d, keepdim=k),
+        lambda x, d, k: torch.linalg.vector_norm(x, 2, d, k),
+    ),
+    "norm1": (
+        lambda t, d, k: t.norm(1, d, k),
+        lambda x, d, k: torch.linalg.vector_norm(x, 1, d, k),
+    ),
+    "norm_inf": (
+        lambda t, d, k: t.norm(float("inf"), d, k),
+        lambda x, d, k: torch.linalg.vector_norm(x, float("inf"), d, k),
+    ),
 }
+#: torch.prod takes one dim, so prod's rows skip the tuples.
+REDUCE_CASES = [
+    (op, d) for op in REDUCE for d in REDUCTION_DIMS if op != "prod" or not isinstance(d, tuple)
+]
 
 
 @pytest.mark.parametrize("shapes", SHAPE_PAIRS, ids=str)
@@ -125,7 +224,9 @@ def test_binary_ops_broadcast_like_torch(op, shapes):
 
 @settings(derandomize=True, max_examples=40, deadline=None)
 @given(
-    shapes=mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, max_side=3),
+    shapes=mutually_broadcastable_shapes(
+        num_shapes=2, min_dims=0, max_dims=4, min_side=0, max_side=3
+    ),
     op=st.sampled_from(sorted(BINARY)),
 )
 def test_binary_ops_on_generated_broadcast_shapes(shapes, op):
@@ -139,6 +240,19 @@ def test_unary_ops_like_torch(op):
     ours, theirs, kind = UNARY[op]
     compare(ours, theirs, [_values((3, 4), 5, kind)])
     compare(ours, theirs, [_values((), 6, kind)])
+    compare(ours, theirs, [_values((0, 4), 6, kind)])
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(
+    shape=array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3),
+    op=st.sampled_from(sorted(UNARY)),
+)
+def test_unary_ops_on_generated_shapes(shape, op):
+    ours, theirs, kind = UNARY[op]
+    if op == "array_left":  # its constant operand has shape (4,)
+        shape = (*shape, 4)
+    compare(ours, theirs, [_values(shape, 7, kind)])
 
 
 def test_sigmoid_is_stable_for_huge_inputs():
@@ -188,22 +302,42 @@ def test_linear_like_torch(xshape, bias):
 
 
 @pytest.mark.parametrize("keepdim", [False, True])
-@pytest.mark.parametrize("dim", REDUCTION_DIMS, ids=str)
-@pytest.mark.parametrize("op", ["sum", "mean", "max"])
+@pytest.mark.parametrize("op, dim", REDUCE_CASES, ids=str)
 def test_reductions_over_every_dim_like_torch(op, dim, keepdim):
+    ours, theirs = REDUCE[op]
     x = _values((2, 3, 4), 20)
-    compare(
-        lambda t: getattr(t, op)(dim=dim, keepdim=keepdim),
-        lambda t: TORCH_REDUCE[op](t, dim, keepdim),
-        [x],
-    )
+    compare(lambda t: ours(t, dim, keepdim), lambda t: theirs(t, dim, keepdim), [x])
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(data=st.data(), op=st.sampled_from(sorted(REDUCE)), keepdim=st.booleans())
+def test_reductions_on_generated_shapes(data, op, keepdim):
+    shape = data.draw(array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=3))
+    dim = data.draw(st.sampled_from([None, *range(-len(shape), len(shape))]))
+    ours, theirs = REDUCE[op]
+    x = _values(shape, 21)
+    compare(lambda t: ours(t, dim, keepdim), lambda t: theirs(t, dim, keepdim), [x])
+
+
+@pytest.mark.parametrize("op", ["sum", "mean", "prod", "var", "logsumexp", "norm", "norm1"])
+def test_reductions_over_an_empty_dim_like_torch(op):
+    ours, theirs = REDUCE[op]
+    for dim in (0, 1):
+        compare(
+            lambda t, d=dim: ours(t, d, False),
+            lambda t, d=dim: theirs(t, d, False),
+            [np.ones((0, 3))],
+        )
 
 
 @pytest.mark.parametrize("dim", [None, 0, 1, (0, 1)], ids=str)
-def test_max_ties_share_the_gradient_like_torch_amax(dim):
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_max_and_min_ties_share_the_gradient_like_torch(op, dim):
+    ours, theirs = REDUCE[op]
     x = np.array([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0], [5.0, 5.0, 5.0]])
-    compare(lambda t: t.max(dim=dim), lambda t: TORCH_REDUCE["max"](t, dim, False), [x])
-    compare(lambda t: t.amax(dim=dim), lambda t: TORCH_REDUCE["max"](t, dim, False), [x])
+    compare(lambda t: ours(t, dim, False), lambda t: theirs(t, dim, False), [x])
+    compare(lambda t: t.amax(dim=dim), lambda t: REDUCE["max"][1](t, dim, False), [x])
+    compare(lambda t: t.amin(dim=dim), lambda t: REDUCE["min"][1](t, dim, False), [x])
 
 
 def test_max_tie_gradient_by_hand():
@@ -213,8 +347,13 @@ def test_max_tie_gradient_by_hand():
 
 
 def test_reductions_of_a_0d_tensor():
-    compare(lambda t: t.sum(), lambda t: t.sum(), [np.array(1.5)])
-    compare(lambda t: t.max(), lambda t: t.amax(), [np.array(1.5)])
+    for op in ("sum", "max", "min", "prod", "std_biased", "norm", "norm1", "norm_inf"):
+        ours, theirs = REDUCE[op]
+        compare(
+            lambda t, f=ours: f(t, None, False),
+            lambda t, f=theirs: f(t, None, False),
+            [np.array(1.5)],
+        )
 
 
 INDEXES = [
@@ -322,6 +461,36 @@ SHAPE_OPS = {
     "permute": (lambda t: t.permute(1, 2, 0), lambda t: t.permute(1, 2, 0)),
     "T_2d": (lambda t: t.reshape(6, 4).T, lambda t: t.reshape(6, 4).T),
     "T_3d": (lambda t: t.T, lambda t: t.permute(2, 1, 0)),
+    "squeeze": (
+        lambda t: t.reshape(2, 1, 3, 1, 4).squeeze(),
+        lambda t: t.reshape(2, 1, 3, 1, 4).squeeze(),
+    ),
+    "squeeze_dims": (
+        lambda t: t.reshape(2, 1, 3, 1, 4).squeeze((1, 2)),
+        lambda t: t.reshape(2, 1, 3, 1, 4).squeeze((1, 2)),
+    ),
+    "unsqueeze": (lambda t: t.unsqueeze(-1), lambda t: t.unsqueeze(-1)),
+    "unsqueeze_front": (lambda t: t.unsqueeze(0), lambda t: t.unsqueeze(0)),
+    "flatten": (lambda t: t.flatten(), lambda t: t.flatten()),
+    "flatten_from_1": (lambda t: t.flatten(1), lambda t: t.flatten(1)),
+    "flatten_0_1": (lambda t: t.flatten(0, 1), lambda t: t.flatten(0, 1)),
+    "expand": (lambda t: t[:, :1].expand(3, 2, 5, 4), lambda t: t[:, :1].expand(3, 2, 5, 4)),
+    "expand_keep": (
+        lambda t: t[:1].expand(-1, 3, -1) * 1.0,
+        lambda t: t[:1].expand(-1, 3, -1) * 1.0,
+    ),
+    "flip": (lambda t: t.flip((0, 2)), lambda t: t.flip((0, 2))),
+    "flip_one": (lambda t: t.flip(-1), lambda t: t.flip(-1)),
+    "repeat": (lambda t: t.repeat(2, 1, 3), lambda t: t.repeat(2, 1, 3)),
+    "repeat_new_dims": (lambda t: t.repeat(2, 1, 2, 1), lambda t: t.repeat(2, 1, 2, 1)),
+    "split": (lambda t: t.split(3, 2)[1], lambda t: t.split(3, 2)[1]),
+    "split_sections": (lambda t: t.split([1, 2], 1)[1], lambda t: t.split([1, 2], 1)[1]),
+    "chunk": (lambda t: t.chunk(3, 2)[1], lambda t: t.chunk(3, 2)[1]),
+    "pad": (lambda t: F.pad(t, (1, 2)), lambda t: TF.pad(t, (1, 2))),
+    "pad_3d": (
+        lambda t: F.pad(t, (0, 1, 2, 0, 1, 1), value=1.5),
+        lambda t: TF.pad(t, (0, 1, 2, 0, 1, 1), value=1.5),
+    ),
 }
 
 
@@ -345,6 +514,185 @@ def test_cat_like_torch(shapes, dim):
 def test_stack_like_torch(dim):
     arrays = [_values((2, 3), 32 + i) for i in range(3)]
     compare(lambda *ts: stack(list(ts), dim), lambda *ts: torch.stack(ts, dim), arrays)
+
+
+def test_split_and_chunk_pieces_like_torch():
+    x = _values((7, 2), 34)
+    for ours, theirs in [
+        (lambda t: t.split(3), lambda t: t.split(3)),
+        (lambda t: t.split([2, 0, 5]), lambda t: t.split([2, 0, 5])),
+        (lambda t: t.chunk(3), lambda t: t.chunk(3)),
+        (lambda t: t.chunk(4, 0), lambda t: t.chunk(4, 0)),
+        (lambda t: t.chunk(5, 1), lambda t: t.chunk(5, 1)),
+    ]:
+        got, want = ours(Tensor(x)), theirs(torch.tensor(x))
+        assert [p.shape for p in got] == [tuple(p.shape) for p in want]
+        # every piece used: the gradient of the whole comes back through each
+        compare(
+            lambda t, f=ours: cat([p * (i + 1.0) for i, p in enumerate(f(t))], 0),
+            lambda t, f=theirs: torch.cat([p * (i + 1.0) for i, p in enumerate(f(t))], 0),
+            [x],
+        )
+    empty = Tensor(np.ones((0, 2)))
+    assert [p.shape for p in empty.chunk(3)] == [tuple(p.shape) for p in torch.ones(0, 2).chunk(3)]
+    assert [p.shape for p in empty.split(2)] == [tuple(p.shape) for p in torch.ones(0, 2).split(2)]
+
+
+EINSUM = [
+    ("ij,jk->ik", [(3, 4), (4, 2)]),  # matrix product
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),  # batch matmul
+    ("i,j->ij", [(3,), (4,)]),  # outer
+    ("ii->", [(4, 4)]),  # trace
+    ("ii->i", [(3, 3)]),  # diagonal
+    ("bii->b", [(2, 3, 3)]),  # batched trace
+    ("iij->j", [(2, 2, 3)]),
+    ("ijk,jl->il", [(2, 3, 4), (3, 5)]),  # contraction, k summed in one operand alone
+    ("ij,ij->i", [(3, 4), (3, 4)]),
+    ("i,i", [(5,), (5,)]),  # implicit output: a dot product
+    ("ij,jk", [(3, 4), (4, 2)]),  # implicit: ik
+    ("ba", [(3, 4)]),  # implicit: ab, a transpose
+    ("ij->", [(3, 4)]),
+    (",i->i", [(), (4,)]),  # a 0-d operand
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 2)]),  # broadcast batch dims
+    ("...i->i...", [(2, 3, 4)]),
+    ("i...,i->...", [(3, 2, 2), (3,)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),  # three operands
+    ("i j , j -> i", [(2, 3), (3,)]),  # spaces
+    ("ij,j->i", [(0, 3), (3,)]),  # empty
+]
+
+
+@pytest.mark.parametrize("subscripts, shapes", EINSUM, ids=[e[0] for e in EINSUM])
+def test_einsum_like_torch(subscripts, shapes):
+    arrays = [_values(s, 35 + i) for i, s in enumerate(shapes)]
+    compare(
+        lambda *ts: einsum(subscripts, *ts),
+        lambda *ts: torch.einsum(subscripts, *ts),
+        arrays,
+    )
+    compare(
+        lambda *ts: einsum(subscripts, list(ts)),
+        lambda *ts: torch.einsum(subscripts, list(ts)),
+        arrays,
+    )
+
+
+def test_outer_like_torch():
+    compare(outer, torch.outer, [_values((3,), 36), _values((4,), 37)])
+    compare(
+        lambda a, b: a.outer(b), lambda a, b: a.outer(b), [_values((0,), 36), _values((2,), 37)]
+    )
+
+
+def test_maximum_and_minimum_split_ties_like_torch():
+    a = np.array([1.0, 2.0, 3.0, 3.0, -1.0])
+    b = np.array([1.0, 5.0, 0.0, 3.0, -1.0])
+    for ours, theirs in [(maximum, torch.maximum), (minimum, torch.minimum)]:
+        compare(ours, theirs, [a, b])
+        compare(
+            lambda x, y, f=ours: f(x, x) + 0 * y, lambda x, y, f=theirs: f(x, x) + 0 * y, [a, b]
+        )
+    compare(lambda x: x.clamp(1.0, 3.0), lambda x: x.clamp(1.0, 3.0), [a])  # boundaries pass
+    compare(lambda x: x.clamp(3.0, 1.0), lambda x: x.clamp(3.0, 1.0), [a])  # min > max
+
+
+def test_zeros_and_infinities_like_torch():
+    x = np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 4.0], [1.0, -2.0, 0.5], [0.0, 1.0, -1.0]])
+    for d in (None, 0, 1):
+        compare(lambda t, d=d: t.prod(d), lambda t, d=d: _torch_prod(t, d, False), [x])
+    compare(lambda t: t.norm(dim=1), lambda t: t.norm(dim=1), [np.zeros((2, 3))])
+    compare(lambda t: t.std(1), lambda t: t.std(1), [np.array([[2.0, 2.0, 2.0], [1.0, 2.0, 4.0]])])
+    compare(lambda t: t.sqrt(), lambda t: t.sqrt(), [np.array([0.0, 4.0])])
+    compare(lambda t: t.abs(), lambda t: t.abs(), [np.array([0.0, -0.0, 1.0])])
+    compare(lambda t: t.norm(1), lambda t: t.norm(1), [np.array([0.0, -2.0, 1.0])])
+    compare(lambda t: t.sign(), lambda t: t.sign(), [np.array([0.0, -2.0, 1.0])])
+    compare(lambda t: F.leaky_relu(t), lambda t: TF.leaky_relu(t), [np.array([0.0, -2.0, 1.0])])
+    # pow: 0 ** b has exponent gradient 0 for b >= 0, as torch (not 0 * -inf)
+    compare(
+        lambda a, b: a**b, lambda a, b: a**b, [np.array([0.0, 0.0, 2.0]), np.array([2.0, 0.0, 0.0])]
+    )
+    inf = np.array([[-np.inf, 1.0, 2.0], [np.inf, 0.0, 1.0], [1000.0, -1000.0, 3.0]])
+    compare(lambda t: t.logsumexp(1), lambda t: t.logsumexp(1), [inf])
+    compare(
+        lambda t: F.softplus(t),
+        lambda t: TF.softplus(t),
+        [np.array([-1000.0, 0.0, 19.0, 21.0, 1000.0])],
+    )
+    big = np.array([[3.0, -3.0, 1.0], [-2.0, 2.0, 2.0]])  # a tie for the inf-norm in row 1
+    compare(lambda t: t.norm(float("inf"), 1), lambda t: t.norm(float("inf"), 1), [big])
+
+
+@pytest.mark.parametrize("fn", ["argmax", "argmin"])
+def test_argmax_and_argmin_like_torch(fn):
+    x = np.array([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 0.0, 0.0], [5.0, 5.0, 5.0, 5.0]])
+    for dim, keepdim in [(None, False), (None, True), (0, False), (1, True), (-1, False)]:
+        got = getattr(Tensor(x, requires_grad=True), fn)(dim, keepdim)
+        want = getattr(torch.tensor(x), fn)(dim=dim, keepdim=keepdim)
+        assert got.dtype == np.int64 and not got.requires_grad
+        np.testing.assert_array_equal(got.data, want.numpy())
+
+
+def test_comparisons_give_boolean_tensors_like_torch():
+    a, b = _values((3, 4), 38), _values((4,), 39)
+    a[0, :] = b  # some equal elements
+    ta, tb = torch.tensor(a), torch.tensor(b)
+    x = Tensor(a, requires_grad=True)
+    for op in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
+        for other, t_other in [(Tensor(b), tb), (b, tb), (0.5, 0.5)]:
+            got = getattr(x, op)(other)
+            assert got.dtype == np.bool_ and not got.requires_grad
+            np.testing.assert_array_equal(got.data, getattr(ta, op)(t_other).numpy())
+    assert (x == None) is False  # noqa: E711  (as torch: not an elementwise comparison)
+    assert (x != "a") is True
+    assert len({x, Tensor(a)}) == 2  # still hashable by identity
+    assert bool(Tensor(2.0) > 1.0) and not bool(Tensor([0.5]) > 1.0)
+    with pytest.raises(RuntimeError, match=re.escape("tensor of shape (3, 4) is ambiguous")):
+        bool(x > 0)
+
+
+def test_new_op_errors_name_the_problem():
+    t = Tensor(np.ones((2, 3)))
+    cases = [
+        (lambda: t.clamp(), ValueError, "clamp: give min, max or both"),
+        (lambda: t.clamp("a"), TypeError, "clamp: min must be a number, got str"),
+        (lambda: maximum(t, Tensor(np.ones(4))), ValueError, "maximum: shapes (2, 3) and (4,)"),
+        (lambda: where(t, t, t), TypeError, "condition must be boolean"),
+        (lambda: where(t > 0, t, np.ones(4)), ValueError, "input (2, 3) and other (4,)"),
+        (lambda: F.gelu(t, approximate="fast"), ValueError, "approximate must be 'none' or 'tanh'"),
+        (lambda: F.softplus(t, beta=0), ValueError, "beta must not be 0"),
+        (lambda: F.leaky_relu(t, "x"), TypeError, "negative_slope must be a number"),
+        (lambda: t < np.ones(4), ValueError, "<: shapes (2, 3) and (4,)"),
+        (lambda: t < "a", TypeError, "not supported"),
+        (lambda: t.min(3), IndexError, "min: dim 3 is out of range"),
+        (lambda: Tensor(np.ones((0, 2))).min(0), ValueError, "empty dim (shape (0, 2))"),
+        (lambda: t.prod((0, 1)), TypeError, "prod: dim must be an int, got tuple"),
+        (lambda: t.var(unbiased=True, correction=0), ValueError, "unbiased or correction"),
+        (lambda: t.std(unbiased=1), TypeError, "unbiased must be a bool"),
+        (lambda: t.logsumexp(None), TypeError, "logsumexp: dim is required"),
+        (lambda: Tensor(np.ones(0)).argmax(), ValueError, "argmax: no elements"),
+        (lambda: t.norm(3), ValueError, "p must be 1, 2, 'fro' or inf, got 3"),
+        (lambda: t.squeeze(2), IndexError, "squeeze: dim 2 is out of range"),
+        (lambda: t.unsqueeze(4), IndexError, "unsqueeze: dim 4 is out of range"),
+        (lambda: t.flatten(1, 0), ValueError, "start_dim 1 comes after end_dim 0"),
+        (lambda: t.expand(2, 4), ValueError, "cannot expand shape (2, 3) to (2, 4)"),
+        (lambda: t.expand(3), ValueError, "1 sizes (3,) for a tensor of shape (2, 3)"),
+        (lambda: t.expand(2, 3.0), TypeError, "expand: sizes must be ints"),
+        (lambda: t.repeat(2), ValueError, "repeat counts (2,) for a tensor of shape (2, 3)"),
+        (lambda: t.split([1, 2]), ValueError, "sections (1, 2) must be non-negative and sum to 2"),
+        (lambda: t.split(0), ValueError, "split_size must be at least 1"),
+        (lambda: t.chunk(0), ValueError, "chunk: chunks must be a positive whole number"),
+        (lambda: F.pad(t, (1,)), ValueError, "(before, after) pairs"),
+        (lambda: F.pad(t, (1, -1)), ValueError, "none negative"),
+        (lambda: F.pad(t, (1, 1), mode="reflect"), ValueError, "only mode='constant'"),
+        (lambda: outer(t, t), ValueError, "outer: both inputs must be 1-D, got (2, 3)"),
+        (lambda: einsum("ij,jk->ik", t, t), ValueError, "does not fit shapes (2, 3), (2, 3)"),
+        (lambda: einsum("ij", np.ones((2, 2))), TypeError, "at least one operand must be a Tensor"),
+        (lambda: einsum(3, t), TypeError, "subscripts must be a str"),
+        (lambda: t ** np.ones(4), ValueError, "pow: shapes (2, 3) and (4,)"),
+    ]
+    for call, error, message in cases:
+        with pytest.raises(error, match=re.escape(message)):
+            call()
 
 
 def test_cat_of_one_tensor_twice_accumulates():
@@ -377,6 +725,22 @@ GRADCHECK_CASES = [
     ("reshape_T", lambda t: t.reshape(3, 2).T * 2.0, [(2, 3)], "any"),
     ("cat", lambda a, b: cat([a, b], 1), [(2, 3), (2, 1)], "any"),
     ("stack", lambda a, b: stack([a, b], 1), [(2, 3), (2, 3)], "any"),
+    *[
+        (f"{op}{s}", BINARY[op][0], s, "away")
+        for op in ("pow", "maximum", "minimum", "where")
+        for s in SHAPE_PAIRS[:3]
+    ],
+    *[
+        (f"{op}{d}", lambda t, op=op, d=d: REDUCE[op][0](t, d, False), [(2, 3, 2)], "any")
+        for op in ("min", "prod", "var", "std", "logsumexp", "norm", "norm1", "norm_inf")
+        for d in (None, 1)
+    ],
+    *[
+        (op, lambda t, op=op: SHAPE_OPS[op][0](t) * 1.5, [(2, 3, 4)], "any")
+        for op in list(SHAPE_OPS)[7:]
+    ],
+    *[(f"einsum {e}", lambda *ts, e=e: einsum(e, *ts), s, "any") for e, s in EINSUM[:9]],
+    ("outer", outer, [(3,), (2,)], "any"),
 ]
 
 

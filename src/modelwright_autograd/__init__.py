@@ -25,7 +25,12 @@ from .optim import SGD, Adam
 _LAZY = {
     "Tensor": "tensor",
     "cat": "tensor",
+    "einsum": "tensor",
+    "maximum": "tensor",
+    "minimum": "tensor",
+    "outer": "tensor",
     "stack": "tensor",
+    "where": "tensor",
     "draw_graph": "explain",
     "save_graph": "explain",
 }
@@ -56,13 +61,18 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "cat",
     "draw_graph",
+    "einsum",
     "gradcheck",
     "is_grad_enabled",
+    "maximum",
+    "minimum",
     "mse_loss",
     "no_grad",
+    "outer",
     "save_graph",
     "stack",
     "svm_loss",
+    "where",
 ]
 
 __version__ = "0.1.0"

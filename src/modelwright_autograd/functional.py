@@ -1,7 +1,8 @@
 """Functions on Tensors, named as in ``torch.nn.functional`` (import it as ``F``).
 
-Activations and softmax forward to the Tensor methods; ``linear`` is the fused layer op
-from tensor.py. The losses each reduce to the mean over the batch, as torch's default.
+Activations and softmax forward to the Tensor methods; ``linear``, ``leaky_relu``,
+``softplus``, ``gelu`` and ``pad`` are ops of tensor.py, where each sits beside its rule.
+The losses each reduce to the mean over the batch, as torch's default.
 ``cross_entropy`` and ``binary_cross_entropy_with_logits`` are fused single nodes: their
 gradients have short closed forms ((softmax - onehot)/N and (sigmoid - y)/N), cheaper and
 more accurate than differentiating through exp, log and a gather.
@@ -14,19 +15,36 @@ from collections.abc import Callable
 import numpy as np
 
 from .checks import describe
-from .tensor import Arr, Grads, Need, Tensor, _check_tensor, linear, make_node, raw
+from .tensor import (
+    Arr,
+    Grads,
+    Need,
+    Tensor,
+    _check_tensor,
+    gelu,
+    leaky_relu,
+    linear,
+    make_node,
+    pad,
+    raw,
+    softplus,
+)
 from .tensor import sigmoid as sigmoid_any  # the kit's: NumPy on arrays, the op on Tensors
 
 __all__ = [
     "LOSSES",
     "binary_cross_entropy_with_logits",
     "cross_entropy",
+    "gelu",
+    "leaky_relu",
     "linear",
     "log_softmax",
     "mse_loss",
+    "pad",
     "relu",
     "sigmoid",
     "softmax",
+    "softplus",
     "svm_loss",
     "tanh",
 ]

@@ -8,13 +8,16 @@ below so that it serves both the fast pass (arrays) and ``backward(create_graph=
 
 from __future__ import annotations
 
+import itertools
+import math
 import numbers
+import string
 from collections.abc import Callable, Sequence
 from typing import Any, Union
 
 import numpy as np
 
-from .checks import describe
+from .checks import describe, positive_int
 from .graph import _GradMode, topological_order
 
 Operand = Union["Tensor", np.ndarray, float, int]
@@ -363,10 +366,14 @@ def _rdiv(a: Tensor, other: Operand) -> Tensor:
 
 
 def _pow(a: Tensor, exponent: float) -> Tensor:
-    """x ** n for a number n (a Python float keeps a float32 tensor float32)."""
+    """x ** n for a number n (a Python float keeps a float32 tensor float32); a Tensor or
+    array exponent is its own op, ``_pow_tensor``."""
+    if isinstance(exponent, (Tensor, np.ndarray)):
+        return _pow_tensor(a, _lift(exponent, a, "**"))
     if isinstance(exponent, bool) or not isinstance(exponent, numbers.Real):
         raise TypeError(
-            f"Tensor ** exponent: the exponent must be a number, got {describe(exponent)}"
+            f"Tensor ** exponent: the exponent must be a number or a Tensor, got "
+            f"{describe(exponent)}"
         )
     n = float(exponent)
     return make_node(a.data**n, (a,), "**", _pow_backward, n)
@@ -762,6 +769,825 @@ def _log_softmax_backward(g: Arr, out: Arr, d: int, need: Need, a: Arr) -> Grads
     return (g - exp(out) * sum_dims(g, (d,), True),)
 
 
+# ====================================================================== everyday ops (issue 15)
+# Elementwise functions, comparisons, reductions, shape ops and products, each forward
+# directly above its rule, as in the sections above; docs/tensor-ops.md tabulates their
+# gradients.
+
+
+# ---------------------------------------------------------------------- more of the kit
+def sin(x: Arr) -> Arr:
+    return x.sin() if isinstance(x, Tensor) else np.sin(x)
+
+
+def cos(x: Arr) -> Arr:
+    return x.cos() if isinstance(x, Tensor) else np.cos(x)
+
+
+def tanh(x: Arr) -> Arr:
+    return x.tanh() if isinstance(x, Tensor) else np.tanh(x)
+
+
+def log(x: Arr) -> Arr:
+    return x.log() if isinstance(x, Tensor) else np.log(x)
+
+
+def erf(x: Arr) -> Arr:
+    return x.erf() if isinstance(x, Tensor) else _erf_array(x)
+
+
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf_array(x: np.ndarray) -> np.ndarray:
+    """erf elementwise. NumPy has none, so this is the C library's erf (``math.erf``) on
+    each element: exact to the last bit or so, and slow (about a microsecond an element)."""
+    return np.asarray(_ERF(x), dtype=x.dtype)
+
+
+def _constant(x: np.ndarray, like: Arr) -> np.ndarray:
+    """A mask or factor as an array of ``like``'s dtype, so a float32 gradient stays float32."""
+    return np.asarray(x, dtype=raw(like).dtype)
+
+
+def _number(x: object, what: str) -> float:
+    """A real number (not a bool) as a float, or a TypeError naming ``what``."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{what} must be a number, got {describe(x)}")
+    return float(x)
+
+
+def _sizes(sizes: tuple[Any, ...], op: str) -> tuple[int, ...]:
+    """Sizes given as ``f(2, 3)`` or ``f((2, 3))``, checked to be ints."""
+    target = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+    for n in target:
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+            raise TypeError(f"{op}: sizes must be ints, got {describe(n)} in {tuple(target)!r}")
+    return tuple(int(n) for n in target)
+
+
+# ---------------------------------------------------------------------- elementwise
+def _abs(a: Tensor) -> Tensor:
+    return make_node(np.abs(a.data), (a,), "abs", _abs_backward)
+
+
+def _abs_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = |a|:  dc/da = sign(a), 0 at a = 0 (as torch)."""
+    return (g * np.sign(raw(a)),)
+
+
+def _sqrt(a: Tensor) -> Tensor:
+    """Square root: nan below 0 (NumPy also warns)."""
+    return make_node(np.sqrt(a.data), (a,), "sqrt", _sqrt_backward)
+
+
+def _sqrt_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = sqrt(a):  dc/da = 1 / (2c), inf at a = 0 (as torch)."""
+    with np.errstate(divide="ignore"):
+        return (g / (2.0 * out),)
+
+
+def _sign(a: Tensor) -> Tensor:
+    """-1, 0 or 1 by the sign of each element."""
+    return make_node(np.sign(a.data), (a,), "sign", _sign_backward)
+
+
+def _sign_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = sign(a) is flat wherever it is differentiable:  dc/da = 0 (as torch)."""
+    return (zeros_like(a),)
+
+
+def _sin(a: Tensor) -> Tensor:
+    return make_node(np.sin(a.data), (a,), "sin", _sin_backward)
+
+
+def _sin_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = sin a:  dc/da = cos a."""
+    return (g * cos(a),)
+
+
+def _cos(a: Tensor) -> Tensor:
+    return make_node(np.cos(a.data), (a,), "cos", _cos_backward)
+
+
+def _cos_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = cos a:  dc/da = -sin a."""
+    return (-g * sin(a),)
+
+
+def _log1p(a: Tensor) -> Tensor:
+    """ln(1 + x), accurate for tiny x where 1 + x rounds to 1."""
+    return make_node(np.log1p(a.data), (a,), "log1p", _log1p_backward)
+
+
+def _log1p_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = ln(1 + a):  dc/da = 1 / (1 + a)."""
+    return (g / (1.0 + a),)
+
+
+def _expm1(a: Tensor) -> Tensor:
+    """e^x - 1, accurate for tiny x where e^x rounds to 1."""
+    return make_node(np.expm1(a.data), (a,), "expm1", _expm1_backward)
+
+
+def _expm1_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = e^a - 1:  dc/da = e^a = c + 1."""
+    return (g * (out + 1.0),)
+
+
+def _erf(a: Tensor) -> Tensor:
+    """The error function (gelu is built on it)."""
+    return make_node(_erf_array(a.data), (a,), "erf", _erf_backward)
+
+
+def _erf_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = erf a:  dc/da = 2/sqrt(pi) e^(-a^2)."""
+    return (g * (exp(a * a * -1.0) * (2.0 / math.sqrt(math.pi))),)
+
+
+def _clamp(a: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """Each element limited to [min, max] (either may be None), as ``torch.clamp``: the
+    result is min(max(x, min), max), so max wins when min > max."""
+    if min is None and max is None:
+        raise ValueError("clamp: give min, max or both (both are None)")
+    lo = -math.inf if min is None else _number(min, "clamp: min")
+    hi = math.inf if max is None else _number(max, "clamp: max")
+    data = np.minimum(np.maximum(a.data, a.data.dtype.type(lo)), a.data.dtype.type(hi))
+    return make_node(data, (a,), "clamp", _clamp_backward, (lo, hi))
+
+
+def _clamp_backward(g: Arr, out: Arr, ctx: tuple[float, float], need: Need, a: Arr) -> Grads:
+    """c = clamp(a, lo, hi):  dc/da = 1 where lo <= a <= hi (the boundary included, as
+    torch), else 0."""
+    lo, hi = ctx
+    x = raw(a)
+    return (zero_where(~((x >= lo) & (x <= hi)), g),)
+
+
+def maximum(input: Tensor, other: Operand) -> Tensor:
+    """The elementwise larger of two tensors (broadcast), as ``torch.maximum``; nan wins."""
+    _check_tensor(input, "maximum: input")
+    other = _lift(other, input, "maximum")
+    data = _elementwise("maximum", np.maximum, input, other)
+    return make_node(data, (input, other), "maximum", _maximum_backward)
+
+
+def _maximum_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = max(a, b):  dc/da = 1 where a > b, dc/db = 1 where b > a, and 1/2 each at a tie
+    (torch's rule); where either is nan both get the whole gradient, as in torch."""
+    A, B = raw(a), raw(b)
+    return _tie_shares(g, A, B, A < B, A > B, need)
+
+
+def minimum(input: Tensor, other: Operand) -> Tensor:
+    """The elementwise smaller of two tensors (broadcast), as ``torch.minimum``; nan wins."""
+    _check_tensor(input, "minimum: input")
+    other = _lift(other, input, "minimum")
+    data = _elementwise("minimum", np.minimum, input, other)
+    return make_node(data, (input, other), "minimum", _minimum_backward)
+
+
+def _minimum_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = min(a, b):  dc/da = 1 where a < b, dc/db = 1 where b < a, 1/2 each at a tie."""
+    A, B = raw(a), raw(b)
+    return _tie_shares(g, A, B, A > B, A < B, need)
+
+
+def _tie_shares(
+    g: Arr, A: np.ndarray, B: np.ndarray, a_loses: np.ndarray, b_loses: np.ndarray, need: Need
+) -> Grads:
+    """maximum's and minimum's gradients: half of g to each side at a tie, all of g to the
+    winner, none to the loser."""
+    share = g * _constant(np.where(A == B, 0.5, 1.0), g)
+    return (
+        zero_where(a_loses, share) if need[0] else None,
+        zero_where(b_loses, share) if need[1] else None,
+    )
+
+
+def where(condition: Any, input: Operand, other: Operand) -> Tensor:
+    """``input`` where ``condition`` holds, else ``other`` (all three broadcast), as
+    ``torch.where``; ``condition`` is boolean, such as a comparison's result."""
+    cond = condition.data if isinstance(condition, Tensor) else np.asarray(condition)
+    if cond.dtype != np.bool_:
+        raise TypeError(
+            f"where: condition must be boolean (a comparison's result), got dtype {cond.dtype}"
+        )
+    like = input if isinstance(input, Tensor) else other
+    if not isinstance(like, Tensor):
+        like = Tensor(input)
+    a, b = _lift(input, like, "where"), _lift(other, like, "where")
+    try:
+        data = np.where(cond, a.data, b.data)
+    except ValueError:
+        raise ValueError(
+            f"where: condition {cond.shape}, input {a.shape} and other {b.shape} cannot broadcast"
+        ) from None
+    return make_node(data, (a, b), "where", _where_backward, cond)
+
+
+def _where_backward(g: Arr, out: Arr, cond: np.ndarray, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = cond ? a : b:  dc/da = 1 where cond holds, dc/db = 1 where it does not."""
+    return (
+        zero_where(~cond, g) if need[0] else None,
+        zero_where(cond, g) if need[1] else None,
+    )
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x for x > 0, else negative_slope * x (``torch.nn.functional.leaky_relu``)."""
+    _check_tensor(input, "leaky_relu: input")
+    slope = _number(negative_slope, "leaky_relu: negative_slope")
+    x = input.data
+    data = np.where(x > 0.0, x, x * x.dtype.type(slope))
+    return make_node(data, (input,), "leaky_relu", _leaky_relu_backward, slope)
+
+
+def _leaky_relu_backward(g: Arr, out: Arr, slope: float, need: Need, a: Arr) -> Grads:
+    """c = a if a > 0 else s*a:  dc/da = 1 for a > 0, else s (so s at 0, as torch)."""
+    return (g * _constant(np.where(raw(a) > 0.0, 1.0, slope), g),)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (where the two
+    agree to within e^-threshold), as ``torch.nn.functional.softplus``."""
+    _check_tensor(input, "softplus: input")
+    b = _number(beta, "softplus: beta")
+    t = _number(threshold, "softplus: threshold")
+    if b == 0.0:
+        raise ValueError("softplus: beta must not be 0 (the result divides by it)")
+    x = input.data
+    bx = x * x.dtype.type(b)
+    linear = bx > t
+    data = np.where(linear, x, np.log1p(np.exp(np.where(linear, 0.0, bx))) / x.dtype.type(b))
+    return make_node(data, (input,), "softplus", _softplus_backward, (b, linear))
+
+
+def _softplus_backward(
+    g: Arr, out: Arr, ctx: tuple[float, np.ndarray], need: Need, a: Arr
+) -> Grads:
+    """c = log(1 + e^(b a)) / b:  dc/da = sigmoid(b a); 1 in the linear region."""
+    b, linear = ctx
+    return (g * (zero_where(linear, sigmoid(a * b)) + _constant(linear, g)),)
+
+
+_GELU_K = math.sqrt(2.0 / math.pi)  # the tanh form's scale
+_GELU_C = 0.044715  # and its cubic coefficient
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x Phi(x), Phi the standard normal CDF 0.5 (1 + erf(x / sqrt 2)), or with
+    ``approximate='tanh'`` 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2/pi), as
+    ``torch.nn.functional.gelu``."""
+    _check_tensor(input, "gelu: input")
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    x = input.data
+    if approximate == "tanh":
+        data = 0.5 * x * (1.0 + np.tanh(_GELU_K * (x + _GELU_C * x * x * x)))
+    else:
+        data = 0.5 * x * (1.0 + _erf_array(x * math.sqrt(0.5)))
+    return make_node(data, (input,), "gelu", _gelu_backward, approximate)
+
+
+def _gelu_backward(g: Arr, out: Arr, approximate: str, need: Need, a: Arr) -> Grads:
+    """c = a Phi(a):  dc/da = Phi(a) + a phi(a), phi(a) = e^(-a^2/2) / sqrt(2 pi).
+    tanh form, t = tanh(u), u = k(a + 0.044715 a^3):
+    dc/da = 0.5 (1 + t) + 0.5 a (1 - t^2) k (1 + 3 * 0.044715 a^2)."""
+    if approximate == "tanh":
+        t = tanh((a + a * a * a * _GELU_C) * _GELU_K)
+        du = (a * a * (3.0 * _GELU_C) + 1.0) * _GELU_K
+        return (g * ((t + 1.0) * 0.5 + a * (1.0 - t * t) * du * 0.5),)
+    cdf = (erf(a * math.sqrt(0.5)) + 1.0) * 0.5
+    pdf = exp(a * a * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
+    return (g * (cdf + a * pdf),)
+
+
+def _pow_tensor(a: Tensor, b: Tensor) -> Tensor:
+    """a ** b for a Tensor exponent (broadcast); ``Tensor ** Tensor`` and ``2 ** t``."""
+    return make_node(_elementwise("pow", np.power, a, b), (a, b), "**", _pow_tensor_backward)
+
+
+def _pow_tensor_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = a ** b:  dc/da = b a^(b-1), dc/db = c ln a. As torch: dc/da = 0 where b = 0, and
+    dc/db = 0 where a = 0 and b >= 0 (the limit, where c ln a would be 0 * -inf)."""
+    A, B = raw(a), raw(b)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the masked cases are exact
+        ga = zero_where(B == 0.0, g * (b * a ** (b - 1.0))) if need[0] else None
+        gb = zero_where((A == 0.0) & (B >= 0.0), g * (out * log(a))) if need[1] else None
+    return ga, gb
+
+
+def _rpow(a: Tensor, other: Operand) -> Tensor:
+    """number ** t: the number lifted to a constant of t's dtype."""
+    return _pow_tensor(_lift(other, a, "**"), a)
+
+
+# ---------------------------------------------------------------------- comparisons
+def _comparison(symbol: str, ufunc: np.ufunc) -> Callable[[Tensor, Any], Any]:
+    """The operator ``symbol``: an elementwise comparison giving a boolean Tensor with no
+    gradient (a constant), as torch; any other operand is NotImplemented, so ``t == None``
+    is False and ``t < 'x'`` a TypeError, as Python's rules give."""
+
+    def compare(a: Tensor, other: Any) -> Any:
+        if isinstance(other, Tensor):
+            b = other.data
+        elif isinstance(other, (np.ndarray, numbers.Real)):
+            b = other
+        else:
+            return NotImplemented
+        try:
+            data = ufunc(a.data, b)
+        except ValueError:
+            raise ValueError(
+                f"{symbol}: shapes {a.shape} and {np.shape(b)} cannot broadcast"
+            ) from None
+        return make_node(data, (), "", None)
+
+    compare.__name__ = f"compare{symbol}"
+    compare.__doc__ = f"a {symbol} b elementwise: a boolean Tensor with no gradient."
+    return compare
+
+
+# ---------------------------------------------------------------------- reductions
+def _min(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """The smallest value over ``dim`` (values only, as ``torch.amin``)."""
+    dims = _dims(dim, a.data.ndim, "min")
+    try:
+        data = a.data.min(axis=dims, keepdims=keepdim)
+    except ValueError:
+        raise ValueError(f"min: cannot take the min over an empty dim (shape {a.shape})") from None
+    return make_node(data, (a,), "min", _min_backward, dims)
+
+
+def _min_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
+    """c = min of a over dims:  as for max, 1/k at each of the k elements equal to c."""
+    return _max_backward(g, out, dims, need, a)
+
+
+def _prod(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The product over one ``dim``, or over every element for None (as ``torch.prod``)."""
+    d = None if dim is None else _dim(dim, a.data.ndim, "prod")
+    data = a.data.prod(axis=d, keepdims=keepdim)
+    return make_node(data, (a,), "prod", _prod_backward, d)
+
+
+def _prod_backward(g: Arr, out: Arr, d: int | None, need: Need, a: Arr) -> Grads:
+    """c = prod of a over dim:  dc/da_i = the product of the other elements, computed as
+    that product (not c / a_i), so it is exact where a holds zeros, as torch's."""
+    kept = _kept_shape(raw(a).shape, None if d is None else (d,))
+    return (g.reshape(kept) * _prod_of_others(a, d),)
+
+
+def _prod_of_others(x: Arr, d: int | None) -> Arr:
+    """Each element replaced by the product of the other elements along dim ``d`` (of all
+    of x for None). Arrays: the running products from the left times those from the right.
+    Tensors (under create_graph): each element's others gathered by an index, then
+    ``prod``, so the result can be differentiated again (memory n^2 along ``d``)."""
+    if d is None:
+        return _prod_of_others(x.reshape(-1), 0).reshape(raw(x).shape)
+    n = raw(x).shape[d]
+    if n == 0:
+        return zeros_like(x)
+    y = swapaxes(x, d, -1)
+    if isinstance(x, Tensor):
+        others = np.array([[j for j in range(n) if j != i] for i in range(n)], dtype=np.intp)
+        return swapaxes(y[..., others.reshape(n, n - 1)].prod(-1), d, -1)
+    ones = np.ones_like(y[..., :1])
+    left = np.cumprod(np.concatenate([ones, y[..., :-1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, y[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    return np.swapaxes(left * right, d, -1)
+
+
+def _correction(unbiased: bool | None, correction: float | None, op: str) -> float:
+    """The number subtracted from the count: ``correction``, or 1/0 for ``unbiased``
+    True/False, default 1 (Bessel's correction), as torch."""
+    if unbiased is not None and correction is not None:
+        raise ValueError(f"{op}: give unbiased or correction, not both")
+    if correction is not None:
+        return _number(correction, f"{op}: correction")
+    if unbiased is None:
+        return 1.0
+    if not isinstance(unbiased, bool):
+        raise TypeError(f"{op}: unbiased must be a bool, got {describe(unbiased)}")
+    return 1.0 if unbiased else 0.0
+
+
+def _var(
+    a: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> Tensor:
+    """sum((x - mean)^2) / (N - correction) over ``dim`` (N elements), as ``torch.var``:
+    correction 1 by default (unbiased), 0 for the population variance."""
+    dims = _dims(dim, a.data.ndim, "var")
+    c = _correction(unbiased, correction, "var")
+    count = math.prod(_reduced_sizes(a.data.shape, dims))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        data = _var_array(a.data, dims, count, c, keepdim)
+    return make_node(data, (a,), "var", _var_backward, (dims, count, c))
+
+
+def _reduced_sizes(shape: Shape, dims: Dims) -> list[int]:
+    return [n for i, n in enumerate(shape) if dims is None or i in dims]
+
+
+def _var_array(x: np.ndarray, dims: Dims, count: int, c: float, keepdim: bool) -> np.ndarray:
+    """The variance on arrays, dividing by max(N - c, 0) as torch (so 0/0 = nan when
+    N <= c), without NumPy's degrees-of-freedom warning."""
+    centred = x - x.mean(axis=dims, keepdims=True) if count else x
+    ss = (centred * centred).sum(axis=dims, keepdims=keepdim)
+    return ss / x.dtype.type(max(count - c, 0.0))
+
+
+def _var_backward(g: Arr, out: Arr, ctx: tuple[Dims, int, float], need: Need, a: Arr) -> Grads:
+    """v = sum((a - mean)^2) / (N - c):  dv/da = 2 (a - mean) / (N - c) (the mean's own
+    dependence on a sums to zero against a - mean)."""
+    return (_var_grad(g, a, *ctx),)
+
+
+def _var_grad(g: Arr, a: Arr, dims: Dims, count: int, c: float) -> Arr:
+    kept = _kept_shape(raw(a).shape, dims)
+    centred = a - sum_dims(a, dims, True) * (1.0 / max(count, 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.float64(2.0) / np.float64(max(count - c, 0.0))
+    return g.reshape(kept) * (centred * float(scale))
+
+
+def _std(
+    a: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> Tensor:
+    """The square root of ``var`` with the same arguments, as ``torch.std``."""
+    dims = _dims(dim, a.data.ndim, "std")
+    c = _correction(unbiased, correction, "std")
+    count = math.prod(_reduced_sizes(a.data.shape, dims))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        data = np.sqrt(_var_array(a.data, dims, count, c, keepdim))
+    return make_node(data, (a,), "std", _std_backward, (dims, count, c))
+
+
+def _std_backward(g: Arr, out: Arr, ctx: tuple[Dims, int, float], need: Need, a: Arr) -> Grads:
+    """s = sqrt(v):  ds/da = (dv/da) / (2s), taken as 0 where s = 0 (as torch)."""
+    kept = _kept_shape(raw(a).shape, ctx[0])
+    s = out.reshape(kept)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gv = zero_where(raw(s) == 0.0, g.reshape(kept) / (s * 2.0))
+    return (_var_grad(gv, a, *ctx),)
+
+
+def _logsumexp(a: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Tensor:
+    """log(sum(e^x)) over ``dim`` (required, as torch), as m + log(sum(e^(x - m))) with m
+    the max, so no exp overflows; an infinite max is left out of the shift, as torch."""
+    if dim is None:
+        raise TypeError("logsumexp: dim is required (an int or a tuple of ints), as in torch")
+    dims = _dims(dim, a.data.ndim, "logsumexp")
+    x = a.data
+    m = x.max(axis=dims, keepdims=True, initial=-np.inf)
+    m = np.where(np.isinf(m), 0.0, m).astype(x.dtype)
+    with np.errstate(divide="ignore"):
+        data = np.log(np.exp(x - m).sum(axis=dims, keepdims=True)) + m
+    if not keepdim:
+        data = data.reshape(_reduced_shape(x.shape, dims))
+    return make_node(data, (a,), "logsumexp", _logsumexp_backward, dims)
+
+
+def _reduced_shape(shape: Shape, dims: tuple[int, ...]) -> Shape:
+    return tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+def _logsumexp_backward(g: Arr, out: Arr, dims: tuple[int, ...], need: Need, a: Arr) -> Grads:
+    """c = log(sum(e^a)):  dc/da = e^a / sum(e^a) = e^(a - c), the softmax."""
+    kept = _kept_shape(raw(a).shape, dims)
+    return (g.reshape(kept) * exp(a - out.reshape(kept)),)
+
+
+def _argmax(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the largest value (the first one at a tie, as torch) over ``dim``, or
+    into the flattened tensor for None: an int64 Tensor with no gradient."""
+    return _arg_extreme(a, dim, keepdim, "argmax", np.argmax)
+
+
+def _argmin(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
+    """The index of the smallest value, as ``argmax``."""
+    return _arg_extreme(a, dim, keepdim, "argmin", np.argmin)
+
+
+def _arg_extreme(a: Tensor, dim: int | None, keepdim: bool, op: str, fn: Any) -> Tensor:
+    d = None if dim is None else _dim(dim, a.data.ndim, op)
+    try:
+        data = fn(a.data, axis=d, keepdims=keepdim)
+    except ValueError:
+        raise ValueError(f"{op}: no elements to choose from (shape {a.shape}, dim {dim})") from None
+    return make_node(np.asarray(data, dtype=np.int64), (), "", None)
+
+
+def _norm(
+    a: Tensor,
+    p: float | str = 2,
+    dim: int | Sequence[int] | None = None,
+    keepdim: bool = False,
+) -> Tensor:
+    """The vector p-norm over ``dim`` (every element for None): p = 2 (also 'fro', the
+    default in torch), 1 (sum of |x|) or inf (max |x|), as ``torch.norm``."""
+    order = 2.0 if p == "fro" else p
+    if isinstance(order, bool) or order not in (1, 2, math.inf):
+        raise ValueError(f"norm: p must be 1, 2, 'fro' or inf, got {p!r}")
+    dims = _dims(dim, a.data.ndim, "norm")
+    x = a.data
+    if order == 2:
+        data = np.sqrt((x * x).sum(axis=dims, keepdims=keepdim))
+    elif order == 1:
+        data = np.abs(x).sum(axis=dims, keepdims=keepdim)
+    else:
+        try:
+            data = np.abs(x).max(axis=dims, keepdims=keepdim)
+        except ValueError:
+            raise ValueError(
+                f"norm: the inf-norm over an empty dim is undefined (shape {a.shape})"
+            ) from None
+    return make_node(data, (a,), "norm", _norm_backward, (float(order), dims))
+
+
+def _norm_backward(g: Arr, out: Arr, ctx: tuple[float, Dims], need: Need, a: Arr) -> Grads:
+    """n = ||a||_p:  p=2: dn/da = a / n (0 where n = 0, as torch); p=1: sign(a);
+    p=inf: sign(a) shared equally among the k elements with |a| = n (nan counts as one)."""
+    p, dims = ctx
+    kept = _kept_shape(raw(a).shape, dims)
+    gk, n, A = g.reshape(kept), out.reshape(kept), raw(a)
+    if p == 1.0:
+        return (gk * np.sign(A),)
+    if p == 2.0:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return (a * zero_where(raw(n) == 0.0, gk / n),)
+    top = (np.abs(A) == raw(n)) | np.isnan(A)
+    count = top.sum(axis=dims, keepdims=True, dtype=A.dtype)
+    return (gk * (np.sign(A) * top / count),)
+
+
+# ---------------------------------------------------------------------- shape operations
+def _reshaped(a: Tensor, shape: Shape, op: str) -> Tensor:
+    """``a``'s elements in ``shape``, a node whose rule is reshape's."""
+    return make_node(a.data.reshape(shape), (a,), op, _reshape_backward)
+
+
+def _squeeze(a: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
+    """Drop size-1 dims: all of them, or those among ``dim`` (others are kept, as torch)."""
+    dims = _dims(dim, a.data.ndim, "squeeze")
+    shape = a.data.shape
+    kept = [n for i, n in enumerate(shape) if n != 1 or (dims is not None and i not in dims)]
+    return _reshaped(a, tuple(kept), "squeeze")
+
+
+def _unsqueeze(a: Tensor, dim: int) -> Tensor:
+    """Insert a size-1 dim at ``dim`` (-ndim-1 to ndim)."""
+    d = _dim(dim, a.data.ndim, "unsqueeze", extra=1)
+    shape = a.data.shape
+    return _reshaped(a, (*shape[:d], 1, *shape[d:]), "unsqueeze")
+
+
+def _flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    """Merge dims start_dim..end_dim into one (a 0-d tensor becomes shape (1,), as torch)."""
+    shape = a.data.shape
+    if not shape:
+        return _reshaped(a, (1,), "flatten")
+    s = _dim(start_dim, len(shape), "flatten")
+    e = _dim(end_dim, len(shape), "flatten")
+    if s > e:
+        raise ValueError(
+            f"flatten: start_dim {start_dim} comes after end_dim {end_dim} (shape {a.shape})"
+        )
+    return _reshaped(a, (*shape[:s], math.prod(shape[s : e + 1]), *shape[e + 1 :]), "flatten")
+
+
+def _expand_to(a: Tensor, *sizes: int | Sequence[int]) -> Tensor:
+    """``a`` repeated along its size-1 dims (and new leading dims) to ``sizes``, as
+    ``torch.Tensor.expand``: -1 keeps a dim's size; the result is a read-only view."""
+    target = _sizes(sizes, "expand")
+    shape = a.data.shape
+    lead = len(target) - len(shape)
+    if lead < 0:
+        raise ValueError(
+            f"expand: {len(target)} sizes {target} for a tensor of shape {shape}; give at "
+            f"least {len(shape)}"
+        )
+    full = []
+    for i, n in enumerate(target):
+        old = shape[i - lead] if i >= lead else None
+        if n == -1 and old is not None:
+            n = old
+        if n < 0 or (old is not None and old != 1 and n != old):
+            raise ValueError(
+                f"expand: cannot expand shape {shape} to {target} (dim {i}: size {n}); only "
+                "size-1 dims grow, and -1 keeps an existing dim"
+            )
+        full.append(n)
+    return make_node(np.broadcast_to(a.data, tuple(full)), (a,), "expand", _expand_backward)
+
+
+def _flip(a: Tensor, dims: int | Sequence[int]) -> Tensor:
+    """Reverse the order of elements along ``dims``."""
+    ds = _dims(dims, a.data.ndim, "flip") or ()
+    key = tuple(slice(None, None, -1) if i in ds else slice(None) for i in range(a.data.ndim))
+    return make_node(a.data[key], (a,), "flip", _basic_index_backward, key)
+
+
+def _basic_index_backward(g: Arr, out: Arr, key: tuple[slice, ...], need: Need, a: Arr) -> Grads:
+    """flip and pad move a's elements one to one: reading the gradient at ``key`` (the
+    reversal, or the unpadded interior) gives each element of a its own."""
+    return (g[key],)
+
+
+def _repeat(a: Tensor, *sizes: int | Sequence[int]) -> Tensor:
+    """Tile ``a``: dim i repeated sizes[i] times (extra leading sizes add dims), as
+    ``torch.Tensor.repeat``."""
+    reps = _sizes(sizes, "repeat")
+    if len(reps) < a.data.ndim or any(r < 0 for r in reps):
+        raise ValueError(
+            f"repeat: repeat counts {reps} for a tensor of shape {a.shape}: give at least "
+            f"{a.data.ndim}, none negative"
+        )
+    return make_node(np.tile(a.data, reps), (a,), "repeat", _repeat_backward, reps)
+
+
+def _repeat_backward(g: Arr, out: Arr, reps: Shape, need: Need, a: Arr) -> Grads:
+    """c = a tiled:  each element of a receives the sum of its copies' gradients (dim i of
+    c, of size r*s, is read as (r, s) and the r copies summed)."""
+    shape = raw(a).shape
+    padded = (1,) * (len(reps) - len(shape)) + shape
+    split = tuple(n for r, s in zip(reps, padded) for n in (r, s))
+    summed = sum_dims(g.reshape(split), tuple(range(0, len(split), 2)), False)
+    return (summed.reshape(shape),)
+
+
+def _split(
+    a: Tensor, split_size_or_sections: int | Sequence[int], dim: int = 0
+) -> tuple[Tensor, ...]:
+    """Pieces of ``a`` along ``dim``: of ``split_size`` each (the last may be smaller), or of
+    the listed sizes, as ``torch.split``. Each piece is an index node."""
+    d = _dim(dim, a.data.ndim, "split")
+    n = a.data.shape[d]
+    s = split_size_or_sections
+    if isinstance(s, (list, tuple)):
+        sizes = list(_sizes((s,), "split"))
+        if sum(sizes) != n or any(k < 0 for k in sizes):
+            raise ValueError(
+                f"split: sections {tuple(sizes)} must be non-negative and sum to {n}, the "
+                f"size of dim {d} of {a.shape}"
+            )
+    else:
+        size = _sizes((s,), "split")[0]
+        if size <= 0 and n > 0:
+            raise ValueError(f"split: split_size must be at least 1, got {size}")
+        sizes = [size] * (n // size) + ([n % size] if n % size else []) if n else [0]
+    lead = (slice(None),) * d
+    bounds = [0, *itertools.accumulate(sizes)]
+    return tuple(a[(*lead, slice(lo, hi))] for lo, hi in itertools.pairwise(bounds))
+
+
+def _chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
+    """``chunks`` pieces along ``dim`` of ceil(n / chunks) each (so perhaps fewer pieces),
+    as ``torch.chunk``."""
+    k = positive_int(chunks, "chunk: chunks")
+    n = a.data.shape[_dim(dim, a.data.ndim, "chunk")]
+    if n == 0:
+        return _split(a, [0] * k, dim)
+    return _split(a, -(-n // k), dim)
+
+
+def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
+    """``input`` with ``value`` added around it, as ``torch.nn.functional.pad``: ``pad``
+    lists (before, after) pairs from the last dim backwards, (left, right, top, bottom)
+    for the last two dims. Constant mode, non-negative widths."""
+    _check_tensor(input, "pad: input")
+    if mode != "constant":
+        raise ValueError(f"pad: only mode='constant' is supported, got {mode!r}")
+    widths = _sizes((pad,), "pad")
+    ndim = input.data.ndim
+    if len(widths) % 2 or len(widths) // 2 > ndim or any(w < 0 for w in widths):
+        raise ValueError(
+            f"pad: {widths} must be (before, after) pairs, at most {ndim} of them for shape "
+            f"{input.shape}, none negative"
+        )
+    v = _number(value, "pad: value")
+    pairs = [(0, 0)] * (ndim - len(widths) // 2)
+    pairs += [(widths[i], widths[i + 1]) for i in range(len(widths) - 2, -1, -2)]
+    data = np.pad(input.data, pairs, constant_values=v)
+    key = tuple(slice(lo, lo + n) for (lo, _), n in zip(pairs, input.data.shape))
+    return make_node(data, (input,), "pad", _basic_index_backward, key)
+
+
+# ---------------------------------------------------------------------- products
+def outer(input: Tensor, vec2: Operand) -> Tensor:
+    """The outer product of two 1-D tensors, ``input[i] * vec2[j]``, as ``torch.outer``."""
+    _check_tensor(input, "outer: input")
+    other = _lift(vec2, input, "outer")
+    if input.data.ndim != 1 or other.data.ndim != 1:
+        raise ValueError(f"outer: both inputs must be 1-D, got {input.shape} and {other.shape}")
+    data = np.outer(input.data, other.data)
+    return make_node(data, (input, other), "outer", _outer_backward)
+
+
+def _outer_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """C = a b^T:  da = dC b, db = dC^T a."""
+    return (g @ b if need[0] else None), (a @ g if need[1] else None)
+
+
+def einsum(subscripts: str, *operands: Operand | Sequence[Operand]) -> Tensor:
+    """Sum of products over the indices ``subscripts`` names, as ``torch.einsum``: e.g.
+    'ij,jk->ik' (matmul), 'bij,bjk->bik' (batch), 'i,j->ij' (outer), 'ii->' (trace),
+    '...ij->...ji'. Any subscripts NumPy's einsum parses; operands may also come as one
+    list. The gradient of each operand is again an einsum (docs/tensor-ops.md)."""
+    if not isinstance(subscripts, str):
+        raise TypeError(f"einsum: subscripts must be a str, got {describe(subscripts)}")
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    like = next((x for x in operands if isinstance(x, Tensor)), None)
+    if like is None:
+        raise TypeError(f"einsum: at least one operand must be a Tensor, got {len(operands)}")
+    ts = tuple(_lift(x, like, "einsum") for x in operands)  # type: ignore[arg-type]
+    try:
+        data = np.einsum(subscripts, *[t.data for t in ts], optimize=True)
+    except ValueError as e:
+        shapes = ", ".join(str(t.shape) for t in ts)
+        raise ValueError(f"einsum: {subscripts!r} does not fit shapes {shapes}: {e}") from None
+    spec = _einsum_spec(subscripts, [t.data.ndim for t in ts])
+    return make_node(data, ts, "einsum", _einsum_backward, spec)
+
+
+def _einsum_spec(subscripts: str, ndims: list[int]) -> tuple[list[str], str, str]:
+    """The subscripts with every index a letter: each input's, the output's (implicit
+    output: the indices used once, sorted, as NumPy) and the letters left unused. An
+    ellipsis becomes unused letters, right-aligned across the inputs as broadcasting is."""
+    s = subscripts.replace(" ", "")
+    lhs, arrow, rhs = s.partition("->")
+    ins = lhs.split(",")
+    free = [c for c in string.ascii_letters if c not in s]
+    width = max((nd - len(t) + 3 for t, nd in zip(ins, ndims) if "..." in t), default=0)
+    ell, spare = "".join(free[:width]), "".join(free[width:])
+    named = lhs.replace("...", "").replace(",", "")
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        out = ell + "".join(sorted(c for c in set(named) if named.count(c) == 1))
+    filled = [
+        t.replace("...", ell[width - (nd - len(t) + 3) :]) if "..." in t else t
+        for t, nd in zip(ins, ndims)
+    ]
+    repeats = max(len(t) - len(set(t)) for t in filled)
+    if repeats > len(spare):
+        raise ValueError(f"einsum: {subscripts!r} uses too many letters to differentiate")
+    return filled, out, spare
+
+
+def _einsum_any(subscripts: str, operands: list[Arr]) -> Arr:
+    if any(isinstance(x, Tensor) for x in operands):
+        return einsum(subscripts, *operands)
+    return np.einsum(subscripts, *operands, optimize=True)
+
+
+def _einsum_backward(
+    g: Arr, out: Arr, spec: tuple[list[str], str, str], need: Need, *ops: Arr
+) -> Grads:
+    """C = einsum(s_1, ..., s_n -> s_out):  dC/dX_k is the einsum of dC (indexed s_out)
+    with the other operands, to s_k. An index repeated in s_k (a diagonal, a trace) gets a
+    fresh letter tied to the first by an identity matrix; an index summed in X_k alone
+    gets a vector of ones, so every output index appears among the inputs."""
+    ins, outs, spare = spec
+    dtype = raw(g).dtype
+    grads: list[Arr | None] = []
+    for k, sub in enumerate(ins):
+        if not need[k]:
+            grads.append(None)
+            continue
+        size = dict(zip(sub, raw(ops[k]).shape))
+        terms = [outs] + [s for j, s in enumerate(ins) if j != k]
+        args = [g] + [x for j, x in enumerate(ops) if j != k]
+        target, fresh = "", iter(spare)
+        for c in sub:
+            if c in target:
+                new = next(fresh)
+                terms.append(c + new)
+                args.append(np.eye(size[c], dtype=dtype))
+                target += new
+            else:
+                target += c
+        present = set("".join(terms))
+        for c in dict.fromkeys(sub):
+            if c not in present:
+                terms.append(c)
+                args.append(np.ones(size[c], dtype=dtype))
+        grads.append(_einsum_any(",".join(terms) + "->" + target, args))
+    return tuple(grads)
+
+
 # ---------------------------------------------------------------------- the Tensor class
 class Tensor:
     """An array in a computation graph, with the gradient of the final output w.r.t. it.
@@ -874,6 +1700,58 @@ class Tensor:
     T = property(_T)
     softmax = _softmax
     log_softmax = _log_softmax
+
+    # The everyday ops (issue 15), defined in their section above.
+    __rpow__ = _rpow
+    __abs__ = _abs
+    __lt__ = _comparison("<", np.less)
+    __le__ = _comparison("<=", np.less_equal)
+    __gt__ = _comparison(">", np.greater)
+    __ge__ = _comparison(">=", np.greater_equal)
+    __eq__ = _comparison("==", np.equal)  # type: ignore[assignment]
+    __ne__ = _comparison("!=", np.not_equal)  # type: ignore[assignment]
+    # Defining __eq__ would drop the hash; the graph walk keeps nodes in sets by identity.
+    __hash__ = object.__hash__
+    abs = _abs
+    sqrt = _sqrt
+    sign = _sign
+    sin = _sin
+    cos = _cos
+    log1p = _log1p
+    expm1 = _expm1
+    erf = _erf
+    clamp = _clamp
+    clip = _clamp
+    maximum = maximum
+    minimum = minimum
+    min = _min
+    amin = _min
+    prod = _prod
+    var = _var
+    std = _std
+    logsumexp = _logsumexp
+    argmax = _argmax
+    argmin = _argmin
+    norm = _norm
+    squeeze = _squeeze
+    unsqueeze = _unsqueeze
+    flatten = _flatten
+    expand = _expand_to
+    flip = _flip
+    repeat = _repeat
+    split = _split
+    chunk = _chunk
+    outer = outer
+
+    def __bool__(self) -> bool:
+        """The truth of a one-element tensor (``if (x > 0).item()`` reads better); any
+        other size is ambiguous, an error as in torch."""
+        if self.data.size != 1:
+            raise RuntimeError(
+                f"bool: the truth value of a tensor of shape {self.shape} is ambiguous; "
+                "reduce it first (for example (t > 0).sum() or t.max())"
+            )
+        return bool(self.data.reshape(()))
 
     # ------------------------------------------------------------------ the backward pass
     def backward(self, gradient: Any = None, create_graph: bool = False) -> None:
