@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import modelwright_autograd.functional as F
+import modelwright_autograd.tensor as T
 from modelwright_autograd import Value
 from modelwright_autograd.tensor import Tensor, linear
 
@@ -149,7 +150,76 @@ TENSOR = {
         [_arr(3, 4), _arr(6, 2)],
     ),
     "sigmoid-relu": (lambda a, b: ((a * b).sigmoid() * (a - b).relu()).sum(), [_arr(4), _arr(4)]),
+    # the everyday ops of issue 15
+    "sin-cos-sqrt-abs": (
+        lambda a, b: ((a.sin() * b.cos()) / (b * b + 1.0).sqrt() + a.abs() * b).sum(),
+        [_arr(3, 4), _arr(4)],
+    ),
+    "log1p-expm1-erf": (
+        lambda a, b: ((a * a).log1p() * b.expm1() + (a * b).erf()).sum(),
+        [_arr(3, 2), _arr(3, 2)],
+    ),
+    "pow-tensor": (lambda a, b: ((a * a + 0.5) ** b + 2.0 ** (a * b)).sum(), [_arr(3, 4), _arr(4)]),
+    "maximum-where-clamp": (
+        lambda a, b: (
+            _maximum(a, b) ** 2 * _where(a > 0, a, b * b) + (a * b).clamp(-0.5, 0.5) * a
+        ).sum(),
+        [_arr(3, 4), _arr(3, 4)],
+    ),
+    "gelu-softplus-leaky": (
+        lambda a, b: (
+            _gelu(a * b) + _gelu_tanh(a) * b + _softplus(a * b, 2.0) + _leaky(a) * b
+        ).sum(),
+        [_arr(5), _arr(5)],
+    ),
+    "prod-var-std": (
+        lambda a, b: (a.prod(0) * b.var(0) + a.std(0) * b.std()).sum(),
+        [_arr(3, 4), _arr(3, 4)],
+    ),
+    "logsumexp-norm-min": (
+        lambda a, b: (a.logsumexp(1) * b.norm(dim=1) + (a * b).min(1) ** 2).sum(),
+        [_arr(3, 4), _arr(3, 4)],
+    ),
+    "shape-ops": (
+        lambda a, b: (
+            (a.unsqueeze(0).expand(2, 3, 4).flip(2).repeat(1, 2, 1).flatten(1) ** 2).sum()
+            * (_pad(b, (1, 1)).squeeze(0) ** 3).sum()
+        ),
+        [_arr(3, 4), _arr(1, 3)],
+    ),
+    "einsum-outer": (
+        lambda a, b: (
+            _einsum("ij,jk->ik", a, a.T).tanh().sum()
+            + _einsum("ii->", a[:, :3] * a[:, :3]) * (b.outer(b) ** 2).sum()
+            + _einsum("bi,bi->b", a, a).sin().sum()
+        ),
+        [_arr(3, 4), _arr(3)],
+    ),
 }
+
+
+def _torch_or_ours(ours, theirs):
+    """One call for both engines: torch's function on torch tensors, ours otherwise."""
+
+    def call(*args, **kwargs):
+        fn = theirs if any(isinstance(x, torch.Tensor) for x in args) else ours
+        return fn(*args, **kwargs)
+
+    return call
+
+
+TF = torch.nn.functional
+_maximum = _torch_or_ours(T.maximum, torch.maximum)
+_where = _torch_or_ours(T.where, torch.where)
+_einsum = _torch_or_ours(T.einsum, torch.einsum)
+_gelu = _torch_or_ours(F.gelu, TF.gelu)
+_softplus = _torch_or_ours(F.softplus, TF.softplus)
+_leaky = _torch_or_ours(F.leaky_relu, TF.leaky_relu)
+_pad = _torch_or_ours(F.pad, TF.pad)
+
+
+def _gelu_tanh(x):
+    return _gelu(x, approximate="tanh")
 
 
 def _cat(ts):
@@ -168,6 +238,9 @@ def _torch_tensor_fn(name):
     return {
         "linear": lambda a, b: torch.nn.functional.linear(a, b, b[0]).tanh().sum(),
         "max-div-log": lambda a, b: (a.amax(1) / (b * b + 1.0).log()).sum(),
+        "logsumexp-norm-min": lambda a, b: (
+            a.logsumexp(1) * b.norm(dim=1) + (a * b).amin(1) ** 2
+        ).sum(),
     }.get(name, TENSOR[name][0])
 
 
