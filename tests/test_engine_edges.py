@@ -352,3 +352,28 @@ def test_value_label_must_be_a_string():
     with pytest.raises(TypeError, match=r"label must be a str, got int 3"):
         Value(2.0, label=3)
     assert Value(2.0, label="w").label == "w"
+
+
+# ------------------------------------------------------------------ comparisons
+
+
+def test_value_comparisons_read_the_data_and_return_bools():
+    a, b = Value(2.0), Value(3.0)
+    # each result is the float comparison of the data: 2 < 3, 2 <= 2, 3 > 2.5, ...
+    assert (a < b, a <= 2.0, b > 2.5, b >= a, a == 2.0, a != b) == (True,) * 6
+    assert (b < a, 1 >= a, a == b, Value(2.0) != a) == (False,) * 4  # noqa: SIM300
+    assert type(a < b) is bool and type(a == Value(2.0)) is bool
+    assert (Value(math.nan) == Value(math.nan)) is False  # nan compares as in IEEE
+    assert (a == "2") is False and a != None  # noqa: E711  not a number: not equal
+    with pytest.raises(TypeError, match="not supported"):
+        a < "3"  # noqa: B015
+    assert max([a, b, Value(-1.0)]) is b and sorted([b, a]) == [a, b]
+
+
+def test_equal_valued_values_stay_distinct_nodes():
+    # == compares data, but hashing stays identity, so the graph walk's sets keep both
+    a, b = Value(2.0), Value(2.0)
+    assert a == b and len({a, b}) == 2 and hash(a) != hash(b)
+    c = a * b + a  # dc/da = b + 1 = 3, dc/db = a = 2
+    c.backward()
+    assert (a.grad, b.grad) == (3.0, 2.0)

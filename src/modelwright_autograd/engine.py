@@ -131,6 +131,15 @@ def _lift(x: Operand, op: str) -> Value:
     return Value(_as_float(x, f"operand of {op}"))
 
 
+def _compared(x: object) -> float | None:
+    """What a Value is compared with: another Value's data or a real number (None for
+    anything else, which the comparison answers with NotImplemented, as Python's rules
+    expect: ``v == "a"`` is False and ``v < "a"`` a TypeError)."""
+    if isinstance(x, Value):
+        return x.data
+    return x if isinstance(x, numbers.Real) else None  # type: ignore[return-value]
+
+
 # ---------------------------------------------------------------------- the operations
 # Each forward is followed by its backward rule ``rule(g, out, *inputs)``: given the
 # upstream gradient ``g`` = dL/dout, the result ``out`` and the inputs, it returns one
@@ -370,6 +379,36 @@ class Value:
 
     def __rpow__(self, other: Operand) -> Value:
         return _pow(_lift(other, "**"), self)
+
+    # Comparisons read the data and return plain bools, as on floats (``if v > 0:``); they
+    # build no node, since a comparison has no gradient. ``==`` compares data too, which
+    # would make Values unhashable: __hash__ is set back to identity, because graph walks
+    # keep nodes in sets and dicts, where two equal-valued nodes must stay two nodes.
+    __hash__ = object.__hash__
+
+    def __lt__(self, other: object) -> bool:
+        o = _compared(other)
+        return NotImplemented if o is None else self.data < o
+
+    def __le__(self, other: object) -> bool:
+        o = _compared(other)
+        return NotImplemented if o is None else self.data <= o
+
+    def __gt__(self, other: object) -> bool:
+        o = _compared(other)
+        return NotImplemented if o is None else self.data > o
+
+    def __ge__(self, other: object) -> bool:
+        o = _compared(other)
+        return NotImplemented if o is None else self.data >= o
+
+    def __eq__(self, other: object) -> bool:
+        o = _compared(other)
+        return NotImplemented if o is None else self.data == o
+
+    def __ne__(self, other: object) -> bool:
+        o = _compared(other)
+        return NotImplemented if o is None else self.data != o
 
     sum = staticmethod(_sum)
 
