@@ -8,6 +8,7 @@ below so that it serves both the fast pass (arrays) and ``backward(create_graph=
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import numbers
@@ -572,12 +573,19 @@ def _mean_backward(g: Arr, out: Arr, ctx: tuple[Dims, int], need: Need, a: Arr) 
 
 def _max(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """The largest value over ``dim`` (values only, as ``torch.amax``)."""
-    dims = _dims(dim, a.data.ndim, "max")
+    return _extreme(a, dim, keepdim, "max", _max_backward)
+
+
+def _extreme(a: Tensor, dim: Any, keepdim: bool, op: str, rule: Callable[..., Grads]) -> Tensor:
+    """``max`` or ``min`` (``op``) over ``dim``, or an error naming an empty dim."""
+    dims = _dims(dim, a.data.ndim, op)
     try:
-        data = a.data.max(axis=dims, keepdims=keepdim)
+        data = getattr(a.data, op)(axis=dims, keepdims=keepdim)
     except ValueError:
-        raise ValueError(f"max: cannot take the max over an empty dim (shape {a.shape})") from None
-    return make_node(data, (a,), "max", _max_backward, dims)
+        raise ValueError(
+            f"{op}: cannot take the {op} over an empty dim (shape {a.shape})"
+        ) from None
+    return make_node(data, (a,), op, rule, dims)
 
 
 def _max_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
@@ -926,42 +934,41 @@ def _clamp_backward(g: Arr, out: Arr, ctx: tuple[float, float], need: Need, a: A
 
 def maximum(input: Tensor, other: Operand) -> Tensor:
     """The elementwise larger of two tensors (broadcast), as ``torch.maximum``; nan wins."""
-    _check_tensor(input, "maximum: input")
-    other = _lift(other, input, "maximum")
-    data = _elementwise("maximum", np.maximum, input, other)
-    return make_node(data, (input, other), "maximum", _maximum_backward)
+    return _pairwise(input, other, "maximum", np.maximum, _maximum_backward)
 
 
 def _maximum_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
     """c = max(a, b):  dc/da = 1 where a > b, dc/db = 1 where b > a, and 1/2 each at a tie
     (torch's rule); where either is nan both get the whole gradient, as in torch."""
-    A, B = raw(a), raw(b)
-    return _tie_shares(g, A, B, A < B, A > B, need)
+    return _tie_shares(g, raw(a), raw(b), np.less, need)
 
 
 def minimum(input: Tensor, other: Operand) -> Tensor:
     """The elementwise smaller of two tensors (broadcast), as ``torch.minimum``; nan wins."""
-    _check_tensor(input, "minimum: input")
-    other = _lift(other, input, "minimum")
-    data = _elementwise("minimum", np.minimum, input, other)
-    return make_node(data, (input, other), "minimum", _minimum_backward)
+    return _pairwise(input, other, "minimum", np.minimum, _minimum_backward)
 
 
 def _minimum_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
     """c = min(a, b):  dc/da = 1 where a < b, dc/db = 1 where b < a, 1/2 each at a tie."""
-    A, B = raw(a), raw(b)
-    return _tie_shares(g, A, B, A > B, A < B, need)
+    return _tie_shares(g, raw(a), raw(b), np.greater, need)
 
 
-def _tie_shares(
-    g: Arr, A: np.ndarray, B: np.ndarray, a_loses: np.ndarray, b_loses: np.ndarray, need: Need
-) -> Grads:
-    """maximum's and minimum's gradients: half of g to each side at a tie, all of g to the
-    winner, none to the loser."""
+def _pairwise(
+    input: Tensor, other: Operand, op: str, ufunc: np.ufunc, rule: Callable[..., Grads]
+) -> Tensor:
+    """The node of a broadcasting two-input function (maximum, minimum)."""
+    _check_tensor(input, f"{op}: input")
+    other = _lift(other, input, op)
+    return make_node(_elementwise(op, ufunc, input, other), (input, other), op, rule)
+
+
+def _tie_shares(g: Arr, A: np.ndarray, B: np.ndarray, loses: np.ufunc, need: Need) -> Grads:
+    """maximum's and minimum's gradients: none to the side that ``loses`` (np.less for
+    maximum), all of g to the other, half to each at a tie."""
     share = g * _constant(np.where(A == B, 0.5, 1.0), g)
     return (
-        zero_where(a_loses, share) if need[0] else None,
-        zero_where(b_loses, share) if need[1] else None,
+        zero_where(loses(A, B), share) if need[0] else None,
+        zero_where(loses(B, A), share) if need[1] else None,
     )
 
 
@@ -1112,12 +1119,7 @@ def _comparison(symbol: str, ufunc: np.ufunc) -> Callable[[Tensor, Any], Any]:
 # ---------------------------------------------------------------------- reductions
 def _min(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """The smallest value over ``dim`` (values only, as ``torch.amin``)."""
-    dims = _dims(dim, a.data.ndim, "min")
-    try:
-        data = a.data.min(axis=dims, keepdims=keepdim)
-    except ValueError:
-        raise ValueError(f"min: cannot take the min over an empty dim (shape {a.shape})") from None
-    return make_node(data, (a,), "min", _min_backward, dims)
+    return _extreme(a, dim, keepdim, "min", _min_backward)
 
 
 def _min_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
@@ -1180,15 +1182,20 @@ def _var(
     keepdim: bool = False,
     *,
     correction: float | None = None,
+    _root: bool = False,
 ) -> Tensor:
     """sum((x - mean)^2) / (N - correction) over ``dim`` (N elements), as ``torch.var``:
-    correction 1 by default (unbiased), 0 for the population variance."""
-    dims = _dims(dim, a.data.ndim, "var")
-    c = _correction(unbiased, correction, "var")
+    correction 1 by default (unbiased), 0 for the population variance. ``Tensor.std`` is
+    this with ``_root=True``: the square root, as ``torch.std``."""
+    op = "std" if _root else "var"
+    dims = _dims(dim, a.data.ndim, op)
+    c = _correction(unbiased, correction, op)
     count = math.prod(_reduced_sizes(a.data.shape, dims))
     with np.errstate(divide="ignore", invalid="ignore"):
         data = _var_array(a.data, dims, count, c, keepdim)
-    return make_node(data, (a,), "var", _var_backward, (dims, count, c))
+    if _root:
+        return make_node(np.sqrt(data), (a,), op, _std_backward, (dims, count, c))
+    return make_node(data, (a,), op, _var_backward, (dims, count, c))
 
 
 def _reduced_sizes(shape: Shape, dims: Dims) -> list[int]:
@@ -1215,23 +1222,6 @@ def _var_grad(g: Arr, a: Arr, dims: Dims, count: int, c: float) -> Arr:
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.float64(2.0) / np.float64(max(count - c, 0.0))
     return g.reshape(kept) * (centred * float(scale))
-
-
-def _std(
-    a: Tensor,
-    dim: int | Sequence[int] | None = None,
-    unbiased: bool | None = None,
-    keepdim: bool = False,
-    *,
-    correction: float | None = None,
-) -> Tensor:
-    """The square root of ``var`` with the same arguments, as ``torch.std``."""
-    dims = _dims(dim, a.data.ndim, "std")
-    c = _correction(unbiased, correction, "std")
-    count = math.prod(_reduced_sizes(a.data.shape, dims))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        data = np.sqrt(_var_array(a.data, dims, count, c, keepdim))
-    return make_node(data, (a,), "std", _std_backward, (dims, count, c))
 
 
 def _std_backward(g: Arr, out: Arr, ctx: tuple[Dims, int, float], need: Need, a: Arr) -> Grads:
@@ -1728,7 +1718,7 @@ class Tensor:
     amin = _min
     prod = _prod
     var = _var
-    std = _std
+    std = functools.partialmethod(_var, _root=True)
     logsumexp = _logsumexp
     argmax = _argmax
     argmin = _argmin
