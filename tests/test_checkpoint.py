@@ -175,7 +175,10 @@ def _set(key, value):
 
 
 def _set_param(index, value):
-    return _edited(lambda doc: doc["parameters"].__setitem__(index, value))
+    return _edited(lambda doc: doc["state_dict"]["0.weight"]["data"].__setitem__(index, value))
+
+
+W0 = "'state_dict' entry '0.weight' data"
 
 
 BROKEN = {
@@ -184,7 +187,12 @@ BROKEN = {
     "garbage": (lambda tmp: "\x00\x01PK garbage {", "not valid JSON"),
     "not a checkpoint": (lambda tmp: '{"hello": 1}', "not a modelwright-autograd checkpoint"),
     "a list": (lambda tmp: "[1, 2]", "not a modelwright-autograd checkpoint"),
-    "future version": (_set("version", 99), "checkpoint version 99; this code reads 1"),
+    "future version": (
+        _set("version", 99),
+        "checkpoint version 99; this code reads versions 1 to 2",
+    ),
+    "version true": (_set("version", True), "checkpoint version True; this code reads"),
+    "version 1.0": (_set("version", 1.0), "checkpoint version 1.0; this code reads"),
     "unknown engine": (_set("engine", "quantum"), "unknown engine 'quantum'"),
     "no architecture": (_set("architecture", None), "missing its 'architecture'"),
     "bad nin": (_set("architecture", {"nin": 0, "nouts": [1]}), "'nin' must be a positive"),
@@ -193,15 +201,33 @@ BROKEN = {
         "unknown activation 'gelu'",
     ),
     "too few weights": (
-        _edited(lambda doc: doc["parameters"].pop()),
-        "'parameters' holds 336 numbers; the model has 337",
+        _edited(lambda doc: doc["state_dict"]["4.bias"]["data"].pop()),
+        "'state_dict' entry '4.bias' 'data' must hold 1 float.hex numbers, got 0 numbers",
     ),
-    "not hex": (_set_param(7, "0.5"), r"'parameters'\[7\] is not a float.hex number: '0.5'"),
-    "a number": (_set_param(3, 0.5), r"'parameters'\[3\] is not a float.hex number: 0.5"),
-    "nan text": (_set_param(3, "NaN"), r"'parameters'\[3\] is not a float.hex number: 'NaN'"),
+    "a weight too many": (
+        _edited(lambda doc: doc["state_dict"]["4.bias"].update(shape=[2], data=["0x1p+0"] * 2)),
+        "'state_dict' holds more numbers than the 337 a scalar MLP 2-16-16-1 \\(relu\\) has",
+    ),
+    "renamed": (
+        _edited(
+            lambda doc: doc["state_dict"].__setitem__("5.bias", doc["state_dict"].pop("4.bias"))
+        ),
+        r"missing keys \['4.bias'\]; unexpected keys \['5.bias'\]",
+    ),
+    "transposed": (
+        _edited(lambda doc: doc["state_dict"]["0.weight"].update(shape=[2, 16])),
+        r"0.weight is not a \(16, 2\) array of real numbers",
+    ),
+    "bad shape": (
+        _edited(lambda doc: doc["state_dict"]["0.weight"].update(shape=[16, -2])),
+        r"'state_dict' entry '0.weight' has no valid 'shape' \(got \[16, -2\]\)",
+    ),
+    "not hex": (_set_param(7, "0.5"), rf"{W0}\[7\] is not a float.hex number: '0.5'"),
+    "a number": (_set_param(3, 0.5), rf"{W0}\[3\] is not a float.hex number: 0.5"),
+    "nan text": (_set_param(3, "NaN"), rf"{W0}\[3\] is not a float.hex number: 'NaN'"),
     "hex overflow": (
         _set_param(4, "0x1.8p+99999"),
-        r"'parameters'\[4\] is too large for a float64: '0x1.8p\+99999'",
+        rf"{W0}\[4\] is too large for a float64: '0x1.8p\+99999'",
     ),
     # (2+1)*16 + (16+1)*1600000 + (1600000+1)*1 = 28,800,049 Values: refused before counting
     "absurd layer size": (
@@ -243,9 +269,9 @@ def _no_model_may_be_built(monkeypatch):
     ("engine", "nouts", "message"),
     [
         ("scalar", [16, 1600000, 1], "28,800,049 weights, more than the 1,000,000"),
-        ("scalar", [16, 16000, 1], "'parameters' holds 337 numbers; the model has 288049"),
-        ("tensor", [100000, 100000, 1], "10,000,500,001 weights, more than the 50,000,000"),
-        ("tensor", [16, 1600000, 1], r"'layers.1.weight' has shape \[16, 16\]; the model needs"),
+        ("scalar", [16, 16000, 1], "'state_dict' holds 337 numbers; a scalar MLP 2-16-16000-1"),
+        ("tensor", [100000, 100000, 1], "10,000,500,001 weights, more than the 2,000,000"),
+        ("tensor", [16, 16000, 1], "'state_dict' holds 337 numbers; a tensor MLP 2-16-16000-1"),
     ],
 )
 def test_a_corrupt_layer_size_fails_before_any_model_is_built(
@@ -269,12 +295,8 @@ def test_a_corrupt_layer_size_fails_before_any_model_is_built(
 def test_the_size_checked_before_building_is_the_built_models(engine, nin, nouts):
     arch = ckpt.Architecture(engine, nin, tuple(nouts), "relu")
     model = ckpt.build_model(arch)
-    if engine == "scalar":
-        assert arch.num_parameters() == len(model.parameters())
-    else:
-        shapes = {name: p.shape for name, p in model.named_parameters()}
-        assert arch.layout() == shapes
-        assert arch.num_parameters() == sum(math.prod(s) for s in shapes.values())
+    sizes = [math.prod(np.shape(v)) for v in model.state_dict().values()]
+    assert arch.num_parameters() == sum(sizes) == sum(np.size(p.data) for p in model.parameters())
 
 
 def test_a_model_too_big_to_load_is_not_saved(tmp_path, monkeypatch):
@@ -288,11 +310,13 @@ def test_a_float32_weight_beyond_float32_range_is_refused(tmp_path):
     path = tmp_path / "model.json"
     save_checkpoint(path, tensor_nn.MLP(2, [3, 1], seed=1, dtype=np.float32))
     doc = json.loads(path.read_text())
-    doc["parameters"]["layers.0.weight"]["data"][4] = (2.0**200).hex()
+    doc["state_dict"]["0.weight"]["data"][4] = (2.0**200).hex()
     path.write_text(json.dumps(doc))
     model = tensor_nn.MLP(2, [3, 1], seed=2, dtype=np.float32)
     before = _tensor_weights(model)
-    with pytest.raises(CheckpointError, match=r"'layers.0.weight' data\[4\] is too large for a"):
+    with pytest.raises(
+        CheckpointError, match=r"0\.weight\[4\] = 1\.6\d+e\+60 is too large for float32"
+    ):
         load_into(model, path)
     assert _tensor_weights(model) == before
 
@@ -339,19 +363,22 @@ def test_wrong_architecture_fails_before_any_weight_changes(tmp_path):
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda p: p.pop("layers.1.bias"), r"missing \['layers.1.bias'\]"),
-        (lambda p: p.__setitem__("extra", p["layers.0.bias"]), r"unexpected \['extra'\]"),
+        (lambda p: p.pop("2.bias"), "'state_dict' holds 32 numbers; a tensor MLP 2-8-1"),
         (
-            lambda p: p["layers.0.weight"].__setitem__("shape", [2, 8]),
-            r"'layers.0.weight' has shape \[2, 8\]; the model needs \(8, 2\)",
+            lambda p: p.__setitem__("extra", p.pop("0.bias")),
+            r"missing keys \['0.bias'\]; unexpected keys \['extra'\]",
         ),
         (
-            lambda p: p["layers.1.weight"]["data"].pop(),
-            "'layers.1.weight' data holds 7 numbers; the model has 8",
+            lambda p: p["0.weight"].__setitem__("shape", [2, 8]),
+            r"size mismatch for 0.weight: checkpoint shape \(2, 8\), model shape \(8, 2\)",
         ),
         (
-            lambda p: p["layers.0.bias"]["data"].__setitem__(0, "zero"),
-            r"'layers.0.bias' data\[0\] is not a float.hex number: 'zero'",
+            lambda p: p["2.weight"]["data"].pop(),
+            "'2.weight' 'data' must hold 8 float.hex numbers, got 7 numbers",
+        ),
+        (
+            lambda p: p["0.bias"]["data"].__setitem__(0, "zero"),
+            r"'0.bias' data\[0\] is not a float.hex number: 'zero'",
         ),
     ],
 )
@@ -359,7 +386,7 @@ def test_broken_tensor_checkpoint(tmp_path, edit, message):
     path = tmp_path / "model.json"
     save_checkpoint(path, tensor_nn.MLP(2, [8, 1], seed=1))
     doc = json.loads(path.read_text())
-    edit(doc["parameters"])
+    edit(doc["state_dict"])
     path.write_text(json.dumps(doc))
     model = tensor_nn.MLP(2, [8, 1], seed=2)
     before = _tensor_weights(model)

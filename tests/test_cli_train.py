@@ -337,7 +337,10 @@ def _edit(*keys, value):
         (_edit("data", "noise", value=10**400), "bad noise 1000000"),
         (_edit("data", "seed", value=True), "bad seed True in its data"),
         (_edit("data", "seed", value=2**32), "bad seed 4294967296 in its data"),
-        (_edit("parameters", 4, value="0x1.8p+99999"), "is too large for a float64"),
+        (
+            _edit("state_dict", "0.weight", "data", 4, value="0x1.8p+99999"),
+            "is too large for a float64",
+        ),
         # 3*16 + 17*1600000 + 1600001 weights: refused before anything is built
         (
             _edit("architecture", "nouts", value=[16, 1600000, 1]),
@@ -346,7 +349,7 @@ def _edit(*keys, value):
         # the 2-4-4-1 file holds 3*4 + 5*4 + 5 weights; 2-4-40000-1 needs 3*4 + 5*40000 + 40001
         (
             _edit("architecture", "nouts", value=[4, 40000, 1]),
-            "'parameters' holds 37 numbers; the model has 240013",
+            "'state_dict' holds 37 numbers; a scalar MLP 2-4-40000-1 (relu) has 240,013",
         ),
     ],
 )

@@ -1,16 +1,24 @@
-"""Saving and loading trained models as one JSON file, ``model.json``, for both engines.
+"""Saving and loading models of both engines as one JSON file, ``model.json``, and
+exporting them to PyTorch.
 
-Weights are written with ``float.hex`` (exact to the bit), writes are atomic, and a load
-checks everything before it touches a model. The format and the reasons for it are in
-docs/training.md.
+A checkpoint holds the architecture and the model's ``state_dict()`` (torch's names), each
+weight written with ``float.hex``, exact to the bit. Writes are atomic; a load checks the
+file (a regular file of bounded size) and every number before it touches a model, and
+every fault is one ``CheckpointError``. The format and the reasons for it are in
+docs/checkpoints.md.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
 import re
+import reprlib
+import stat
+import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -20,30 +28,50 @@ from typing import Any
 import numpy as np
 
 from . import tensor_nn
-from .checks import is_json_positive_int
-from .files import write_json
-from .nn import ACTIVATIONS, MLP
+from .checks import is_json_int, is_json_positive_int
+from .files import atomic_write, write_json
+from .nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
 
 FORMAT = "modelwright-autograd checkpoint"
-VERSION = 1
+VERSION = 2  # 1: before the weights were a state_dict with torch's names (still read)
 ENGINES = ("scalar", "tensor")
 _DTYPES = ("float64", "float32")
 _HEX_FLOAT = re.compile(r"-?(0x[0-9a-f]+(\.[0-9a-f]*)?p[+-]?[0-9]+|inf|nan)")
 
 #: The most weights a checkpoint may hold, per engine. A Value costs ~110 bytes and ~4 us
-#: to build, so a million is ~0.1 GB and a few seconds; a tensor model's float64s cost 8
-#: bytes each, so fifty million is 0.4 GB. The largest model this project trains (the
-#: digits MLP) has 17,290. Anything bigger is a corrupt or hand-edited architecture.
-MAX_PARAMETERS = {"scalar": 1_000_000, "tensor": 50_000_000}
+#: to build, so a million is ~0.1 GB and a few seconds; a tensor weight is ~33 bytes of
+#: JSON, parsed into a ~60-byte string, so two million is a ~70 MB file read in a few
+#: seconds. The largest model this project trains (the digits MLP) has 17,290.
+MAX_PARAMETERS = {"scalar": 1_000_000, "tensor": 2_000_000}
+#: The largest file a load reads: the longest float.hex (24 characters) with its quotes,
+#: comma, newline and indentation, for the most weights, plus a megabyte of the rest.
+MAX_FILE_BYTES = 48 * max(MAX_PARAMETERS.values()) + 2**20
+_MAX_PROBLEM_CHARS = 300
+_MAX_PATH_CHARS = 160
+_MAX_DIMS = 32  # NumPy allows 64; no layer has more than 2
+
+_repr = reprlib.Repr()
+_repr.maxstring = _repr.maxother = _repr.maxlong = 40
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut to a few dozen characters, for error messages about file content
+    (a list of 100,000 layer sizes or a 4,000-digit number is not printed whole)."""
+    return _repr.repr(value)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that is missing, unreadable, corrupt or does not fit the model."""
+    """A checkpoint that is missing, unreadable, corrupt or does not fit the model. Its
+    message is one line of at most a few hundred characters."""
 
     def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
         self.path = Path(path)
-        self.problem = problem
-        super().__init__(f"checkpoint {self.path}: {problem}")
+        self.problem = _cut(" ".join(problem.split()), _MAX_PROBLEM_CHARS)
+        super().__init__(f"checkpoint {_cut(str(self.path), _MAX_PATH_CHARS)}: {self.problem}")
 
 
 # ---------------------------------------------------------------------- architecture
@@ -74,16 +102,6 @@ class Architecture:
         sizes = (self.nin, *self.nouts)
         return sum((nin + 1) * nout for nin, nout in pairwise(sizes))
 
-    def layout(self) -> dict[str, tuple[int, ...]]:
-        """Each parameter's ``state_dict`` name and shape, without building the model. The
-        scalar engine saves the same numbers as one flat list in ``parameters()`` order."""
-        sizes = (self.nin, *self.nouts)
-        shapes: dict[str, tuple[int, ...]] = {}
-        for i, (nin, nout) in enumerate(pairwise(sizes)):
-            shapes[f"layers.{i}.weight"] = (nout, nin)
-            shapes[f"layers.{i}.bias"] = (nout,)
-        return shapes
-
 
 def architecture_of(model: Any) -> Architecture:
     """The architecture of a model this module can save: an ``nn.MLP`` or ``tensor_nn.MLP``."""
@@ -104,21 +122,13 @@ def build_model(arch: Architecture) -> Any:
 
 
 # ---------------------------------------------------------------------- save
-def _encode_parameters(model: Any, engine: str) -> Any:
-    """Scalar: a list in ``parameters()`` order. Tensor: ``{name: {"shape", "data"}}`` from
-    ``state_dict()``, each array flattened in C order."""
-    if engine == "scalar":
-        return [float(p.data).hex() for p in model.parameters()]
-    return {
-        name: {"shape": list(array.shape), "data": [v.hex() for v in array.ravel().tolist()]}
-        for name, array in model.state_dict().items()
-    }
+_HEADER = frozenset({"format", "version", "engine", "architecture", "state_dict", "parameters"})
 
 
 def save_checkpoint(
     path: str | os.PathLike[str], model: Any, metadata: Mapping[str, Any] | None = None
 ) -> None:
-    """Write ``model`` (its architecture and every weight) and JSON-able ``metadata``
+    """Write ``model`` (its architecture and ``state_dict()``) and JSON-able ``metadata``
     (for example the data it was trained on) to ``path``, atomically."""
     arch = architecture_of(model)
     if arch.num_parameters() > MAX_PARAMETERS[arch.engine]:
@@ -136,49 +146,92 @@ def save_checkpoint(
         if key in _HEADER:
             raise ValueError(f"metadata key {key!r} is reserved for the checkpoint itself")
         doc[key] = value
-    doc["parameters"] = _encode_parameters(model, arch.engine)
+    state = {}
+    for name, value in model.state_dict().items():
+        array = np.asarray(value, dtype=np.float64)  # a float32 is exact as a float64
+        state[name] = {
+            "shape": list(array.shape),
+            "data": [v.hex() for v in array.ravel().tolist()],
+        }
+    doc["state_dict"] = state
     write_json(path, doc)
 
 
-# ---------------------------------------------------------------------- load
-_HEADER = frozenset({"format", "version", "engine", "architecture", "parameters"})
+# ---------------------------------------------------------------------- reading the file
+_FILE_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
-@dataclass
-class Checkpoint:
-    """A loaded checkpoint: the rebuilt model, its architecture, and the other keys."""
-
-    path: Path
-    architecture: Architecture
-    model: Any
-    metadata: dict[str, Any]
-
-
-def _read_document(path: Path) -> dict[str, Any]:
-    """Parse the JSON file and check the header, raising CheckpointError for any fault."""
+def _read_file(path: Path) -> bytes:
+    """The bytes of ``path``, if it is a regular file of at most MAX_FILE_BYTES. The kind
+    and size are checked before reading, on a descriptor opened without blocking, so a
+    FIFO, ``/dev/zero`` or a huge sparse file is refused at once."""
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         raise CheckpointError(path, "no such file") from None
-    except IsADirectoryError:
-        raise CheckpointError(path, "is a directory, not a checkpoint file") from None
-    except UnicodeDecodeError:
-        raise CheckpointError(path, "not a text file (corrupt?)") from None
+    except OSError as e:
+        raise CheckpointError(path, f"cannot open it ({e.strerror})") from None
+    try:
+        info = os.fstat(fd)
+        for is_kind, kind in _FILE_KINDS:
+            if is_kind(info.st_mode):
+                raise CheckpointError(path, f"is {kind}, not a checkpoint file")
+        if not stat.S_ISREG(info.st_mode):
+            raise CheckpointError(path, "is not a regular file")
+        if info.st_size > MAX_FILE_BYTES:
+            raise CheckpointError(
+                path,
+                f"is {info.st_size:,} bytes, more than any checkpoint can be "
+                f"({MAX_FILE_BYTES:,}: {max(MAX_PARAMETERS.values()):,} weights)",
+            )
+        chunks, size = [], 0
+        while size <= MAX_FILE_BYTES:  # the file may grow after fstat: never read past this
+            chunk = os.read(fd, min(2**20, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
     except OSError as e:
         raise CheckpointError(path, f"cannot read it ({e.strerror})") from None
-    if not text.strip():
+    finally:
+        os.close(fd)
+    if size > MAX_FILE_BYTES:
+        raise CheckpointError(path, f"grew past {MAX_FILE_BYTES:,} bytes while being read")
+    return b"".join(chunks)
+
+
+def _is_zip(raw: bytes) -> bool:
+    return raw.startswith(b"PK\x03\x04") or raw.startswith(b"PK\x05\x06")
+
+
+def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
+    """Parse the JSON document and check its header, raising CheckpointError for any fault."""
+    if not raw.strip():
         raise CheckpointError(path, "the file is empty")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CheckpointError(path, "not a text file (corrupt?)") from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as e:
-        raise CheckpointError(
-            path, f"not valid JSON, truncated or corrupt ({e.msg} at line {e.lineno})"
-        ) from None
+        raise CheckpointError(path, f"not valid JSON, truncated or corrupt ({e})") from None
+    except RecursionError:
+        raise CheckpointError(path, "not a checkpoint: its JSON is nested too deeply") from None
+    except ValueError:  # Python's limit on the digits of an integer (4,300)
+        raise CheckpointError(path, "corrupt: it holds a number with too many digits") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CheckpointError(path, f"not a modelwright-autograd checkpoint (no {FORMAT!r})")
-    if doc.get("version") != VERSION:
+    version = doc.get("version")
+    if not (is_json_int(version) and 1 <= version <= VERSION):
         raise CheckpointError(
-            path, f"checkpoint version {doc.get('version')!r}; this code reads {VERSION}"
+            path, f"checkpoint version {shown(version)}; this code reads versions 1 to {VERSION}"
         )
     return doc
 
@@ -186,22 +239,24 @@ def _read_document(path: Path) -> dict[str, Any]:
 def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
     engine = doc.get("engine")
     if engine not in ENGINES:
-        raise CheckpointError(path, f"unknown engine {engine!r}; expected one of {ENGINES}")
+        raise CheckpointError(path, f"unknown engine {shown(engine)}; expected one of {ENGINES}")
     arch = doc.get("architecture")
     if not isinstance(arch, dict):
         raise CheckpointError(path, "missing its 'architecture'")
     nin, nouts, activation = arch.get("nin"), arch.get("nouts"), arch.get("activation")
     if not is_json_positive_int(nin):
-        raise CheckpointError(path, f"architecture 'nin' must be a positive integer, got {nin!r}")
+        raise CheckpointError(
+            path, f"architecture 'nin' must be a positive integer, got {shown(nin)}"
+        )
     if not (isinstance(nouts, list) and nouts and all(is_json_positive_int(n) for n in nouts)):
         raise CheckpointError(
-            path, f"architecture 'nouts' must be a list of positive integers, got {nouts!r}"
+            path, f"architecture 'nouts' must be a list of positive integers, got {shown(nouts)}"
         )
     if activation not in ACTIVATIONS:
-        raise CheckpointError(path, f"unknown activation {activation!r}")
+        raise CheckpointError(path, f"unknown activation {shown(activation)}")
     dtype = arch.get("dtype", "float64") if engine == "tensor" else "float64"
     if dtype not in _DTYPES:
-        raise CheckpointError(path, f"unsupported dtype {dtype!r}; expected one of {_DTYPES}")
+        raise CheckpointError(path, f"unsupported dtype {shown(dtype)}; expected one of {_DTYPES}")
     found = Architecture(engine, nin, tuple(nouts), activation, dtype)
     if found.num_parameters() > MAX_PARAMETERS[engine]:
         raise CheckpointError(
@@ -212,12 +267,9 @@ def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
     return found
 
 
-def _decode_floats(path: Path, items: Any, expected: int, where: str) -> list[float]:
-    """Turn a list of ``float.hex`` strings into floats, checking the count and each one."""
-    if not isinstance(items, list):
-        raise CheckpointError(path, f"{where} must be a list of float.hex strings")
-    if len(items) != expected:
-        raise CheckpointError(path, f"{where} holds {len(items)} numbers; the model has {expected}")
+# ---------------------------------------------------------------------- decoding the weights
+def _decode_floats(path: Path, items: list[Any], where: str) -> list[float]:
+    """Turn a list of ``float.hex`` strings into floats, checking each one."""
     values = []
     for i, item in enumerate(items):
         # fromhex alone would read a decimal "0.5" as hex digits (0.3125): insist on 0x
@@ -228,53 +280,172 @@ def _decode_floats(path: Path, items: Any, expected: int, where: str) -> list[fl
                 continue
             except OverflowError:  # "0x1p+99999": well formed, but beyond float64
                 problem = "is too large for a float64"
-        shown = repr(item) if len(repr(item)) <= 30 else repr(item)[:27] + "..."
-        raise CheckpointError(path, f"{where}[{i}] {problem}: {shown}")
+        raise CheckpointError(path, f"{where}[{i}] {problem}: {shown(item)}")
     return values
 
 
-def _decode_parameters(path: Path, doc: Mapping[str, Any], arch: Architecture):
-    """The saved weights, checked against what ``arch`` needs (no model is built for this):
-    a list of floats for the scalar engine, a state dict of arrays for the tensor engine."""
-    saved = doc.get("parameters")
-    if arch.engine == "scalar":
-        return _decode_floats(path, saved, arch.num_parameters(), "'parameters'")
-    expected = arch.layout()
+def _legacy_name(name: str, model_is_sequential: bool = False) -> str:
+    """A name from before torch's names (``layers.<i>.weight``) as it is now: an MLP's
+    layer i is ``mlp_layer_key(i)``, a Sequential's module i is ``i``."""
+    old = re.fullmatch(r"layers\.([0-9]{1,9})\.(.+)", name)
+    if old is None:
+        return name
+    i = int(old[1])
+    return f"{i if model_is_sequential else mlp_layer_key(i)}.{old[2]}"
+
+
+def _decode_state(path: Path, doc: Mapping[str, Any], arch: Architecture) -> dict[str, np.ndarray]:
+    """The saved state dict as float64 arrays. The counts are checked against ``arch``
+    before any number is decoded; names and shapes are the model's ``load_state_dict``'s
+    to check."""
+    if doc["version"] == 1 and arch.engine == "scalar":
+        return _decode_v1_scalar(path, doc.get("parameters"), arch)
+    if doc["version"] == 1:
+        saved, key = doc.get("parameters"), "'parameters'"
+        if isinstance(saved, dict):
+            saved = {_legacy_name(name): entry for name, entry in saved.items()}
+    else:
+        saved, key = doc.get("state_dict"), "'state_dict'"
     if not isinstance(saved, dict):
-        raise CheckpointError(path, "'parameters' must map parameter names to arrays")
-    if set(saved) != set(expected):
-        missing = sorted(set(expected) - set(saved))
-        unexpected = sorted(set(saved) - set(expected))
-        raise CheckpointError(
-            path, f"parameter names differ: missing {missing}, unexpected {unexpected}"
-        )
-    state = {}
-    for name, shape in expected.items():
-        entry = saved[name]
-        where = f"parameter {name!r}"
-        if not isinstance(entry, dict) or entry.get("shape") != list(shape):
-            got = entry.get("shape") if isinstance(entry, dict) else entry
-            raise CheckpointError(path, f"{where} has shape {got!r}; the model needs {shape}")
-        values = _decode_floats(path, entry.get("data"), math.prod(shape), f"{where} data")
-        with np.errstate(over="ignore"):
-            array = np.array(values, dtype=arch.dtype).reshape(shape)
-        overflowed = np.isinf(array) & np.isfinite(np.array(values).reshape(shape))
-        if overflowed.any():  # only a float32 model can get here: 1e300 would become inf
-            i = int(np.flatnonzero(overflowed)[0])
+        raise CheckpointError(path, f"{key} must map parameter names to {{shape, data}}")
+    total = 0
+    for name, entry in saved.items():
+        where = f"{key} entry {shown(name)}"
+        shape = entry.get("shape") if isinstance(entry, dict) else None
+        data = entry.get("data") if isinstance(entry, dict) else None
+        if not (
+            isinstance(shape, list)
+            and len(shape) <= _MAX_DIMS
+            and all(is_json_positive_int(n) for n in shape)
+        ):
+            raise CheckpointError(path, f"{where} has no valid 'shape' (got {shown(shape)})")
+        if not isinstance(data, list) or len(data) != math.prod(shape):
+            got = f"{len(data):,} numbers" if isinstance(data, list) else shown(data)
             raise CheckpointError(
-                path, f"{where} data[{i}] is too large for a {arch.dtype}: {values[i]!r}"
+                path, f"{where} 'data' must hold {math.prod(shape):,} float.hex numbers, got {got}"
             )
-        state[name] = array
+        total += len(data)
+        if total > arch.num_parameters():
+            break  # enough said
+    expected = arch.num_parameters()
+    if total > expected:
+        raise CheckpointError(
+            path, f"{key} holds more numbers than the {expected:,} a {arch.describe()} has"
+        )
+    if total < expected:
+        raise CheckpointError(
+            path, f"{key} holds {total:,} numbers; a {arch.describe()} has {expected:,}"
+        )
+    return {
+        name: np.array(
+            _decode_floats(path, entry["data"], f"{key} entry {shown(name)} data"), np.float64
+        ).reshape(entry["shape"])
+        for name, entry in saved.items()
+    }
+
+
+def _decode_v1_scalar(path: Path, items: Any, arch: Architecture) -> dict[str, np.ndarray]:
+    """Version 1 kept a scalar model's weights as one list in ``parameters()`` order: layer
+    by layer, neuron by neuron, its weights then its bias."""
+    expected = arch.num_parameters()
+    if not isinstance(items, list) or len(items) != expected:
+        got = f"{len(items):,} numbers" if isinstance(items, list) else shown(items)
+        raise CheckpointError(
+            path, f"'parameters' must hold {expected:,} float.hex numbers, got {got}"
+        )
+    flat = np.array(_decode_floats(path, items, "'parameters'"), np.float64)
+    state, start = {}, 0
+    for i, (nin, nout) in enumerate(pairwise((arch.nin, *arch.nouts))):
+        block = flat[start : start + nout * (nin + 1)].reshape(nout, nin + 1)
+        state[f"{mlp_layer_key(i)}.weight"] = block[:, :nin]
+        state[f"{mlp_layer_key(i)}.bias"] = block[:, nin]
+        start += block.size
     return state
 
 
-def _apply_parameters(model: Any, engine: str, values: Any) -> None:
-    """Copy decoded, already-checked weights into ``model`` (this step cannot fail)."""
-    if engine == "scalar":
-        for p, v in zip(model.parameters(), values):
-            p.data = v
-    else:
-        model.load_state_dict(values)
+# ---------------------------------------------------------------------- .npz (weights only)
+def _read_npz(path: Path, raw: bytes, model: Any) -> dict[str, np.ndarray]:
+    """The arrays of an ``.npz`` written by the former ``tensor_nn.save``. Each member's
+    name, ``.npy`` header (dtype, shape) and declared size are checked against ``model``
+    before its data is read, and no more than the model's size is ever inflated, so a zip
+    bomb or a header claiming 10**13 numbers is refused without allocating them."""
+    expected = {name: np.shape(value) for name, value in model.state_dict().items()}
+    limit = sum(8 * math.prod(shape) + 1024 for shape in expected.values()) + 4096
+    if len(raw) > limit:
+        raise CheckpointError(
+            path, f"is {len(raw):,} bytes, more than an .npz of this model's weights ({limit:,})"
+        )
+    sequential = isinstance(model, tensor_nn.Sequential)
+    state = {}
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            members = {
+                _legacy_name(info.filename.removesuffix(".npy"), sequential): info
+                for info in archive.infolist()
+            }
+            problems = state_dict_key_problems(expected, members)
+            if problems:
+                raise CheckpointError(path, "; ".join(problems))
+            for name, info in members.items():
+                with archive.open(info) as member:
+                    state[name] = _read_npy(path, name, info, member, expected[name])
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
+        raise CheckpointError(path, f"not a readable .npz archive ({e})") from None
+    return state
+
+
+def _read_npy(
+    path: Path, name: str, info: zipfile.ZipInfo, member: Any, shape: tuple[int, ...]
+) -> np.ndarray:
+    """One ``.npy`` member: header first, then exactly the bytes that header promises."""
+    where = f"array {shown(name)}"
+    try:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            found, fortran, dtype = np.lib.format.read_array_header_1_0(member)
+        elif version == (2, 0):
+            found, fortran, dtype = np.lib.format.read_array_header_2_0(member)
+        else:
+            raise ValueError(f"unsupported .npy version {version}")
+    except ValueError as e:
+        raise CheckpointError(path, f"{where} has a bad .npy header ({e})") from None
+    if dtype.hasobject or dtype.kind not in "fiu":
+        raise CheckpointError(path, f"{where} holds {dtype} data, not numbers")
+    if found != shape:
+        raise CheckpointError(
+            path, f"{where} has shape {shown(found)}; the model's {name} has shape {shape}"
+        )
+    nbytes = math.prod(shape) * dtype.itemsize
+    if info.file_size != member.tell() + nbytes:
+        raise CheckpointError(
+            path,
+            f"{where} declares {info.file_size:,} bytes; its header promises "
+            f"{member.tell() + nbytes:,}",
+        )
+    data = member.read(nbytes)
+    if len(data) != nbytes:
+        raise CheckpointError(path, f"{where} is truncated")
+    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
+
+
+# ---------------------------------------------------------------------- load
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint: the rebuilt model, its architecture, and the other keys."""
+
+    path: Path
+    architecture: Architecture
+    model: Any
+    metadata: dict[str, Any]
+
+
+def _load_state(path: Path, model: Any, state: Mapping[str, np.ndarray]) -> None:
+    """``model.load_state_dict(state)``, whose checks (names, shapes, values a float32
+    cannot hold) all run before it changes anything, with its refusal as a CheckpointError."""
+    try:
+        model.load_state_dict(state)
+    except ValueError as e:
+        raise CheckpointError(path, str(e)) from None
 
 
 def _metadata(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -284,11 +455,17 @@ def _metadata(doc: Mapping[str, Any]) -> dict[str, Any]:
 def load_into(model: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
     """Overwrite ``model``'s weights with those saved at ``path``; return the metadata.
 
-    The architecture must match exactly. Every check happens before the first weight is
-    written, so on a CheckpointError ``model`` is unchanged.
+    ``path`` is a ``model.json`` (whose architecture must match ``model`` exactly) or an
+    ``.npz`` of weights written by the former ``tensor_nn.save`` (no metadata). Every check
+    happens before the first weight is written, so on a CheckpointError ``model`` is
+    unchanged.
     """
     path = Path(path)
-    doc = _read_document(path)
+    raw = _read_file(path)
+    if _is_zip(raw):
+        _load_state(path, model, _read_npz(path, raw, model))
+        return {}
+    doc = _parse_json(path, raw)
     saved = _read_architecture(path, doc)
     current = architecture_of(model)
     if saved != current:
@@ -297,17 +474,67 @@ def load_into(model: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
             f"architecture mismatch: the file holds a {saved.describe()}, "
             f"the model is a {current.describe()}",
         )
-    values = _decode_parameters(path, doc, saved)
-    _apply_parameters(model, saved.engine, values)
+    _load_state(path, model, _decode_state(path, doc, saved))
     return _metadata(doc)
 
 
 def load_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
     """Rebuild the model saved at ``path``, with its architecture and metadata."""
     path = Path(path)
-    doc = _read_document(path)
+    raw = _read_file(path)
+    if _is_zip(raw):
+        raise CheckpointError(
+            path,
+            "is an .npz of weights only (from tensor_nn.save), without the architecture and "
+            "data settings; convert it with checkpoint.load_into(model, path) then "
+            "save_checkpoint (see docs/checkpoints.md)",
+        )
+    doc = _parse_json(path, raw)
     arch = _read_architecture(path, doc)
-    values = _decode_parameters(path, doc, arch)  # all checks pass before anything is built
+    state = _decode_state(path, doc, arch)  # the counts fit arch before anything is built
     model = build_model(arch)
-    _apply_parameters(model, arch.engine, values)
+    _load_state(path, model, state)
     return Checkpoint(path, arch, model, _metadata(doc))
+
+
+# ---------------------------------------------------------------------- export to PyTorch
+TORCH_MISSING = (
+    "PyTorch is not installed; install it with: pip install torch "
+    "(a CPU build is enough: --index-url https://download.pytorch.org/whl/cpu)"
+)
+_TORCH_ACTIVATIONS = {"relu": "ReLU", "tanh": "Tanh", "sigmoid": "Sigmoid"}
+
+
+def to_torch(model: Any) -> Any:
+    """The ``torch.nn.Sequential(Linear, act, ..., Linear)`` equal to ``model`` (either
+    engine's MLP), in its dtype, with its weights. Imports torch (ImportError if missing)."""
+    import torch
+
+    arch = architecture_of(model)
+    dtype = getattr(torch, arch.dtype)
+    modules = []
+    for i, (nin, nout) in enumerate(pairwise((arch.nin, *arch.nouts))):
+        if i:
+            modules.append(getattr(torch.nn, _TORCH_ACTIVATIONS[arch.activation])())
+        modules.append(torch.nn.Linear(nin, nout, dtype=dtype))
+    torch_model = torch.nn.Sequential(*modules)
+    state = {k: torch.tensor(np.asarray(v, arch.dtype)) for k, v in model.state_dict().items()}
+    torch_model.load_state_dict(state)
+    return torch_model
+
+
+def export_torch(source: Any, out: str | os.PathLike[str]) -> None:
+    """Write ``source`` (a model, or the path of a ``model.json``) for PyTorch to ``out``:
+    ``torch.save({"architecture": ..., "state_dict": ...})``, atomically. The state dict
+    loads into ``torch.nn.Sequential(Linear, act, ..., Linear)``; docs/checkpoints.md has
+    the lines that rebuild it. Imports torch (ImportError if missing)."""
+    import torch
+
+    model = load_checkpoint(source).model if isinstance(source, (str, os.PathLike)) else source
+    arch = architecture_of(model)
+    doc = {
+        "format": "modelwright-autograd torch export",
+        "architecture": {"engine": arch.engine, **arch.to_dict(), "dtype": arch.dtype},
+        "state_dict": to_torch(model).state_dict(),
+    }
+    atomic_write(out, lambda f: torch.save(doc, f), binary=True)

@@ -17,7 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import ENGINES, CheckpointError
+from .checkpoint import ENGINES, TORCH_MISSING, CheckpointError, export_torch, load_checkpoint
 from .data import DATASETS
 from .nn import ACTIVATIONS
 from .training.evaluate import evaluate_checkpoint
@@ -86,6 +86,13 @@ def layer_sizes(text: str) -> tuple[int, ...]:
             f"expected comma-separated positive layer sizes such as 16,16, got {text!r}"
         )
     return sizes
+
+
+def file_path(text: str) -> Path:
+    """An argparse type: a path, which may not be empty (``Path("")`` would be ".")."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name, got an empty string")
+    return Path(text)
 
 
 def random_seed(text: str) -> int:
@@ -257,7 +264,7 @@ def add_evaluate(subparsers: Subparsers) -> None:
     )
     p.add_argument(
         "--checkpoint",
-        type=Path,
+        type=file_path,
         required=True,
         metavar="FILE",
         help="a model.json written by train",
@@ -284,6 +291,41 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         where = "training set" if split == "train" else "held-out test set"
         lines.append(f"{split:<6} {found.describe()}  ({where})")
     return emit(lines)
+
+
+# ---------------------------------------------------------------------- export
+def add_export(subparsers: Subparsers) -> None:
+    """The ``export`` command's arguments."""
+    p = subparsers.add_parser(
+        "export",
+        help="write a checkpoint as a PyTorch state_dict (needs torch)",
+        description="Write the model in CHECKPOINT (a model.json written by train) to OUT with "
+        'torch.save({"architecture": ..., "state_dict": ...}); the state_dict loads into '
+        "torch.nn.Sequential(Linear, activation, ..., Linear) and predicts the same numbers. "
+        "docs/checkpoints.md shows the lines that rebuild it. PyTorch must be installed.",
+    )
+    p.add_argument("checkpoint", type=file_path, metavar="CHECKPOINT", help="a model.json")
+    p.add_argument("out", type=file_path, metavar="OUT", help="the file to write, e.g. model.pt")
+    p.set_defaults(func=run_export)
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Export a checkpoint for PyTorch: 0, or 1 for a bad checkpoint, a missing torch or an
+    unwritable OUT."""
+    try:
+        checkpoint = load_checkpoint(args.checkpoint)
+        export_torch(checkpoint.model, args.out)
+    except CheckpointError as e:
+        problem = str(e)
+    except ImportError:
+        problem = TORCH_MISSING
+    except OSError as e:  # atomic_write's own message already names the file
+        problem = f"cannot write {args.out}: {e.strerror}" if e.strerror else str(e)
+    else:
+        arch = checkpoint.architecture.describe()
+        return emit([f"wrote {args.out}: the {arch} as a torch.nn.Sequential state_dict"])
+    print(f"modelwright-autograd export: {problem}", file=sys.stderr)
+    return 1
 
 
 # ---------------------------------------------------------------------- explain
@@ -333,13 +375,18 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------- the program
-COMMANDS: tuple[Callable[[Subparsers], None], ...] = (add_train, add_evaluate, add_explain)
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
+    add_train,
+    add_evaluate,
+    add_export,
+    add_explain,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="modelwright-autograd",
-        description="Reverse-mode autodiff from scratch: train, evaluate and explain.",
+        description="Reverse-mode autodiff from scratch: train, evaluate, export and explain.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add_command in COMMANDS:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from .checks import positive_int
 from .engine import Operand, Value, _dot, _lift
@@ -11,6 +12,58 @@ from .seeding import scalar_rng
 
 #: The hidden-layer nonlinearities both engines' nets offer (a ``Value``/``Tensor`` method each).
 ACTIVATIONS = ("relu", "tanh", "sigmoid")
+
+
+def mlp_layer_key(i: int) -> str:
+    """The ``state_dict`` prefix of an MLP's ``i``-th linear layer, in both engines: its
+    index in the equivalent ``torch.nn.Sequential(Linear, act, Linear, act, ..., Linear)``,
+    so a state dict loads into that torch model as it is."""
+    return str(2 * i)
+
+
+def state_dict_key_problems(expected: Iterable[str], given: Iterable[str]) -> list[str]:
+    """What ``load_state_dict`` of either engine says about missing and unexpected keys."""
+    expected, given = list(expected), list(given)
+    problems = []
+    missing = [k for k in expected if k not in set(given)]
+    unexpected = [k for k in given if k not in set(expected)]
+    if missing:
+        problems.append(f"missing keys {missing}")
+    if unexpected:
+        problems.append(f"unexpected keys {unexpected}")
+    return problems
+
+
+#: A parameter group: a weight matrix (a list of rows of Values) or a bias vector.
+Group = list[list[Value]] | list[Value]
+
+
+def _shape(group: Group) -> tuple[int, ...]:
+    return (len(group), len(group[0])) if isinstance(group[0], list) else (len(group),)
+
+
+def _values(group: Group) -> list[Value]:
+    """The group's Values, row by row."""
+    return [v for row in group for v in row] if isinstance(group[0], list) else group  # type: ignore[misc]
+
+
+def _numbers(value: Any, shape: tuple[int, ...]) -> list[float] | None:
+    """The real numbers of ``value``, row by row, if it is a nested sequence of ``shape``,
+    else None. NumPy arrays and torch tensors are read through their ``tolist()``."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or len(value) != shape[0]:
+        return None
+    if len(shape) == 1:
+        ok = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value)
+        return [float(x) for x in value] if ok else None
+    flat: list[float] = []
+    for row in value:
+        numbers = _numbers(row, shape[1:])
+        if numbers is None:
+            return None
+        flat.extend(numbers)
+    return flat
 
 
 def _check_activation(activation: str | None) -> None:
@@ -21,7 +74,9 @@ def _check_activation(activation: str | None) -> None:
 
 
 class Module:
-    """Anything with parameters: ``parameters()`` lists them, ``zero_grad()`` resets them."""
+    """Anything with parameters: ``parameters()`` lists them, ``zero_grad()`` resets them,
+    ``state_dict()`` copies their numbers out under torch's names and ``load_state_dict()``
+    copies them back in."""
 
     def parameters(self) -> list[Value]:
         return []
@@ -31,6 +86,40 @@ class Module:
         because backward() adds to ``grad`` rather than overwriting it."""
         for p in self.parameters():
             p.grad = 0.0
+
+    def _named_groups(self) -> dict[str, Group]:
+        """Each named parameter group, keyed as in torch's ``state_dict``."""
+        return {}
+
+    def state_dict(self) -> dict[str, list[list[float]] | list[float]]:
+        """A copy of every parameter's number, keyed and shaped as torch's: ``0.weight`` is
+        a list of rows (out_features, in_features), ``0.bias`` a list (out_features,)."""
+        return {
+            name: [[v.data for v in row] for row in group]  # type: ignore[union-attr]
+            if isinstance(group[0], list)
+            else [v.data for v in group]  # type: ignore[union-attr]
+            for name, group in self._named_groups().items()
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Copy ``state``'s numbers (nested lists, NumPy arrays or torch tensors) into the
+        parameters, after checking every key and shape: on any mismatch nothing is changed
+        and the ValueError names each bad key."""
+        groups = self._named_groups()
+        problems = state_dict_key_problems(groups, state)
+        found: dict[str, list[float]] = {}
+        for name, group in groups.items():
+            if name in state:
+                numbers = _numbers(state[name], _shape(group))
+                if numbers is None:
+                    problems.append(f"{name} is not a {_shape(group)} array of real numbers")
+                else:
+                    found[name] = numbers
+        if problems:
+            raise ValueError(f"load_state_dict for {type(self).__name__}: " + "; ".join(problems))
+        for name, numbers in found.items():  # validated: these assignments cannot fail
+            for p, v in zip(_values(groups[name]), numbers):
+                p.data = v
 
 
 class Neuron(Module):
@@ -101,6 +190,10 @@ class Layer(Module):
     def parameters(self) -> list[Value]:
         return [p for n in self.neurons for p in n.parameters()]
 
+    def _named_groups(self) -> dict[str, Group]:
+        """As ``torch.nn.Linear``: ``weight`` row j is neuron j's weights."""
+        return {"weight": [n.w for n in self.neurons], "bias": [n.b for n in self.neurons]}
+
     def __repr__(self) -> str:
         return f"Layer of [{', '.join(str(n) for n in self.neurons)}]"
 
@@ -146,6 +239,13 @@ class MLP(Module):
 
     def parameters(self) -> list[Value]:
         return [p for layer in self.layers for p in layer.parameters()]
+
+    def _named_groups(self) -> dict[str, Group]:
+        return {
+            f"{mlp_layer_key(i)}.{name}": group
+            for i, layer in enumerate(self.layers)
+            for name, group in layer._named_groups().items()
+        }
 
     def __repr__(self) -> str:
         return f"MLP of [{', '.join(str(layer) for layer in self.layers)}]"

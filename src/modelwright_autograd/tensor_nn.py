@@ -2,24 +2,20 @@
 
 ``Module`` finds its parameters by looking through its attributes (Tensors that require
 grad, sub-modules, lists of sub-modules), so a layer only has to assign them. The names
-it finds (``layers.0.weight``) key ``state_dict()`` and the ``.npz`` checkpoints written
-by ``save`` and read by ``load``.
+it finds are torch's (``0.weight`` in a Sequential or an MLP) and key ``state_dict()``;
+``checkpoint.py`` saves and loads them.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import zipfile
-import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from .checks import describe, positive_int
-from .files import atomic_write
-from .nn import ACTIVATIONS
+from .nn import ACTIVATIONS, mlp_layer_key, state_dict_key_problems
 from .seeding import numpy_rng
 from .tensor import Tensor, linear
 
@@ -69,16 +65,11 @@ class Module:
         return {name: p.data.copy() for name, p in self.named_parameters()}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        """Copy ``state``'s arrays into the parameters, after checking every key and shape:
-        on any mismatch nothing is changed and the error names each bad key."""
+        """Copy ``state``'s arrays into the parameters, after checking every key, shape and
+        value: on any mismatch nothing is changed and the ValueError names each bad key.
+        A number that a float32 parameter cannot hold (1e300 would become inf) is refused."""
         params = dict(self.named_parameters())
-        missing = [k for k in params if k not in state]
-        unexpected = [k for k in state if k not in params]
-        problems = []
-        if missing:
-            problems.append(f"missing keys {missing}")
-        if unexpected:
-            problems.append(f"unexpected keys {unexpected}")
+        problems = state_dict_key_problems(params, state)
         arrays = {}
         for name, p in params.items():
             if name not in state:
@@ -91,11 +82,20 @@ class Module:
                     f"size mismatch for {name}: checkpoint shape {value.shape}, "
                     f"model shape {p.data.shape}"
                 )
-            arrays[name] = value
+            else:
+                with np.errstate(over="ignore", invalid="ignore"):
+                    cast = value.astype(p.data.dtype)
+                overflowed = np.isinf(cast) & ~np.isinf(value)
+                if overflowed.any():
+                    i = int(np.flatnonzero(overflowed)[0])
+                    problems.append(
+                        f"{name}[{i}] = {float(value.ravel()[i])!r} is too large for {p.data.dtype}"
+                    )
+                arrays[name] = cast
         if problems:
             raise ValueError(f"load_state_dict for {type(self).__name__}: " + "; ".join(problems))
         for name, value in arrays.items():  # validated: these copies cannot fail
-            np.copyto(params[name].data, value, casting="unsafe")
+            params[name].data[...] = value
 
 
 class Linear(Module):
@@ -159,7 +159,8 @@ class Sigmoid(Module):
 
 
 class Sequential(Module):
-    """Modules applied in order; parameters are named ``layers.<i>.<name>``."""
+    """Modules applied in order (in ``layers``); parameters are named ``<i>.<name>`` as in
+    ``torch.nn.Sequential``."""
 
     def __init__(self, *modules: Module) -> None:
         for i, m in enumerate(modules):
@@ -171,6 +172,10 @@ class Sequential(Module):
         for m in self.layers:
             x = m(x)
         return x
+
+    def _walk(self, prefix: str) -> Iterator[tuple[str, Tensor]]:
+        for i, m in enumerate(self.layers):
+            yield from m._walk(f"{prefix}{i}.")
 
     def __getitem__(self, i: int) -> Module:
         return self.layers[i]
@@ -186,7 +191,8 @@ class MLP(Module):
     """The tensor twin of ``nn.MLP``: ``MLP(2, [16, 16, 1])`` is Linear layers with the
     activation between them and a linear output. Input (N, nin) or (nin,); output
     (N, nouts[-1]) or (nouts[-1],), a Tensor even for one output. ``layers[l].weight``
-    row j holds the weights of the scalar MLP's ``layers[l].neurons[j]``.
+    row j holds the weights of the scalar MLP's ``layers[l].neurons[j]``. Parameters are
+    named as in ``torch.nn.Sequential(Linear, act, ..., Linear)``: ``0.weight``, ``2.weight``.
     """
 
     def __init__(
@@ -209,6 +215,10 @@ class MLP(Module):
         ]
         self.activation = activation
 
+    def _walk(self, prefix: str) -> Iterator[tuple[str, Tensor]]:
+        for i, layer in enumerate(self.layers):
+            yield from layer._walk(f"{prefix}{mlp_layer_key(i)}.")
+
     def forward(self, x: Tensor) -> Tensor:
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
@@ -220,38 +230,3 @@ class MLP(Module):
     def __repr__(self) -> str:
         sizes = [self.layers[0].in_features] + [layer.out_features for layer in self.layers]
         return f"MLP({sizes[0]}, {sizes[1:]}, activation={self.activation!r})"
-
-
-# ---------------------------------------------------------------------- checkpoints
-def save(module: Module, path: str | os.PathLike[str]) -> None:
-    """Write ``module.state_dict()`` to ``path`` as an ``.npz`` archive, atomically: the
-    data goes to a temporary file in the same directory, which then replaces ``path``, so
-    a crash mid-write never leaves a half-written checkpoint."""
-    state = module.state_dict()
-    atomic_write(path, lambda f: np.savez(f, **state), binary=True)
-
-
-def load(module: Module, path: str | os.PathLike[str]) -> None:
-    """Load a checkpoint written by ``save`` into ``module``.
-
-    Every array is read and every key and shape checked before any parameter changes, so
-    a truncated, corrupt or mismatched file raises a ValueError naming the file (and the
-    key and both shapes) and leaves the module as it was.
-    """
-    path = os.fspath(path)
-    if os.path.isfile(path) and not zipfile.is_zipfile(path):
-        raise ValueError(f"load: {path} is not an .npz checkpoint (it is not a zip archive)")
-    try:
-        archive = np.load(path, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise ValueError("it holds a single array, not an .npz archive of named arrays")
-        with archive:
-            state = {key: archive[key] for key in archive.files}
-    except FileNotFoundError:
-        raise
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error) as e:
-        raise ValueError(f"load: {path} is not a readable .npz checkpoint: {e}") from e
-    try:
-        module.load_state_dict(state)
-    except ValueError as e:
-        raise ValueError(f"load: {path}: {e}") from None

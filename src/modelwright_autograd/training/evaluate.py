@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..checkpoint import CheckpointError, load_checkpoint
+from ..checkpoint import CheckpointError, load_checkpoint, shown
 from ..checks import is_finite_non_negative, is_json_int
 from ..data import DATASETS, load_dataset
 from .learners import make_learner
@@ -35,21 +35,22 @@ def _stored_data_config(path: Path, stored: Any) -> dict[str, Any]:
         raise CheckpointError(path, "has no 'data' settings (was it written by train?)")
     name, samples, noise, seed = (stored.get(k) for k in ("dataset", "samples", "noise", "seed"))
     if name not in DATASETS:
-        raise CheckpointError(path, f"unknown dataset {name!r} in its data settings")
+        raise CheckpointError(path, f"unknown dataset {shown(name)} in its data settings")
     if not (is_json_int(seed) and 0 <= seed < 2**32):
         raise CheckpointError(
-            path, f"bad seed {seed!r} in its data settings (must be 0 to 2**32 - 1)"
+            path, f"bad seed {shown(seed)} in its data settings (must be 0 to 2**32 - 1)"
         )
     if name != "digits":
         if not (is_json_int(samples) and MIN_SAMPLES <= samples <= MAX_SAMPLES):
             raise CheckpointError(
                 path,
-                f"bad samples {samples!r} in its data settings "
+                f"bad samples {shown(samples)} in its data settings "
                 f"(must be a whole number from {MIN_SAMPLES} to {MAX_SAMPLES:,})",
             )
         if not is_finite_non_negative(noise):
             raise CheckpointError(
-                path, f"bad noise {noise!r} in its data settings (must be a finite number >= 0)"
+                path,
+                f"bad noise {shown(noise)} in its data settings (must be a finite number >= 0)",
             )
     return {"dataset": name, "samples": samples, "noise": noise, "seed": seed}
 
@@ -72,7 +73,7 @@ def evaluate_checkpoint(
     loss_name, l2 = objective["loss"], objective.get("l2", 0.0)
     if not is_finite_non_negative(l2):
         raise CheckpointError(
-            path, f"bad l2 weight {l2!r} in its objective (must be a finite number >= 0)"
+            path, f"bad l2 weight {shown(l2)} in its objective (must be a finite number >= 0)"
         )
     if (loss_name == "ce") != (arch.nouts[-1] > 1) or (
         loss_name == "ce" and arch.engine == "scalar"
@@ -93,11 +94,13 @@ def evaluate_checkpoint(
     data = load_dataset(wanted["dataset"], wanted["samples"], wanted["noise"], wanted["seed"])
     outputs = data.num_classes if loss_name == "ce" else 1
     if (data.num_features, outputs) != (arch.nin, arch.nouts[-1]):
-        raise UsageError(
-            "--dataset",
+        problem = (
             f"{wanted['dataset']} has {data.num_features} features and {data.num_classes} "
-            f"classes; the checkpoint holds a {arch.describe()}",
+            f"classes; the checkpoint holds a {arch.describe()}"
         )
+        if wanted["dataset"] == stored["dataset"]:  # its own data settings do not fit its model
+            raise CheckpointError(path, f"its data settings do not fit its model: {problem}")
+        raise UsageError("--dataset", problem)
     config = TrainConfig(loss=loss_name, l2=float(l2), engine=arch.engine, **wanted)
     learner = make_learner(config, data, checkpoint.model)
     scores = {"train": score(learner, data.X_train, data.y_train)[0]}
