@@ -187,8 +187,8 @@ def _read_file(path: Path) -> bytes:
         if info.st_size > MAX_FILE_BYTES:
             raise CheckpointError(
                 path,
-                f"is {info.st_size:,} bytes, more than any checkpoint can be "
-                f"({MAX_FILE_BYTES:,}: {max(MAX_PARAMETERS.values()):,} weights)",
+                f"is {info.st_size:,} bytes, more than the {MAX_FILE_BYTES:,} that a checkpoint "
+                f"of at most {max(MAX_PARAMETERS.values()):,} weights can be",
             )
         chunks, size = [], 0
         while size <= MAX_FILE_BYTES:  # the file may grow after fstat: never read past this
