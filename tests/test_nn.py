@@ -2,6 +2,7 @@
 equivalent torch model, and a training run on make_moons."""
 
 import random
+import re
 
 import numpy as np
 import pytest
@@ -140,6 +141,38 @@ def _torch_copy(model):
         if i != len(model.layers) - 1:
             layers.append(act[model.activation]())
     return torch.nn.Sequential(*layers)
+
+
+def test_state_dict_is_torch_sequentials_and_loads_both_ways():
+    model = MLP(3, [4, 2], activation="tanh", seed=0)
+    torch_model = _torch_copy(model)  # built neuron by neuron, not from the state dict
+    theirs = torch_model.state_dict()
+    ours = model.state_dict()
+    assert list(ours) == list(theirs) == ["0.weight", "0.bias", "2.weight", "2.bias"]
+    for name, value in ours.items():
+        assert torch.equal(torch.tensor(value, dtype=torch.float64), theirs[name])
+    other = MLP(3, [4, 2], activation="tanh", seed=1)
+    other.load_state_dict(theirs)  # torch tensors load directly
+    assert [p.data for p in other.parameters()] == [p.data for p in model.parameters()]
+    ours["0.bias"][0] = 99.0  # a copy: changing it leaves the model alone
+    assert model.layers[0].neurons[0].b.data != 99.0
+
+
+def test_load_state_dict_checks_everything_before_changing_anything():
+    model = MLP(2, [3, 1], seed=0)
+    before = [p.data for p in model.parameters()]
+    good = model.state_dict()
+    cases = {
+        "missing keys ['2.bias']": {k: v for k, v in good.items() if k != "2.bias"},
+        "unexpected keys ['4.weight']": {**good, "4.weight": [[1.0]]},
+        "0.weight is not a (3, 2) array of real numbers": {**good, "0.weight": [[1.0, 2.0]] * 2},
+        "0.bias is not a (3,) array of real numbers": {**good, "0.bias": [1.0, True, 2.0]},
+        "2.weight is not a (1, 3) array": {**good, "2.weight": np.zeros((3, 1))},
+    }
+    for problem, state in cases.items():
+        with pytest.raises(ValueError, match=re.escape(problem)):
+            model.load_state_dict(state)
+        assert [p.data for p in model.parameters()] == before
 
 
 def _torch_params_in_engine_order(tmodel):
