@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -68,6 +69,16 @@ def test_a_directory_and_a_huge_sparse_file_are_refused_before_reading(tmp_path,
         assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
         printed = capsys.readouterr()
         assert printed.err.count("\n") == 1 and problem in printed.err
+
+
+def test_odd_names_are_the_one_error(tmp_path):
+    for name, problem in (
+        (str(tmp_path / "a\0b"), "cannot open it (embedded null byte)"),
+        (str(tmp_path / ("x" * 300)), "cannot open it (File name too long)"),
+    ):
+        with pytest.raises(CheckpointError, match=re.escape(problem)) as info:
+            load_checkpoint(name)
+        assert len(str(info.value)) < 600
 
 
 def test_an_empty_checkpoint_option_is_a_usage_error(capsys):

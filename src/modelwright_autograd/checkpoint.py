@@ -177,6 +177,8 @@ def _read_file(path: Path) -> bytes:
         raise CheckpointError(path, "no such file") from None
     except OSError as e:
         raise CheckpointError(path, f"cannot open it ({e.strerror})") from None
+    except ValueError as e:  # a NUL in the name
+        raise CheckpointError(path, f"cannot open it ({e})") from None
     try:
         info = os.fstat(fd)
         for is_kind, kind in _FILE_KINDS:
