@@ -229,10 +229,19 @@ BROKEN = {
         _set_param(4, "0x1.8p+99999"),
         rf"{W0}\[4\] is too large for a float64: '0x1.8p\+99999'",
     ),
-    # (2+1)*16 + (16+1)*1600000 + (1600000+1)*1 = 28,800,049 Values: refused before counting
+    # (2+1)*16 + (16+1)*160000 + (160000+1)*1 = 2,880,049 Values: refused before counting
     "absurd layer size": (
-        _set("architecture", {"nin": 2, "nouts": [16, 1600000, 1], "activation": "relu"}),
-        "architecture has 28,800,049 weights, more than the 1,000,000 a scalar checkpoint",
+        _set("architecture", {"nin": 2, "nouts": [16, 160000, 1], "activation": "relu"}),
+        "architecture has 2,880,049 weights, more than the 1,000,000 a scalar checkpoint",
+    ),
+    # sizes whose product has more digits than Python will print (4,300) are refused first
+    "4000-digit layer size": (
+        _set("architecture", {"nin": 10**4000, "nouts": [10**4000], "activation": "relu"}),
+        "'nin' must be a positive integer up to 1,000,000, got 1000000",
+    ),
+    "4000-digit shape": (
+        _edited(lambda doc: doc["state_dict"]["0.weight"].update(shape=[10**4000, 10**4000])),
+        r"'state_dict' entry '0.weight' has no valid 'shape' \(got \[1000",
     ),
     "bool layer size": (
         _set("architecture", {"nin": 2, "nouts": [16, True, 1], "activation": "relu"}),
@@ -268,7 +277,7 @@ def _no_model_may_be_built(monkeypatch):
 @pytest.mark.parametrize(
     ("engine", "nouts", "message"),
     [
-        ("scalar", [16, 1600000, 1], "28,800,049 weights, more than the 1,000,000"),
+        ("scalar", [16, 160000, 1], "2,880,049 weights, more than the 1,000,000"),
         ("scalar", [16, 16000, 1], "'state_dict' holds 337 numbers; a scalar MLP 2-16-16000-1"),
         ("tensor", [100000, 100000, 1], "10,000,500,001 weights, more than the 2,000,000"),
         ("tensor", [16, 16000, 1], "'state_dict' holds 337 numbers; a tensor MLP 2-16-16000-1"),

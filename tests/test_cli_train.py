@@ -341,10 +341,10 @@ def _edit(*keys, value):
             _edit("state_dict", "0.weight", "data", 4, value="0x1.8p+99999"),
             "is too large for a float64",
         ),
-        # 3*16 + 17*1600000 + 1600001 weights: refused before anything is built
+        # 3*16 + 17*160000 + 160001 weights: refused before anything is built
         (
-            _edit("architecture", "nouts", value=[16, 1600000, 1]),
-            "architecture has 28,800,049 weights",
+            _edit("architecture", "nouts", value=[16, 160000, 1]),
+            "architecture has 2,880,049 weights",
         ),
         # the 2-4-4-1 file holds 3*4 + 5*4 + 5 weights; 2-4-40000-1 needs 3*4 + 5*40000 + 40001
         (

@@ -246,13 +246,20 @@ def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
     if not isinstance(arch, dict):
         raise CheckpointError(path, "missing its 'architecture'")
     nin, nouts, activation = arch.get("nin"), arch.get("nouts"), arch.get("activation")
-    if not is_json_positive_int(nin):
+    limit = MAX_PARAMETERS[engine]  # no layer can be wider than the model's weight limit
+
+    def size(n: Any) -> bool:
+        return is_json_positive_int(n) and n <= limit
+
+    if not size(nin):
         raise CheckpointError(
-            path, f"architecture 'nin' must be a positive integer, got {shown(nin)}"
+            path, f"architecture 'nin' must be a positive integer up to {limit:,}, got {shown(nin)}"
         )
-    if not (isinstance(nouts, list) and nouts and all(is_json_positive_int(n) for n in nouts)):
+    if not (isinstance(nouts, list) and nouts and all(size(n) for n in nouts)):
         raise CheckpointError(
-            path, f"architecture 'nouts' must be a list of positive integers, got {shown(nouts)}"
+            path,
+            f"architecture 'nouts' must be a list of positive integers up to {limit:,}, "
+            f"got {shown(nouts)}",
         )
     if activation not in ACTIVATIONS:
         raise CheckpointError(path, f"unknown activation {shown(activation)}")
@@ -318,7 +325,7 @@ def _decode_state(path: Path, doc: Mapping[str, Any], arch: Architecture) -> dic
         if not (
             isinstance(shape, list)
             and len(shape) <= _MAX_DIMS
-            and all(is_json_positive_int(n) for n in shape)
+            and all(is_json_positive_int(n) and n <= arch.num_parameters() for n in shape)
         ):
             raise CheckpointError(path, f"{where} has no valid 'shape' (got {shown(shape)})")
         if not isinstance(data, list) or len(data) != math.prod(shape):
