@@ -137,7 +137,9 @@ def test_every_message_is_short_even_for_a_checkpoint_of_100000_layers(tmp_path,
     path.write_text(json.dumps(doc))
     with pytest.raises(CheckpointError) as info:
         load_checkpoint(path)
-    assert "'nouts' must be a list of positive integers, got ['x', 'x'" in str(info.value)
+    assert "'nouts' must be a list of positive integers up to 1,000,000, got ['x', 'x'" in str(
+        info.value
+    )
     assert len(str(info.value)) < 600
 
 
@@ -156,6 +158,23 @@ def test_data_settings_that_do_not_fit_the_model_are_a_checkpoint_error(
         cli.main(["evaluate", "--checkpoint", str(small_run), "--dataset", "digits"])
     assert info.value.code == 2
     assert "argument --dataset: digits has 64 features" in capsys.readouterr().err
+
+
+def test_odd_numbers_in_the_settings_are_handled(tmp_path, capsys, small_run):
+    doc = json.loads(small_run.read_text())
+    doc["data"]["noise"] = -0.0  # NumPy refuses a scale of -0.0: it is read as 0
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(doc))
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 0
+    assert "noise 0.0" in capsys.readouterr().out
+    settings = {"data": doc["data"], "objective": doc["objective"]}
+    ckpt.save_checkpoint(path, tensor_nn.MLP(2, [3, 1], seed=0, dtype=np.float32), settings)
+    doc = json.loads(path.read_text())
+    doc["objective"]["l2"] = 1e308
+    path.write_text(json.dumps(doc))
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad l2 weight 1e+308: too large for a float32" in err
 
 
 # ---------------------------------------------------------------------- earlier files

@@ -99,6 +99,7 @@ def make_2d(
         raise ValueError(f"n_samples must be a whole number >= 2, got {n_samples!r}")
     if not (math.isfinite(noise) and noise >= 0.0):
         raise ValueError(f"noise must be a finite number >= 0, got {noise!r}")
+    noise = noise + 0.0  # -0.0 becomes 0.0: NumPy refuses a scale whose sign bit is set
     if name == "moons":
         X, y = make_moons(n_samples=n_samples, noise=noise, random_state=rng)
     elif name == "circles":

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..checkpoint import CheckpointError, load_checkpoint, shown
 from ..checks import is_finite_non_negative, is_json_int
 from ..data import DATASETS, load_dataset
@@ -52,6 +54,7 @@ def _stored_data_config(path: Path, stored: Any) -> dict[str, Any]:
                 path,
                 f"bad noise {shown(noise)} in its data settings (must be a finite number >= 0)",
             )
+        noise = noise + 0.0  # -0.0 is 0
     return {"dataset": name, "samples": samples, "noise": noise, "seed": seed}
 
 
@@ -75,6 +78,8 @@ def evaluate_checkpoint(
         raise CheckpointError(
             path, f"bad l2 weight {shown(l2)} in its objective (must be a finite number >= 0)"
         )
+    if l2 > float(np.finfo(arch.dtype).max):  # a float32 model would compute with inf
+        raise CheckpointError(path, f"bad l2 weight {shown(l2)}: too large for a {arch.dtype}")
     if (loss_name == "ce") != (arch.nouts[-1] > 1) or (
         loss_name == "ce" and arch.engine == "scalar"
     ):
