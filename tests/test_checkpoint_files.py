@@ -279,6 +279,37 @@ def test_npz_members_are_checked_by_header(tmp_path):
 N = 400
 
 
+def _damaged(raw: bytes, how: str) -> bytes:
+    if how == "truncated":
+        return raw[: len(raw) // 2]
+    if how == "directory offset":  # the end record points before the start of the file
+        end = raw.rindex(b"PK\x05\x06")
+        return raw[: end + 16] + (2**32 - 1).to_bytes(4, "little") + raw[end + 20 :]
+    if how == "data":  # a flipped byte in the first array's numbers: the CRC catches it
+        return raw[:200] + bytes([raw[200] ^ 0xFF]) + raw[201:]
+    if how == "npy":
+        buffer = io.BytesIO()
+        np.save(buffer, np.ones(3))
+        return buffer.getvalue()
+    return b""
+
+
+@pytest.mark.parametrize(
+    ("how", "problem"),
+    [
+        ("truncated", "not a readable .npz archive"),
+        ("directory offset", "not a readable .npz archive"),
+        ("data", "not a readable .npz archive (Bad CRC-32"),
+        ("npy", "not a text file"),
+        ("empty", "the file is empty"),
+    ],
+)
+def test_a_damaged_npz_is_the_one_error_and_changes_nothing(tmp_path, how, problem):
+    path = tmp_path / "model.npz"
+    path.write_bytes(_damaged((LEGACY / "tensor_nn_save.npz").read_bytes(), how))
+    assert problem in _before_after(tensor_nn.MLP(2, [3, 2], seed=1), path)
+
+
 def _crafted_npz(path: Path, header: bytes, data_size: int, compress: bool) -> None:
     """An .npz with the model's 0.weight (zeros) and a 0.bias whose .npy header is
     ``header`` and whose data is ``data_size`` zero bytes, written in 16 MB pieces."""

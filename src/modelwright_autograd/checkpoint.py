@@ -17,6 +17,7 @@ import os
 import re
 import reprlib
 import stat
+import struct
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -373,6 +374,23 @@ def _decode_v1_scalar(path: Path, items: Any, arch: Architecture) -> dict[str, n
 
 
 # ---------------------------------------------------------------------- .npz (weights only)
+#: What ``zipfile`` raises on a damaged archive (found by corrupting bytes of a real .npz):
+#: a bad CRC or header, a negative seek from a corrupt directory, a bad deflate stream...
+_CORRUPT_ZIP = (
+    zipfile.BadZipFile,
+    zlib.error,
+    EOFError,
+    NotImplementedError,  # an unsupported compression method
+    RuntimeError,  # an encrypted member
+    ValueError,
+    OSError,
+    struct.error,
+    OverflowError,
+    KeyError,
+    IndexError,
+)
+
+
 def _read_npz(path: Path, raw: bytes, model: Any) -> dict[str, np.ndarray]:
     """The arrays of an ``.npz`` written by the former ``tensor_nn.save``. Each member's
     name, ``.npy`` header (dtype, shape) and declared size are checked against ``model``
@@ -398,7 +416,9 @@ def _read_npz(path: Path, raw: bytes, model: Any) -> dict[str, np.ndarray]:
             for name, info in members.items():
                 with archive.open(info) as member:
                     state[name] = _read_npy(path, name, info, member, expected[name])
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
+    except CheckpointError:
+        raise
+    except _CORRUPT_ZIP as e:
         raise CheckpointError(path, f"not a readable .npz archive ({e})") from None
     return state
 
