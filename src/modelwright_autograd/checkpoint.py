@@ -42,7 +42,7 @@ _HEX_FLOAT = re.compile(r"-?(0x[0-9a-f]+(\.[0-9a-f]*)?p[+-]?[0-9]+|inf|nan)")
 #: The most weights a checkpoint may hold, per engine. A Value costs ~110 bytes and ~4 us
 #: to build, so a million is ~0.1 GB and a few seconds; a tensor weight is ~29 bytes of
 #: JSON, so two million is a 56 MB file that loads in about 4 s at a peak of 0.35 GB (see
-#: docs/checkpoints.md). The largest model this project trains (the digits MLP) has 17,290.
+#: docs/checkpoints.md). The largest model this project trains (the digits MLP) has 17,226.
 MAX_PARAMETERS = {"scalar": 1_000_000, "tensor": 2_000_000}
 #: The largest file a load reads: the longest float.hex (24 characters) with its quotes,
 #: comma, newline and indentation, for the most weights, plus a megabyte of the rest.
