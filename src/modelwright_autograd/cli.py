@@ -306,12 +306,14 @@ def add_export(subparsers: Subparsers) -> None:
     )
     p.add_argument("checkpoint", type=file_path, metavar="CHECKPOINT", help="a model.json")
     p.add_argument("out", type=file_path, metavar="OUT", help="the file to write, e.g. model.pt")
-    p.set_defaults(func=run_export)
+    p.set_defaults(func=partial(run_export, parser=p))
 
 
-def run_export(args: argparse.Namespace) -> int:
-    """Export a checkpoint for PyTorch: 0, or 1 for a bad checkpoint, a missing torch or an
-    unwritable OUT."""
+def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Export a checkpoint for PyTorch: 0, 1 for a bad checkpoint, a missing torch or an
+    unwritable OUT, 2 for an OUT that is the checkpoint itself."""
+    if args.out.resolve() == args.checkpoint.resolve():
+        parser.error(f"argument OUT: {args.out} is the checkpoint itself; name another file")
     try:
         checkpoint = load_checkpoint(args.checkpoint)
         export_torch(checkpoint.model, args.out)
