@@ -3,8 +3,9 @@
 ``Value`` is the scalar engine and ``MLP`` the neural net built on it; ``Tensor`` is the same
 engine over NumPy arrays (its nets in ``tensor_nn``, its losses in ``functional``); ``SGD``
 and ``Adam`` update anything with ``.data`` and ``.grad``; ``gradcheck`` compares gradients
-with finite differences; ``draw_graph`` and the ``explain`` module show a backward pass
-at work.
+with finite differences (``gradgradcheck`` their derivatives); ``grad``, ``jacobian``,
+``hessian``, ``hvp`` and ``jvp`` are torch.autograd's functions; ``draw_graph`` and the
+``explain`` module show a backward pass at work.
 
 Only the standard-library parts (the scalar engine, its nets, losses, optimisers and
 gradcheck) are imported here; the names that need NumPy or Graphviz load their module when
@@ -14,8 +15,9 @@ first used, so ``import modelwright_autograd`` works with neither installed.
 from importlib import import_module
 from typing import Any
 
+from .autograd import grad, hessian, hvp, jacobian, jvp
 from .engine import Value
-from .gradcheck import GradcheckError, gradcheck
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import is_grad_enabled, no_grad
 from .losses import binary_cross_entropy_with_logits, mse_loss, svm_loss
 from .nn import MLP, Layer, Module, Neuron
@@ -62,8 +64,14 @@ __all__ = [
     "cat",
     "draw_graph",
     "einsum",
+    "grad",
     "gradcheck",
+    "gradgradcheck",
+    "hessian",
+    "hvp",
     "is_grad_enabled",
+    "jacobian",
+    "jvp",
     "maximum",
     "minimum",
     "mse_loss",
