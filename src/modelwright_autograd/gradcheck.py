@@ -190,6 +190,10 @@ def gradgradcheck(
     live = s.requires_grad if tensor else isinstance(s, Value)
     seconds = grad(s, leaves, allow_unused=True) if live else (None,) * len(xs)
     for i, (x, second) in enumerate(zip(xs, seconds)):
+        if second is None:  # no path from the gradient to this input
+            second = np.zeros_like(x) if tensor else 0.0
+        elif tensor:
+            second = second.data
         for index in np.ndindex(x.shape) if tensor else [()]:
             plus, minus = list(xs), list(xs)
             if tensor:
@@ -200,9 +204,7 @@ def gradgradcheck(
                 plus[i] += eps
                 minus[i] -= eps
             numeric = (evaluate(plus) - evaluate(minus)) / (2.0 * eps)
-            if second is None:  # no path from the gradient to this input
-                second = np.zeros_like(x) if tensor else 0.0
-            analytic = float(second.data[index]) if tensor else second
+            analytic = float(second[index]) if tensor else second
             where = f"input {i} at index {index}" if tensor else f"input {i} (x={x!r})"
             _check_close(analytic, numeric, atol, rtol, f"the gradient, {where},")
     return True
