@@ -132,3 +132,24 @@ def test_script_form_and_bad_arguments() -> None:
     assert proc.returncode == 2 and "unknown section" in proc.stderr
     proc = _run("-m", "benchmarks", "--repeats", "0", timeout=60)
     assert proc.returncode == 2 and "positive whole number" in proc.stderr
+
+
+def test_forward_vs_reverse_smoke(tmp_path: Path) -> None:
+    """``python -m benchmarks.modes --smoke``: both modes give the same Jacobian at every
+    size, every (shape, n, mode) is timed, and the table and the plot are written."""
+    out, png = tmp_path / "modes.json", tmp_path / "modes.png"
+    proc = _run("-m", "benchmarks.modes", "--smoke", "--json", str(out), "--plot", str(png))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    got = [(r["shape"], r["n"], r["mode"]) for r in data["rows"]]
+    assert got == [
+        (shape, n, mode)
+        for shape in ("n->1", "1->n")
+        for n in data["sizes"]
+        for mode in ("forward", "reverse")
+    ]
+    for r in data["rows"]:
+        assert r["max_abs_diff_between_modes"] <= 1e-12
+        assert r["seconds"]["n"] == 1 and r["seconds"]["median"] > 0
+    assert len(_table_rows(proc.stdout, "# Forward mode")) == 2 * len(data["sizes"])
+    assert png.read_bytes().startswith(b"\x89PNG")
