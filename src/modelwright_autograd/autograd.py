@@ -48,20 +48,20 @@ def _as_nodes(xs: object, what: str) -> tuple[Node, ...]:
     return nodes
 
 
+class _Roots:
+    """A stand-in node whose inputs are the outputs, so one walk orders them all."""
+
+    __slots__ = ("_prev",)
+
+    def __init__(self, outputs: Sequence[Node]) -> None:
+        self._prev = tuple(outputs)
+
+
 def _order(outputs: Sequence[Node]) -> list[Node]:
-    """Every node the outputs depend on, each after its inputs (one list for several roots:
-    each root's order is topological, and a node first met in a later one has its inputs
-    before it there or in an earlier one)."""
+    """Every node the outputs depend on, each after its inputs (the stand-in dropped)."""
     from .graph import topological_order
 
-    seen: set[int] = set()
-    order = []
-    for out in outputs:
-        for node in topological_order(out):
-            if id(node) not in seen:
-                seen.add(id(node))
-                order.append(node)
-    return order
+    return topological_order(_Roots(outputs))[:-1]
 
 
 # ---------------------------------------------------------------------- reverse mode
