@@ -313,3 +313,26 @@ def test_gradgradcheck_catches_a_wrong_double_backward_that_gradcheck_misses():
     assert gradcheck(lambda a: cube(a).sum(), [np.array([0.5, -1.0])])
     with pytest.raises(GradcheckError, match="gradient, input 0 at index"):
         gradgradcheck(lambda a: cube(a).sum(), [np.array([0.5, -1.0])])
+
+
+# ---------------------------------------------------------------------- the worked example
+def test_newton_example_in_the_docs_converges_in_a_handful_of_steps():
+    """docs/higher-order.md's Newton block, run here so its step counts are measured: a
+    handful for Newton, hundreds for gradient descent, at a point where torch finds the
+    gradient zero."""
+    from pathlib import Path
+
+    from test_docs import python_blocks
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "higher-order.md"
+    namespace: dict = {}
+    for _, code in python_blocks(page.read_text("utf-8")):
+        if "def newton" in code:
+            exec(code, namespace)
+    assert namespace["newton_steps"] < 10 and namespace["gd_steps"] >= 100
+    # torch's gradient of the same loss at Newton's answer: zero, so it is the minimum
+    w = _t(namespace["w_newton"]).requires_grad_()
+    X, y = _t(namespace["X"]), _t(namespace["y"])
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(X @ w, y) + 0.01 * (w * w).sum()
+    (g,) = torch.autograd.grad(loss, w)
+    assert g.abs().max().item() < 1e-8
