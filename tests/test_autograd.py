@@ -336,3 +336,18 @@ def test_newton_example_in_the_docs_converges_in_a_handful_of_steps():
     loss = torch.nn.functional.binary_cross_entropy_with_logits(X @ w, y) + 0.01 * (w * w).sum()
     (g,) = torch.autograd.grad(loss, w)
     assert g.abs().max().item() < 1e-8
+
+
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_tensor_backward_keeps_a_gradient_seed_with_history_like_torch():
+    # x.grad = 2 x u depends on u too; differentiating it reaches u, as in torch
+    x = Tensor([1.0, 2.0], requires_grad=True)
+    u = Tensor([0.5, -1.0], requires_grad=True)
+    (x * x).backward(u, create_graph=True)
+    x.grad.sum().backward()
+    tx = _t([1.0, 2.0]).requires_grad_()
+    tu = _t([0.5, -1.0]).requires_grad_()
+    (tx * tx).backward(tu, create_graph=True)
+    tx.grad.sum().backward()
+    np.testing.assert_array_equal(u.grad, tu.grad.numpy())
+    np.testing.assert_array_equal(x.grad.data, tx.grad.detach().numpy())

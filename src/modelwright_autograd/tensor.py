@@ -1765,18 +1765,19 @@ class Tensor:
                     f"tensor has shape {self.shape}, so pass gradient= an array of that shape"
                 )
             seed = np.ones(self.data.shape, dtype=self.data.dtype)
+        elif create_graph and isinstance(gradient, Tensor):
+            seed = gradient  # kept as it is: the gradients may depend on it too, as in torch
         else:
             seed = _to_array(gradient, "backward(gradient)", self.data.dtype)
-            if seed.shape != self.data.shape:
-                raise ValueError(
-                    f"backward: gradient has shape {seed.shape} but the tensor has shape "
-                    f"{self.shape}"
-                )
+        if seed.shape != self.data.shape:
+            raise ValueError(
+                f"backward: gradient has shape {seed.shape} but the tensor has shape {self.shape}"
+            )
         order = topological_order(self)
         for node in order:
             if node._prev:
                 node.grad = None
-        if create_graph:
+        if create_graph and not isinstance(seed, Tensor):
             seed = make_node(seed, (), "", None)
         _accumulate(self, seed, None)
         for node in reversed(order):
