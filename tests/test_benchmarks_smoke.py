@@ -134,6 +134,7 @@ def test_script_form_and_bad_arguments() -> None:
     assert proc.returncode == 2 and "positive whole number" in proc.stderr
 
 
+@pytest.mark.slow
 def test_forward_vs_reverse_smoke(tmp_path: Path) -> None:
     """``python -m benchmarks.modes --smoke``: both modes give the same Jacobian at every
     size, every (shape, n, mode) is timed, and the table and the plot are written."""

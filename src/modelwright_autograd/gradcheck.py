@@ -52,12 +52,7 @@ def gradcheck(
     def evaluate(values: list[float]) -> float:
         return f(*[Value(v) for v in values]).data
 
-    for i, leaf in enumerate(leaves):
-        plus, minus = list(xs), list(xs)
-        plus[i] += eps
-        minus[i] -= eps
-        numeric = (evaluate(plus) - evaluate(minus)) / (2.0 * eps)
-        _check_close(leaf.grad, numeric, atol, rtol, f"input {i} (x={xs[i]!r})")
+    _check_differences(xs, [leaf.grad for leaf in leaves], evaluate, eps, atol, rtol)
     return True
 
 
@@ -83,6 +78,46 @@ def _check_close(analytic: float, numeric: float, atol: float, rtol: float, wher
         )
 
 
+def _check_differences(
+    xs: list[Any],
+    analytic: list[Any],
+    evaluate: Callable[[list[Any]], float],
+    eps: float,
+    atol: float,
+    rtol: float,
+    what: str = "",
+) -> None:
+    """Compare ``analytic[i]`` (a float, or an array of ``xs[i]``'s shape) with central
+    differences of ``evaluate`` at ``xs``, one input element at a time."""
+    for i, x in enumerate(xs):
+        if isinstance(x, float):
+            plus, minus = list(xs), list(xs)
+            plus[i] += eps
+            minus[i] -= eps
+            numeric = (evaluate(plus) - evaluate(minus)) / (2.0 * eps)
+            _check_close(analytic[i], numeric, atol, rtol, f"{what}input {i} (x={x!r})")
+            continue
+        import numpy as np
+
+        for index in np.ndindex(x.shape):
+            plus, minus = list(xs), list(xs)
+            plus[i], minus[i] = x.copy(), x.copy()
+            plus[i][index] += eps
+            minus[i][index] -= eps
+            numeric = (evaluate(plus) - evaluate(minus)) / (2.0 * eps)
+            where = f"{what}input {i} at index {index} (x={x[index]!r})"
+            _check_close(float(analytic[i][index]), numeric, atol, rtol, where)
+
+
+def _float64_arrays(inputs: Sequence[Any]) -> list[Any]:
+    """Each input (an array, a Tensor or a number) as a new float64 array."""
+    import numpy as np
+
+    from .tensor import Tensor
+
+    return [np.array(x.data if isinstance(x, Tensor) else x, dtype=np.float64) for x in inputs]
+
+
 def _gradcheck_tensor(
     f: Callable[..., Tensor],
     inputs: Sequence[Any],
@@ -103,7 +138,7 @@ def _gradcheck_tensor(
 
     from .tensor import Tensor
 
-    xs = [np.array(x.data if isinstance(x, Tensor) else x, dtype=np.float64) for x in inputs]
+    xs = _float64_arrays(inputs)
     if not xs:
         raise ValueError("gradcheck needs at least one input")
     leaves = [Tensor(x, requires_grad=True) for x in xs]
@@ -117,16 +152,8 @@ def _gradcheck_tensor(
         with no_grad():
             return float((w * f(*[Tensor(v) for v in values]).data).sum())
 
-    for i, (x, leaf) in enumerate(zip(xs, leaves)):
-        analytic = leaf.grad if leaf.grad is not None else np.zeros_like(x)
-        for index in np.ndindex(x.shape):
-            plus = [v.copy() for v in xs]
-            minus = [v.copy() for v in xs]
-            plus[i][index] += eps
-            minus[i][index] -= eps
-            numeric = (evaluate(plus) - evaluate(minus)) / (2.0 * eps)
-            where = f"input {i} at index {index} (x={x[index]!r})"
-            _check_close(float(analytic[index]), numeric, atol, rtol, where)
+    analytic = [np.zeros_like(x) if t.grad is None else t.grad for x, t in zip(xs, leaves)]
+    _check_differences(xs, analytic, evaluate, eps, atol, rtol)
     return True
 
 
@@ -154,9 +181,7 @@ def gradgradcheck(
 
         from .tensor import Tensor
 
-        xs: list[Any] = [
-            np.array(x.data if isinstance(x, Tensor) else x, dtype=np.float64) for x in inputs
-        ]
+        xs: list[Any] = _float64_arrays(inputs)
         rng = np.random.default_rng(seed)
     else:
         import random
@@ -183,28 +208,15 @@ def gradgradcheck(
 
     def evaluate(values: list[Any]) -> float:
         s = contracted(leaves_of(values), False)
-        return float(s.data) if tensor else s
+        return s if isinstance(s, float) else float(s.data)
 
     leaves = leaves_of(xs)
     s = contracted(leaves, True)
-    live = s.requires_grad if tensor else isinstance(s, Value)
+    live = not isinstance(s, float) and (s.requires_grad if tensor else True)
     seconds = grad(s, leaves, allow_unused=True) if live else (None,) * len(xs)
-    for i, (x, second) in enumerate(zip(xs, seconds)):
-        if second is None:  # no path from the gradient to this input
-            second = np.zeros_like(x) if tensor else 0.0
-        elif tensor:
-            second = second.data
-        for index in np.ndindex(x.shape) if tensor else [()]:
-            plus, minus = list(xs), list(xs)
-            if tensor:
-                plus[i], minus[i] = x.copy(), x.copy()
-                plus[i][index] += eps
-                minus[i][index] -= eps
-            else:
-                plus[i] += eps
-                minus[i] -= eps
-            numeric = (evaluate(plus) - evaluate(minus)) / (2.0 * eps)
-            analytic = float(second[index]) if tensor else second
-            where = f"input {i} at index {index}" if tensor else f"input {i} (x={x!r})"
-            _check_close(analytic, numeric, atol, rtol, f"the gradient, {where},")
+    analytic = [
+        (np.zeros_like(x) if tensor else 0.0) if d is None else (d.data if tensor else d)
+        for x, d in zip(xs, seconds)
+    ]
+    _check_differences(xs, analytic, evaluate, eps, atol, rtol, "the gradient, ")
     return True
