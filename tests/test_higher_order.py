@@ -22,19 +22,20 @@ import torch
 from test_report_ops import engine_rules
 from test_tensor_ops import (
     BINARY,
+    EINSUM,
     INDEXES,
     MATMUL_SHAPES,
-    REDUCTION_DIMS,
+    REDUCE,
+    REDUCE_CASES,
     SHAPE_OPS,
     SHAPE_PAIRS,
-    TORCH_REDUCE,
     UNARY,
     _torch_index,
     _values,
 )
 
 import modelwright_autograd.functional as F
-from modelwright_autograd import Tensor, Value, cat, grad, stack
+from modelwright_autograd import Tensor, Value, cat, einsum, grad, outer, stack
 from modelwright_autograd import functional as functional_module
 from modelwright_autograd import tensor as tensor_module
 from modelwright_autograd.graph import topological_order
@@ -53,8 +54,11 @@ def _torch_double(fn, arrays, u, ws):
     s = sum(((g * torch.tensor(w)).sum() for g, w in zip(gs, ws) if g is not None), ut.sum() * 0)
     seconds = torch.autograd.grad(s, [*xs, ut], allow_unused=True)
     like = [*arrays, u]
-    first = [np.zeros_like(a) if g is None else g.detach().numpy() for g, a in zip(gs, arrays)]
-    return first, [np.zeros_like(a) if d is None else d.numpy() for d, a in zip(seconds, like)]
+    first = [np.zeros_like(a) if g is None else g.numpy(force=True) for g, a in zip(gs, arrays)]
+    # force=True: torch answers a zero second derivative (abs) with a lazy ZeroTensor
+    return first, [
+        np.zeros_like(a) if d is None else d.numpy(force=True) for d, a in zip(seconds, like)
+    ]
 
 
 def _ours_double(fn, arrays, u, ws):
@@ -96,10 +100,19 @@ def check_double(ours, theirs, arrays, seed=0):
 
 # ---------------------------------------------------------------------- the tensor rows
 def _reduce_row(op, dim, keepdim):
+    ours, theirs = REDUCE[op]
     return (
-        lambda t: getattr(t, op)(dim=dim, keepdim=keepdim),
-        lambda t: TORCH_REDUCE[op](t, dim, keepdim),
+        lambda t: ours(t, dim, keepdim),
+        lambda t: theirs(t, dim, keepdim),
         [_values((2, 3, 4), 20)],
+    )
+
+
+def _einsum_row(subscripts, shapes):
+    return (
+        lambda *ts: einsum(subscripts, *ts),
+        lambda *ts: torch.einsum(subscripts, *ts),
+        [_values(s, 35 + i) for i, s in enumerate(shapes)],
     )
 
 
@@ -128,10 +141,11 @@ TENSOR_ROWS = {
     },
     **{
         f"{op}(dim={dim},keepdim={k})": _reduce_row(op, dim, k)
-        for op in ("sum", "mean", "max")
-        for dim in REDUCTION_DIMS
+        for op, dim in REDUCE_CASES
         for k in (False, True)
     },
+    **{f"einsum{subscripts}": _einsum_row(subscripts, shapes) for subscripts, shapes in EINSUM},
+    "outer": (outer, torch.outer, [_values((3,), 36), _values((4,), 37)]),
     **{
         f"index{key!r}": (
             lambda t, k=key: t[k],
