@@ -11,7 +11,9 @@ The tensor rows come from the op tables of tests/test_tensor_ops.py (binary ops 
 broadcasting table, unary ops, matmul shapes, reductions over every dim, indexing, shape
 ops, softmax, losses): an op added to those tables is checked here too, and
 ``test_every_tensor_rule_is_differentiated_twice`` fails for a rule no row reaches. The
-scalar rows are keyed by backward rule and must cover every rule engine.py has.
+scalar rows are keyed by backward rule and must cover every rule engine.py has. The fused
+nodes are among the rows: Value.sum and Value.dot (scalar), linear, cross_entropy,
+log_softmax and the reductions (tensor).
 """
 
 from __future__ import annotations
