@@ -351,3 +351,10 @@ def test_tensor_backward_keeps_a_gradient_seed_with_history_like_torch():
     tx.grad.sum().backward()
     np.testing.assert_array_equal(u.grad, tu.grad.numpy())
     np.testing.assert_array_equal(x.grad.data, tx.grad.detach().numpy())
+
+
+def test_jacobian_of_an_empty_output_is_empty():
+    # shape out.shape + in.shape = (0, 3) (torch 2.13 raises on this case instead)
+    a = np.ones(3)
+    for strategy in ("reverse-mode", "forward-mode"):
+        assert jacobian(lambda x: x[:0] * 2.0, a, strategy=strategy).shape == (0, 3)

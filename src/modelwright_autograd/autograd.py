@@ -362,6 +362,8 @@ def _assemble(rows: list, out_shape: tuple, in_shape: tuple, create_graph: bool)
     import numpy as np
 
     tm = _tensor_module()
+    if not rows:  # an output with no elements
+        return _constant(np.zeros(out_shape + in_shape))
     if create_graph:
         return tm.stack(rows, 0).reshape(out_shape + in_shape)
     return _constant(np.stack([tm.raw(r) for r in rows], 0).reshape(out_shape + in_shape))
