@@ -1,0 +1,328 @@
+"""The child side of ``modelwright-autograd check``: runs inside a separate process, imports
+the learner's engine and answers the grader's requests, one JSON line each.
+
+It is started as a script (``python probe.py REQUEST_FD REPLY_FD``) and uses only the
+standard library plus ``programs.py`` beside it, so nothing of the grader's package is
+imported into the learner's process. The learner's prints go to this process's own
+stdout/stderr, which the parent captures apart from the report. Every request's failure,
+an exception from the learner's code included, becomes a reply describing it; a hang or a
+crash is the parent's to detect (it kills the process group on its timeout).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import os
+import random
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("_grader_programs", _HERE / "programs.py")
+programs = importlib.util.module_from_spec(_spec)
+sys.modules["_grader_programs"] = programs  # dataclasses looks the module up by name
+_spec.loader.exec_module(programs)
+
+MEMORY_LIMIT = 4 * 2**30  # bytes of address space the learner's process may use
+OUTPUT_LIMIT = 16 * 2**20  # bytes it may print (stdout/stderr are files)
+CHILDREN_NAMES = ("_prev", "_children", "children", "prev", "parents", "_parents")
+
+engine: dict[str, Any] = {}  # what "load" found: Value, MLP, the learner's files
+
+
+def main() -> None:
+    _limit_resources()
+    if sys.path and Path(sys.path[0] or ".").resolve() == _HERE:
+        sys.path.pop(0)  # the grader's folder must not shadow the learner's module names
+    requests = os.fdopen(int(sys.argv[1]), "r", encoding="utf-8")
+    replies = os.fdopen(int(sys.argv[2]), "w", encoding="utf-8")
+    for line in requests:
+        request = json.loads(line)
+        try:
+            reply = HANDLERS[request["do"]](request)
+        except BaseException as error:  # SystemExit, KeyboardInterrupt from their code too
+            reply = {"error": describe(error)}
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+def _limit_resources() -> None:
+    try:
+        import resource
+    except ImportError:  # not on POSIX: the parent's timeout still applies
+        return
+    for limit, value in (
+        (resource.RLIMIT_AS, MEMORY_LIMIT),
+        (resource.RLIMIT_FSIZE, OUTPUT_LIMIT),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        try:
+            resource.setrlimit(limit, (value, value))
+        except (ValueError, OSError):
+            pass
+
+
+def describe(error: BaseException) -> dict[str, Any]:
+    """The error as data: its type, message, and where in the learner's files it rose."""
+    where = ""
+    roots = engine.get("files", [])
+    for frame in traceback.extract_tb(error.__traceback__):
+        if any(frame.filename == root for root in roots):
+            where = f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}"
+    message = str(error)
+    if isinstance(error, SystemExit):
+        message = f"the code called sys.exit({error.code!r})"
+    return {"type": type(error).__name__, "message": message[:500], "where": where}
+
+
+def load(request: dict[str, Any]) -> dict[str, Any]:
+    """Import the learner's modules: put their folder on sys.path, import by name."""
+    sys.path.insert(0, request["sys_path"])
+    engine["files"] = request["files"]
+    found: dict[str, Any] = {}
+    value_module = _import(request["value_module"], request.get("value_file"))
+    value = getattr(value_module, "Value", None)
+    if not isinstance(value, type):
+        return {"error": {"type": "NoValue", "message": "", "where": ""}}
+    engine["Value"] = value
+    if request.get("mlp_module"):
+        mlp_module = _import(request["mlp_module"], request.get("mlp_file"))
+        engine["MLP"] = getattr(mlp_module, "MLP", None)
+        found["library"] = [n for n in ("Neuron", "Layer", "MLP") if hasattr(mlp_module, n)]
+    elif hasattr(value_module, "MLP"):
+        engine["MLP"] = value_module.MLP
+        found["library"] = [n for n in ("Neuron", "Layer", "MLP") if hasattr(value_module, n)]
+    found["mlp"] = engine.get("MLP") is not None
+    return found
+
+
+def _import(name: str, file: str | None) -> Any:
+    """Import ``name``; a file whose name clashes with an imported module loads by path."""
+    if file is not None and name in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, file)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(name)
+
+
+def children_of(node: Any) -> list[Any] | None:
+    for name in CHILDREN_NAMES:
+        children = getattr(node, name, None)
+        if children is not None and not callable(children):
+            try:
+                return list(children)
+            except TypeError:
+                continue
+    return None
+
+
+def grader_walk(out: Any) -> None:
+    """The walk backward() should do, for an engine whose backward() is still a TODO: an
+    iterative topological sort, the seed 1.0, each node's zero-argument _backward in
+    reverse."""
+    order, seen, stack = [], set(), [(out, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in children_of(node) or [])
+    out.grad = 1.0
+    for node in reversed(order):
+        node._backward()
+
+
+def run_programs(request: dict[str, Any]) -> dict[str, Any]:
+    """Build each program with the learner's Value, backward() from the output, report
+    the output's value and grad and every input's grad (or where it failed)."""
+    return {"results": [_run_program(program) for program in request["programs"]]}
+
+
+def _run_program(program: dict[str, Any]) -> dict[str, Any]:
+    stage = "forward"
+    try:
+        slots = programs.evaluate(program, engine["Value"])
+        data = float(slots[-1].data)
+        stage = "backward"
+        slots[-1].backward()
+        return _gradients(program, slots) | {"out": data}
+    except BaseException as error:
+        result = {"stage": stage, "error": describe(error)}
+        if isinstance(error, NotImplementedError) and stage == "backward":
+            result["rules"] = _rules_alone(program)
+        return result
+
+
+def _gradients(program: dict[str, Any], slots: list[Any]) -> dict[str, Any]:
+    leaves = slots[: len(program["inputs"])]
+    return {"out_grad": float(slots[-1].grad), "grads": [float(v.grad) for v in leaves]}
+
+
+def _rules_alone(program: dict[str, Any]) -> dict[str, Any]:
+    """backward() is still a TODO: run the op rules with the grader's own walk, so the
+    report can say whether they are right already."""
+    try:
+        slots = programs.evaluate(program, engine["Value"])
+        if children_of(slots[-1]) is None:
+            return {"error": {"type": "NoChildren", "message": "", "where": ""}}
+        grader_walk(slots[-1])
+        return _gradients(program, slots)
+    except BaseException as error:
+        return {"error": describe(error)}
+
+
+def shape(request: dict[str, Any]) -> dict[str, Any]:
+    """What a fresh Value(2.0) holds: the course's data, grad, children, _backward."""
+    v = engine["Value"](2.0)
+    backward = getattr(v, "_backward", None)
+    return {
+        "data": float(v.data),
+        "grad": float(v.grad),
+        "children": next((n for n in CHILDREN_NAMES if hasattr(v, n)), None),
+        "has_backward_method": callable(getattr(v, "backward", None)),
+        "leaf_backward": "none" if backward is None else "callable" if callable(backward) else "other",
+    }
+
+
+def leaf_backward(request: dict[str, Any]) -> dict[str, Any]:
+    """Call a leaf's _backward() by hand: it must change nothing."""
+    v = engine["Value"](3.0)
+    backward = getattr(v, "_backward", None)
+    if backward is None or not callable(backward):
+        return {"ran": False}
+    v.grad = 0.75
+    try:
+        backward()
+    except TypeError as error:  # a rule taking arguments (like this project's own engine)
+        return {"ran": False, "signature": str(error)}
+    return {"ran": True, "grad_after": float(v.grad), "data_after": float(v.data)}
+
+
+def accumulate(request: dict[str, Any]) -> dict[str, Any]:
+    """Two backward() calls on two graphs that share the leaves a=2, b=3."""
+    value = engine["Value"]
+    a, b = value(2.0), value(3.0)
+    (a * b).backward()
+    first = float(a.grad)
+    (a + b).backward()
+    return {"after_first": first, "after_second": float(a.grad)}
+
+
+def chain(request: dict[str, Any]) -> dict[str, Any]:
+    """backward() through a chain of ``n`` multiplications by 1.0001."""
+    x = engine["Value"](1.0)
+    y = x
+    for _ in range(request["n"]):
+        y = y * 1.0001
+    try:
+        y.backward()
+    except RecursionError as error:
+        return {"recursion": True, "error": describe(error)}
+    return {"recursion": False, "grad": float(x.grad)}
+
+
+def _network(nin: int, nouts: list[int], seed: int) -> tuple[Any, list[Any]]:
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed)
+    model = engine["MLP"](nin, nouts)
+    return model, list(model.parameters())
+
+
+def _score(model: Any, x: list[float]) -> Any:
+    out = model(x)
+    if isinstance(out, (list, tuple)):
+        out = out[0]
+    return out
+
+
+def network_gradients(request: dict[str, Any]) -> dict[str, Any]:
+    """The gradient of (MLP(x) - 0.25)**2 for every parameter, and the same by central
+    differences of the learner's own forward (h = 1e-6, then 1e-4 where they disagree)."""
+    model, params = _network(3, [4, 4, 1], seed=1)
+    x = [0.5, -1.2, 0.8]
+
+    def loss() -> Any:
+        return (_score(model, x) - 0.25) ** 2
+
+    for p in params:
+        p.grad = 0.0
+    loss().backward()
+    grads = [float(p.grad) for p in params]
+    differences: list[list[float]] = []
+    for p in params:
+        pair = []
+        for h in (1e-6, 1e-4):
+            saved = p.data
+            p.data = saved + h
+            up = float(loss().data)
+            p.data = saved - h
+            down = float(loss().data)
+            p.data = saved
+            pair.append((up - down) / (2 * h))
+        differences.append(pair)
+    distinct = len({id(p) for p in params})
+    return {"grads": grads, "differences": differences, "distinct": distinct}
+
+
+def train(request: dict[str, Any]) -> dict[str, Any]:
+    """Plain SGD on the given points: MSE to labels -1/+1, minibatches of 10, until the
+    whole set is classified to ``target`` accuracy or ``epochs`` run out."""
+    model, params = _network(2, [8, 8, 1], seed=0)
+    xs, ys = request["X"], request["y"]
+    lr, batch, target = request["lr"], request["batch"], request["target"]
+    order = list(range(len(xs)))
+    rng = random.Random(0)
+
+    def evaluate_all() -> tuple[float, float]:
+        scores = [float(_score(model, x).data) for x in xs]
+        loss = sum((s - t) ** 2 for s, t in zip(scores, ys)) / len(ys)
+        accuracy = sum((s > 0) == (t > 0) for s, t in zip(scores, ys)) / len(ys)
+        return loss, accuracy
+
+    start_loss, start_accuracy = evaluate_all()
+    history = [[start_loss, start_accuracy]]
+    for _ in range(request["epochs"]):
+        rng.shuffle(order)
+        for first in range(0, len(order), batch):
+            chosen = order[first : first + batch]
+            total = None
+            for i in chosen:
+                term = (_score(model, xs[i]) - ys[i]) ** 2
+                total = term if total is None else total + term
+            loss = total * (1.0 / len(chosen))
+            for p in params:
+                p.grad = 0.0
+            loss.backward()
+            for p in params:
+                p.data -= lr * p.grad
+        history.append(list(evaluate_all()))
+        if history[-1][1] >= target:
+            break
+    return {"history": history, "parameters": len(params)}
+
+
+HANDLERS = {
+    "load": load,
+    "programs": run_programs,
+    "shape": shape,
+    "leaf_backward": leaf_backward,
+    "accumulate": accumulate,
+    "chain": chain,
+    "network_gradients": network_gradients,
+    "train": train,
+}
+
+if __name__ == "__main__":
+    main()

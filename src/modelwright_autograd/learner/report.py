@@ -1,0 +1,84 @@
+"""The grader's report: one row per check, the verdict, as text or as JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+PASS, FAIL, ABSENT, NOTE = "pass", "fail", "not present", "note"
+_LABEL = {PASS: "pass", FAIL: "FAIL", ABSENT: "n/a ", NOTE: "note"}
+
+
+@dataclass
+class Row:
+    """One check: its name, pass / fail / not present / note, the diagnosis in words, and
+    (on failure) lines the learner can paste to see it for themselves."""
+
+    name: str
+    status: str
+    diagnosis: str
+    reproduce: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Report:
+    path: str
+    oracle: str
+    rows: list[Row] = field(default_factory=list)
+    engine_output: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def failed(self) -> int:
+        return sum(row.status == FAIL for row in self.rows)
+
+    @property
+    def counted(self) -> int:
+        """Rows that pass or fail; notes and absent optional ops are not checks."""
+        return sum(row.status in (PASS, FAIL) for row in self.rows)
+
+    @property
+    def passed(self) -> bool:
+        network = any(r.name == "network trains" and r.status == PASS for r in self.rows)
+        return self.failed == 0 and network
+
+    @property
+    def verdict(self) -> str:
+        if self.passed:
+            return "BUILD GATE PASSED"
+        if self.failed:
+            return f"not yet: {self.failed} of {self.counted} checks fail"
+        return "not yet: the engine's checks pass, but the gate asks for an MLP that trains"
+
+    def to_text(self) -> str:
+        width = max(len(row.name) for row in self.rows)
+        lines = [f"checking {self.path}", f"oracle: {self.oracle}", ""]
+        for row in self.rows:
+            head = f"{_LABEL[row.status]}  {row.name.ljust(width)}  "
+            text = row.diagnosis.splitlines() or [""]
+            lines.append(head + text[0])
+            lines.extend(" " * len(head) + more for more in text[1:])
+            if row.reproduce:
+                lines.append(" " * len(head) + "reproduce:")
+                lines.extend(" " * (len(head) + 2) + code for code in row.reproduce)
+        if self.engine_output:
+            lines.append("")
+            lines.append("the engine printed (last lines, not part of the checks):")
+            lines.extend(f"  | {line}" for line in self.engine_output)
+        lines.append("")
+        lines.append(f"{self.verdict}  ({self.seconds:.1f} s)")
+        return "\n".join(lines)
+
+    def to_json(self) -> str:
+        data = {
+            "path": self.path,
+            "oracle": self.oracle,
+            "checks": [asdict(row) for row in self.rows],
+            "failed": self.failed,
+            "checked": self.counted,
+            "passed": self.passed,
+            "verdict": self.verdict,
+            "engine_output": self.engine_output,
+            "seconds": round(self.seconds, 2),
+        }
+        return json.dumps(data, indent=2, allow_nan=True)
