@@ -129,9 +129,7 @@ OP_CHECKS = [
     ),
     OpCheck("relu", "relu", [[-1.5], [0.0], [2.0]], False, []),
     OpCheck("exp", "exp", [[0.5], [-1.2]], False, []),
-    OpCheck(
-        "log", "log", [[0.5], [2.5]], False, [("sign: d(log a)/da = 1/a", lambda a: [-1 / a])]
-    ),
+    OpCheck("log", "log", [[0.5], [2.5]], False, [("sign: d(log a)/da = 1/a", lambda a: [-1 / a])]),
     OpCheck(
         "sigmoid",
         "sigmoid",
@@ -354,7 +352,7 @@ class Grader:
             self.status[check.op] = FAIL
             self.add(Row(name, FAIL, _failure_text(results, check.label)))
             return
-        for program, result in zip(programs, results):
+        for result in results:
             if "error" in result and _absent(result, check.op):
                 status = FAIL if check.required else ABSENT
                 text = f"not defined: define {_DUNDER.get(check.op) or check.op}"
@@ -380,7 +378,8 @@ class Grader:
             if "error" in result:
                 return _result_error(result, self.oracle, program), program
             out, grads = self.oracle.evaluate(program)
-            if check.op == "relu" and program["inputs"][0] == 0.0 and not self.oracle.exact_at_kinks:
+            at_kink = check.op == "relu" and program["inputs"][0] == 0.0
+            if at_kink and not self.oracle.exact_at_kinks:
                 grads = [0.0]  # relu'(0) = 0 by PyTorch's convention; differences see 0.5
             if not close(result["out"], out):
                 return (
@@ -779,6 +778,8 @@ def _failure_text(reply: dict[str, Any], what: str) -> str:
     return f"{what} raised {_error_text(reply['error'])}"
 
 
-def grade(target: Target, oracle: Oracle, timeout: float = 10.0, train_timeout: float = 90.0) -> Report:
+def grade(
+    target: Target, oracle: Oracle, timeout: float = 10.0, train_timeout: float = 90.0
+) -> Report:
     """Run every check against the engine at ``target`` and return the report."""
     return Grader(target, oracle, timeout, train_timeout).run()

@@ -10,6 +10,7 @@ out of the report.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -36,7 +37,7 @@ class EngineProcess:
         self._requests: Any = None
         self._replies = -1
         self._buffer = b""
-        self._output = tempfile.TemporaryFile()
+        self._output = tempfile.TemporaryFile()  # noqa: SIM115 (closed by __exit__)
 
     def load(self) -> dict[str, Any]:
         """Start the process and import the engine: the probe's answer (what it found, or
@@ -125,17 +126,13 @@ class EngineProcess:
     def close(self) -> None:
         """Kill the process group (if running) and forget it; the next ask restarts."""
         if self._proc is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
             self._proc.wait()
             self._proc = None
         if self._requests is not None:
-            try:
+            with contextlib.suppress(BrokenPipeError):
                 self._requests.close()
-            except BrokenPipeError:
-                pass
             self._requests = None
         if self._replies >= 0:
             os.close(self._replies)
