@@ -38,6 +38,7 @@ class OpCheck:
     points: list[list[float]]
     required: bool
     bugs: list[tuple[str, Callable[..., list[float]]]]
+    built_on: tuple[str, ...] = ()  # ops a course engine often builds this one from
 
 
 def _single(op: str, point: list[float]) -> Program:
@@ -55,13 +56,6 @@ def _tanh_grad_from_input(a: float) -> list[float]:
 
 OP_CHECKS = [
     OpCheck(
-        "a + b",
-        "add",
-        [[2.0, -3.0], [-0.5, 1.25]],
-        True,
-        [("only one input received the gradient: both get out.grad", lambda a, b: [1.0, 0.0])],
-    ),
-    OpCheck(
         "a * b",
         "mul",
         [[2.0, -3.0], [-0.5, 1.25]],
@@ -74,6 +68,13 @@ OP_CHECKS = [
             ),
             ("treated like +: d(a*b)/da = b, not 1", lambda a, b: [1.0, 1.0]),
         ],
+    ),
+    OpCheck(
+        "a + b",
+        "add",
+        [[2.0, -3.0], [-0.5, 1.25]],
+        True,
+        [("only one input received the gradient: both get out.grad", lambda a, b: [1.0, 0.0])],
     ),
     OpCheck(
         "a ** n",
@@ -91,13 +92,16 @@ OP_CHECKS = [
             ),
         ],
     ),
-    OpCheck("-a", "neg", [[1.5], [-2.0]], True, [("sign: d(-a)/da = -1", lambda a: [1.0])]),
+    OpCheck(
+        "-a", "neg", [[1.5], [-2.0]], True, [("sign: d(-a)/da = -1", lambda a: [1.0])], ("mul",)
+    ),
     OpCheck(
         "a - b",
         "sub",
         [[2.0, -3.0], [-0.5, 1.25]],
         True,
         [("the sign of the second input: d(a-b)/db = -1", lambda a, b: [1.0, 1.0])],
+        ("add", "neg", "mul"),
     ),
     OpCheck(
         "a / b",
@@ -108,6 +112,7 @@ OP_CHECKS = [
             ("division's sign: d(a/b)/db = -a/b**2", lambda a, b: [1 / b, a / b**2]),
             ("d(a/b)/db = -a/b**2: the a is missing", lambda a, b: [1 / b, -1 / b**2]),
         ],
+        ("mul", "pow"),
     ),
     OpCheck("2 ** a", "rpow", [[1.5, 2.0], [-0.5, 3.0]], False, []),
     OpCheck(
@@ -392,31 +397,42 @@ class Grader:
         if not wrong:
             return "", programs[0]
         program, result, grads = wrong[0]
+        got = ", ".join(f"{g:.6g}" for g in result["grads"])
+        want = ", ".join(f"{g:.6g}" for g in grads)
+        generic = f"wrong gradient at {_inputs_text(program)}: got {got}, expected {want}"
+        basis = [op for op in check.built_on if self.status.get(op) == FAIL]
+        if self._root_cause() or basis:
+            hint = self._root_cause() or (
+                f" (if {check.label} is built from {' and '.join(map(_op_words, basis))}, "
+                "fix that first)"
+            )
+            return generic + hint, program
+        alone = [(p, r) for p, r, _ in wrong if len(p["steps"]) == 1]
+        if not alone:  # right as the output, wrong when its result feeds another op
+            if check.op != "mul" and self.status.get("mul") == FAIL:
+                return f"right as the output; wrong in ({check.label}) * 3, and * fails", program
+            if all(close(x * 3.0, w) for x, w in zip(result["grads"], grads)):
+                words = "multiply the local derivative by out.grad (the chain rule)"
+                return f"the backward ignores out.grad: {words}", program
+            return (
+                f"right as the output, but wrong when its result feeds another op: got {got}, "
+                f"expected {want}. Does backward() run each node's _backward only after all "
+                "of its users' (see 'order')?",
+                program,
+            )
         if check.op == "relu":
-            leaked = [p["inputs"][0] for p, r, _ in wrong if p["inputs"][0] <= 0]
+            leaked = [p["inputs"][0] for p, r in alone if p["inputs"][0] <= 0]
             if leaked:
                 at = " and ".join(f"a = {x:g}" for x in leaked)
                 return (
                     f"relu passes gradient where its output is 0 (at {at}): "
                     "self.grad += (out.data > 0) * out.grad",
-                    next(p for p, _, _ in wrong if p["inputs"][0] <= 0),
-                )
-        upstream = [(p, r, g) for p, r, g in wrong if len(p["steps"]) > 1]
-        if upstream and len(upstream) == len(wrong) and not self.failed("a * b"):
-            p, r, g = upstream[0]
-            if all(close(x * 3.0, w) for x, w in zip(r["grads"], g)):
-                return (
-                    "the backward ignores out.grad: multiply the local derivative by "
-                    "out.grad (the chain rule)",
-                    p,
+                    next(p for p, _ in alone if p["inputs"][0] <= 0),
                 )
         for words, bug in check.bugs:
-            if all(_matches(bug, p, r) for p, r, _ in wrong if len(p["steps"]) == 1):
-                return words, program
-        got = ", ".join(f"{g:.6g}" for g in result["grads"])
-        want = ", ".join(f"{g:.6g}" for g in grads)
-        text = f"wrong gradient at {_inputs_text(program)}: got {got}, expected {want}"
-        return text + self._root_cause(), program
+            if all(_matches(bug, p, r) for p, r in alone):
+                return words, alone[0][0]
+        return generic, program
 
     def check_numbers(self) -> None:
         """a + 2, 2 * a, 1 - a, ...: plain numbers on either side of a Value."""
@@ -442,10 +458,10 @@ class Grader:
                 self.add(Row(name, FAIL, text, self.code(program)))
                 return
             if not close(result["grads"][0], grads[0]):
-                text = (
-                    f"{example}: a.grad is {result['grads'][0]!r}, expected {grads[0]!r}"
-                    + self._root_cause()
-                )
+                basic_failed = any(self.status.get(op) == FAIL for op in _DUNDER)
+                hint = self._root_cause() or (" (see the rows above)" if basic_failed else "")
+                text = f"{example}: a.grad is {result['grads'][0]!r}, expected {grads[0]!r}"
+                text += hint
                 self.add(Row(name, FAIL, text, self.code(program)))
                 return
         self.add(Row(name, PASS, ", ".join(example for _, example, _ in NUMBER_FORMS)))
@@ -493,11 +509,15 @@ class Grader:
                 overwritten.append(op)
                 first_wrong = first_wrong or program
         if overwritten:
-            where = " and ".join(_op_words(op) for op in overwritten)
+            basic = [op for op in overwritten if op in ("add", "mul")] or overwritten
             text = (
                 "the gradient was overwritten, not accumulated: `=` where `+=` belongs in "
-                f"the backward of {where}. A value used twice gets the sum of both paths"
+                f"the backward of {' and '.join(map(_op_words, basic))}. A value used twice "
+                "gets the sum of both paths"
             )
+            others = [op for op in overwritten if op not in basic]
+            if others:
+                text += f" (also seen through {', '.join(map(_op_words, others))})"
             self.add(Row(name, FAIL, text + self._root_cause(), self.code(first_wrong)))
         else:
             shown = ", ".join(_op_words(op) for op, _ in cases)
@@ -523,15 +543,18 @@ class Grader:
         if all(close(g, w) for g, w in zip(result["grads"], grads)):
             self.add(Row(name, PASS, "a diamond graph: every node waits for all its users"))
             return
-        if self.failed("seed") or self.failed("reuse") or self.failed("leaf _backward"):
-            text = "wrong gradients on a diamond graph" + (
-                self._root_cause() or " (probably because of 'reuse' above)"
-            )
+        reuse_ran = self.failed("reuse") and not self.rows["reuse"].diagnosis.startswith("not")
+        if self._root_cause():
+            text = "wrong gradients on a diamond graph" + self._root_cause()
         elif result["grads"] == [0.0, 0.0]:
             text = (
                 "the inputs got no gradient: backward() must call every node's _backward, "
                 "outputs first: walk the topological order in reverse"
             )
+        elif self.status.get("add") == FAIL or self.status.get("mul") == FAIL:
+            text = "wrong gradients on a diamond graph of + and *, which fail above"
+        elif reuse_ran:
+            text = "wrong gradients on a diamond graph (probably because of 'reuse' above)"
         else:
             text = (
                 "a node passed its gradient on before all of its users had pushed theirs: "
@@ -729,7 +752,8 @@ def _absent(result: dict[str, Any], op: str) -> bool:
     message = error["message"]
     if error["type"] == "AttributeError":
         return f"'{_METHOD.get(op, op)}'" in message and not error["where"]
-    return error["type"] == "TypeError" and "unsupported operand" in message
+    unsupported = ("unsupported operand", "bad operand type")
+    return error["type"] == "TypeError" and any(text in message for text in unsupported)
 
 
 def _error_text(error: dict[str, Any]) -> str:
