@@ -1,0 +1,293 @@
+"""`modelwright-autograd init` and `check`: the starter, and the grader on real engines.
+
+Each engine in tests/learner_engines/ is the solved starter with one classic bug (or an
+engine that hangs, crashes, recurses or does not import); each must fail with its own
+diagnosis. micrograd 0.1.0, this project's own Value and the solved starter must pass.
+The engines are graded in parallel (each in its own child process) once per session.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+import modelwright_autograd
+from modelwright_autograd.cli import main
+from modelwright_autograd.learner.checks import grade
+from modelwright_autograd.learner.locate import locate
+from modelwright_autograd.learner.oracle import (
+    close,
+    finite_difference_oracle,
+    torch_oracle,
+)
+from modelwright_autograd.learner.programs import OPS, random_programs
+from modelwright_autograd.learner.report import FAIL, NOTE
+from modelwright_autograd.learner.starter import TEMPLATES, write_starter
+
+ENGINES = Path(__file__).parent / "learner_engines"
+SOLVED = ENGINES / "solved_starter"
+TIMEOUT = 2.0  # seconds per check: the hanging engine is stopped twice, then given up
+
+# engine file -> (the row that must fail, words its diagnosis must contain)
+BROKEN = {
+    "overwrite_mul": (
+        "reuse",
+        "overwritten, not accumulated: `=` where `+=` belongs in the backward of *.",
+    ),
+    "overwrite_add": ("reuse", "`=` where `+=` belongs in the backward of +."),
+    "breadth_first": ("order", "before all of its users had pushed theirs"),
+    "forward_order": ("order", "walk the topological order in reverse"),
+    "no_seed": ("seed", "backward() forgets to seed 1.0"),
+    "tanh_from_input": ("tanh", "taken from the input instead of the output"),
+    "pow_missing_n": ("a ** n", "the power rule is missing its factor n"),
+    "div_sign": ("a / b", "division's sign"),
+    "sub_sign": ("a - b", "the sign of the second input"),
+    "missing_rmul": ("numbers with Values", "2 * a raised TypeError"),
+    "leaf_backward": ("leaf _backward", "a leaf's _backward is not a no-op"),
+    "relu_at_zero": ("relu", "relu passes gradient where its output is 0 (at a = 0)"),
+    "mul_own_value": ("a * b", "each input received its own value"),
+    "exp_ignores_upstream": ("exp", "the backward ignores out.grad"),
+    "rsub_swapped": ("numbers with Values", "the operands are swapped"),
+    "hangs": ("seed", f"did not finish in {TIMEOUT:g} s"),
+    "recurses_forever": ("seed", "RecursionError"),
+    "crashes": ("seed", "killed by SIGSEGV"),
+    "does_not_import": ("engine loads", "ModuleNotFoundError: No module named"),
+    "no_value": ("engine loads", "has no class Value"),
+    "exits_on_import": ("engine loads", "sys.exit(0)"),
+}
+ONE_BUG = [
+    name for name in BROKEN if (ENGINES / f"{name}.py").read_text().startswith('"""The solved')
+]
+
+
+@pytest.fixture(scope="session")
+def oracle():
+    found = torch_oracle()
+    assert found is not None, "torch is a test dependency"
+    return found
+
+
+def _grade_all(paths, oracle, timeout=TIMEOUT):
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        reports = pool.map(lambda p: grade(locate(p), oracle, timeout, 60.0), paths)
+        return dict(zip(paths, reports))
+
+
+@pytest.fixture(scope="session")
+def broken_reports(oracle, tmp_path_factory):
+    starter = tmp_path_factory.mktemp("starter")
+    write_starter(starter)
+    paths = [ENGINES / f"{name}.py" for name in [*BROKEN, "recursive_topo"]] + [starter]
+    reports = _grade_all(paths, oracle)
+    return {path.stem if path != starter else "starter": r for path, r in reports.items()}
+
+
+def _row(report, name):
+    return next(row for row in report.rows if row.name == name)
+
+
+@pytest.mark.parametrize("engine", list(BROKEN))
+def test_each_broken_engine_fails_with_its_own_diagnosis(broken_reports, engine):
+    report = broken_reports[engine]
+    row_name, words = BROKEN[engine]
+    row = _row(report, row_name)
+    assert row.status == FAIL, report.to_text()
+    assert words in row.diagnosis, report.to_text()
+    assert not report.passed and report.verdict.startswith("not yet:")
+
+
+def test_each_broken_engine_is_the_solved_starter_with_one_small_change():
+    solved = (SOLVED / "engine.py").read_text().splitlines()
+    for name in ONE_BUG:
+        broken = (ENGINES / f"{name}.py").read_text().splitlines()
+        changed = [
+            line
+            for line in difflib.unified_diff(solved, broken, lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+        assert 0 < len(changed) <= 40, (name, changed)
+    assert len(ONE_BUG) >= 12
+
+
+def test_the_classic_bugs_name_the_right_place(broken_reports):
+    # a bug's own row fails; the rows it cannot touch still pass
+    assert _row(broken_reports["overwrite_mul"], "a * b").status == "pass"
+    assert _row(broken_reports["tanh_from_input"], "a * b").status == "pass"
+    assert _row(broken_reports["relu_at_zero"], "tanh").status == "pass"
+    # no-seed and a leaf's _backward are named as the cause on the op rows too
+    assert "because of 'seed'" in _row(broken_reports["no_seed"], "a + b").diagnosis
+    leaf = _row(broken_reports["leaf_backward"], "a * b").diagnosis
+    assert "because of 'leaf _backward'" in leaf
+
+
+def test_a_recursive_sort_is_a_note_not_a_failure(broken_reports):
+    report = broken_reports["recursive_topo"]
+    assert report.failed == 0, report.to_text()
+    chain = _row(report, "5,000-node chain")
+    assert chain.status == NOTE and "recursion limit" in chain.diagnosis
+    assert "explicit stack" in chain.diagnosis
+
+
+def test_the_untouched_starter_fails_naming_its_todos(broken_reports):
+    report = broken_reports["starter"]
+    assert not report.passed
+    assert "TODO 1: backward()" in _row(report, "seed").diagnosis
+    for row, todo in (("a + b", "TODO 2"), ("a * b", "TODO 3"), ("a ** n", "TODO 4")):
+        assert todo in _row(report, row).diagnosis
+    assert "TODO 5" in _row(report, "tanh").diagnosis
+    assert "TODO 6" in _row(report, "relu").diagnosis
+    assert _row(report, "engine loads").status == "pass"
+
+
+def test_a_hanging_engine_is_stopped_within_the_timeouts(broken_reports):
+    report = broken_reports["hangs"]
+    assert report.seconds < 2 * TIMEOUT + 10
+    assert any("not run: the engine hung 2 times" in r.diagnosis for r in report.rows)
+
+
+def test_the_reproduce_lines_run_and_show_the_bug(broken_reports, tmp_path):
+    row = _row(broken_reports["overwrite_mul"], "reuse")
+    code = "\n".join(row.reproduce)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    printed = [float(x) for x in done.stdout.split()]
+    words = row.reproduce[-1].replace(",", " ").split()
+    expected = [float(x) for x in words if x[:1].isdigit() or x[:1] == "-"]
+    assert printed[0] == pytest.approx(expected[0])  # the forward is right
+    assert printed[1] != pytest.approx(expected[1])  # the gradient is not: the bug shows
+
+
+def test_finite_differences_agree_with_torch_on_every_program_the_grader_uses(oracle):
+    fd = finite_difference_oracle()
+    for program in random_programs(list(OPS), 300, seed=0):
+        out, grads = oracle.evaluate(program)
+        out_fd, grads_fd = fd.evaluate(program)
+        assert close(out_fd, out)
+        assert all(close(g, w) for g, w in zip(grads_fd, grads)), program
+
+
+# ------------------------------------------------------------------ engines that pass
+
+
+@pytest.mark.slow
+def test_micrograd_our_value_and_the_solved_starter_pass_the_gate(oracle):
+    import micrograd
+
+    micrograd_dir = Path(micrograd.__file__).parent
+    ours = Path(modelwright_autograd.__file__).parent
+    reports = _grade_all([micrograd_dir, ours, SOLVED], oracle, timeout=30.0)
+    for report in reports.values():
+        assert report.passed, report.to_text()
+        assert report.verdict == "BUILD GATE PASSED"
+    chain = _row(reports[micrograd_dir], "5,000-node chain")
+    assert "recursion limit" in chain.diagnosis  # micrograd's recursive sort
+    assert _row(reports[micrograd_dir], "tanh").status == "not present"
+
+
+@pytest.mark.slow
+def test_the_finite_difference_oracle_grades_the_same(tmp_path):
+    fd = finite_difference_oracle()
+    paths = [SOLVED, ENGINES / "tanh_from_input.py", ENGINES / "relu_at_zero.py"]
+    reports = _grade_all(paths, fd, timeout=30.0)
+    assert reports[SOLVED].passed and "finite differences" in reports[SOLVED].oracle
+    assert "input instead of the output" in _row(reports[paths[1]], "tanh").diagnosis
+    relu = _row(reports[paths[2]], "relu")  # relu'(0) = 0, PyTorch's convention, in both
+    assert relu.status == FAIL and "(at a = 0)" in relu.diagnosis
+
+
+# ------------------------------------------------------------------ the commands
+
+
+def test_init_writes_the_starter_and_refuses_a_non_empty_folder(tmp_path, capsys):
+    target = tmp_path / "mine"
+    assert main(["init", str(target)]) == 0
+    assert sorted(p.name for p in target.iterdir()) == sorted(TEMPLATES)
+    notebook = json.loads((target / "starter.ipynb").read_text())
+    assert notebook["nbformat"] == 4
+    engine = (target / "engine.py").read_text()
+    assert engine.count("raise NotImplementedError(") == 7  # backward() and six rules
+    before = {p.name: p.read_text() for p in target.iterdir()}
+    assert main(["init", str(target)]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert {p.name: p.read_text() for p in target.iterdir()} == before
+    (tmp_path / "file").write_text("x")
+    assert main(["init", str(tmp_path / "file")]) == 2
+
+
+def test_check_refuses_a_path_it_cannot_check(tmp_path, capsys):
+    assert main(["check", str(tmp_path / "missing.py")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "notes.txt").write_text("x")
+    assert main(["check", str(tmp_path / "notes.txt")]) == 2
+    assert main(["check", str(tmp_path)]) == 2
+    assert "defines a class Value" in capsys.readouterr().err
+    assert main(["check", "--timeout", "0", str(ENGINES / "no_value.py")]) == 2
+
+
+def test_check_json_says_the_same_as_the_text(capsys):
+    path = str(ENGINES / "div_sign.py")
+    assert main(["check", "--json", path]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert (
+        data["passed"] is False
+        and data["verdict"] == f"not yet: {data['failed']} of {data['checked']} checks fail"
+    )
+    row = next(r for r in data["checks"] if r["name"] == "a / b")
+    assert row["status"] == "fail" and "division's sign" in row["diagnosis"]
+    assert row["reproduce"][-1].startswith("# expected:")
+    assert main(["check", path]) == 1
+    text = capsys.readouterr().out
+    assert "FAIL  a / b" in text and text.rstrip().splitlines()[-1].startswith(data["verdict"])
+
+
+def test_the_engine_s_prints_stay_out_of_the_report(tmp_path, capsys):
+    noisy = tmp_path / "noisy.py"
+    noisy.write_text((SOLVED / "engine.py").read_text() + '\nprint("hello from the engine")\n')
+    main(["check", "--json", str(noisy)])
+    data = json.loads(capsys.readouterr().out)  # stdout is the JSON alone
+    assert data["engine_output"] == ["hello from the engine"]
+
+
+def _probe_processes(marker: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if "probe.py" in cmdline and marker in (entry / "cwd").resolve().as_posix():
+                pids.append(int(entry.name))
+    return pids
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to find the child")
+def test_ctrl_c_ends_the_check_cleanly_and_kills_the_child(tmp_path):
+    engine = tmp_path / "hangs.py"
+    engine.write_text((ENGINES / "hangs.py").read_text())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "modelwright_autograd", "check", "--timeout", "60", str(engine)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(modelwright_autograd.__file__).parents[1])},
+    )
+    deadline = time.monotonic() + 30
+    while not _probe_processes(str(tmp_path)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _probe_processes(str(tmp_path)), "the child never started"
+    time.sleep(0.5)  # let it reach the hanging backward()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    assert err.strip() == "modelwright-autograd check: interrupted"
+    assert not _probe_processes(str(tmp_path))
