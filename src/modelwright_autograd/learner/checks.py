@@ -20,7 +20,7 @@ from typing import Any
 from .child import EngineProcess
 from .locate import Target
 from .oracle import Oracle, close
-from .programs import NONLINEARITIES, OPS, Program, random_programs, to_code
+from .programs import NONLINEARITIES, OPS, Program, input_names, random_programs, to_code
 from .report import ABSENT, FAIL, NOTE, PASS, Report, Row
 
 RANDOM_PROGRAMS = 300
@@ -179,6 +179,7 @@ class Grader:
         self.process = EngineProcess(target.load_request(), str(target.sys_path), timeout)
         self.report = Report(str(target.path), oracle.description)
         self.hangs = 0
+        self.has_mlp = False
         self.status: dict[str, str] = {}  # op name -> status of its row
         self.rows: dict[str, Row] = {}
 
@@ -189,8 +190,7 @@ class Grader:
         return row
 
     def ask(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        if self.hangs >= MAX_HANGS:
-            return {"failure": "skipped"}
+        """The engine's reply to one request; a timeout is counted (see MAX_HANGS)."""
         reply = self.process.ask(request, timeout or self.timeout)
         if reply.get("failure") == "timeout":
             self.hangs += 1
@@ -207,7 +207,7 @@ class Grader:
 
     def code(self, program: Program) -> list[str]:
         out, grads = self.oracle.evaluate(program)
-        names = [f"{n}.grad" for n in _input_names(program)]
+        names = [f"{n}.grad" for n in input_names(program)]
         return to_code(
             program, self.target.import_lines, dict(zip(["out.data", *names], [out, *grads]))
         )
@@ -217,11 +217,12 @@ class Grader:
         started = time.monotonic()
         try:
             if self.check_loads():
+                ops = [lambda check=check: self.check_op(check) for check in OP_CHECKS]
                 for check in (
                     self.check_shape,
                     self.check_seed,
                     self.check_leaf_backward,
-                    self.check_ops,
+                    *ops,
                     self.check_numbers,
                     self.check_nonlinearity,
                     self.check_reuse,
@@ -232,6 +233,10 @@ class Grader:
                     self.check_network_gradients,
                     self.check_training,
                 ):
+                    if self.hangs >= MAX_HANGS:
+                        text = f"not run: the engine hung {MAX_HANGS} times; fix that first"
+                        self.add(Row("the other checks", FAIL, text))
+                        break
                     check()
         finally:
             self.report.seconds = time.monotonic() - started
@@ -340,10 +345,6 @@ class Grader:
             if self.failed(row):
                 return f" (probably because of '{row}' above)"
         return ""
-
-    def check_ops(self) -> None:
-        for check in OP_CHECKS:
-            self.check_op(check)
 
     def check_op(self, check: OpCheck) -> None:
         programs = [_single(check.op, point) for point in check.points]
@@ -710,14 +711,8 @@ class Grader:
 # ---------------------------------------------------------------------- words
 
 
-def _input_names(program: Program) -> list[str]:
-    from .programs import input_names
-
-    return input_names(program)
-
-
 def _inputs_text(program: Program) -> str:
-    names = _input_names(program)
+    names = input_names(program)
     text = ", ".join(f"{n} = {x:g}" for n, x in zip(names, program["inputs"]))
     return text
 
@@ -758,6 +753,8 @@ def _absent(result: dict[str, Any], op: str) -> bool:
 
 def _error_text(error: dict[str, Any]) -> str:
     text = f"{error['type']}: {error['message']}" if error["message"] else error["type"]
+    if error["type"] == "MemoryError":
+        text += " (the engine's process may use at most 4 GiB)"
     return text + (f" ({error['where']})" if error["where"] else "")
 
 
@@ -785,7 +782,7 @@ def _result_error(
 
 
 def _failure_text(reply: dict[str, Any], what: str) -> str:
-    """Words for a request that did not come back: hung, crashed, or skipped."""
+    """Words for a request that did not come back (it hung or crashed) or raised."""
     failure = reply.get("failure")
     if failure == "timeout":
         return (
@@ -797,8 +794,6 @@ def _failure_text(reply: dict[str, Any], what: str) -> str:
         return f"the engine's process {reply['how']} during {what}" + (
             f": {output}" if output else ""
         )
-    if failure == "skipped":
-        return f"not run: the engine hung {MAX_HANGS} times already"
     return f"{what} raised {_error_text(reply['error'])}"
 
 
