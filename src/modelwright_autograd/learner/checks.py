@@ -25,6 +25,7 @@ from .report import ABSENT, FAIL, NOTE, PASS, Report, Row
 
 RANDOM_PROGRAMS = 300
 CHAIN_LENGTH = 5000
+TODO = "not done yet:"  # how a diagnosis of NotImplementedError begins
 MAX_HANGS = 2  # after this many timeouts the remaining checks are not run
 
 
@@ -177,7 +178,7 @@ class Grader:
         self.timeout = timeout
         self.train_timeout = train_timeout
         self.process = EngineProcess(target.load_request(), str(target.sys_path), timeout)
-        self.report = Report(str(target.path), oracle.description)
+        self.report = Report(target.shown, oracle.description)
         self.hangs = 0
         self.has_mlp = False
         self.status: dict[str, str] = {}  # op name -> status of its row
@@ -185,6 +186,8 @@ class Grader:
 
     # ------------------------------------------------------------------ plumbing
     def add(self, row: Row) -> Row:
+        if row.diagnosis.startswith(TODO):
+            row.reproduce = []  # the TODO's own message says where: nothing to reproduce
         self.report.rows.append(row)
         self.rows[row.name] = row
         return row
@@ -574,6 +577,9 @@ class Grader:
             return
         wrong = []
         for program, result in zip(programs, results):
+            if "error" in result and result["error"]["type"] == "NotImplementedError":
+                self.add(Row(name, FAIL, _result_error(result)))
+                return
             if "error" in result:
                 wrong.append(program)
                 continue
@@ -765,9 +771,10 @@ def _result_error(
     right already (checked with the grader's own walk)."""
     error = result["error"]
     if error["type"] == "NotImplementedError":
-        text = f"not done yet: {error['message'] or 'NotImplementedError'}"
+        text = f"{TODO} {error['message'] or 'NotImplementedError'}"
         rules = result.get("rules")
-        if rules and oracle is not None and program is not None:
+        same = rules and rules.get("error", {}).get("message") == error["message"]
+        if rules and not same and oracle is not None and program is not None:
             if "error" in rules:
                 if rules["error"]["type"] == "NotImplementedError":
                     text += f"; and its rule: {rules['error']['message']}"
@@ -794,6 +801,8 @@ def _failure_text(reply: dict[str, Any], what: str) -> str:
         return f"the engine's process {reply['how']} during {what}" + (
             f": {output}" if output else ""
         )
+    if reply["error"]["type"] == "NotImplementedError":
+        return f"{TODO} {reply['error']['message']}"
     return f"{what} raised {_error_text(reply['error'])}"
 
 

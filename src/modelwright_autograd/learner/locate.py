@@ -10,6 +10,7 @@ Only those modules are imported, so a training script beside them is never run.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ class Target:
     """The modules to import, the folder to put on sys.path, and the learner's files."""
 
     path: Path
+    shown: str  # PATH as the learner typed it
     sys_path: str
     value_module: str
     value_file: str
@@ -33,10 +35,14 @@ class Target:
 
     @property
     def import_lines(self) -> list[str]:
-        """The lines a learner pastes to import their Value as the grader did."""
+        """The lines a learner pastes to import their Value as the grader did (the folder
+        relative to the current one when PATH was given relative)."""
+        folder = self.sys_path
+        if not Path(self.shown).is_absolute():
+            folder = os.path.relpath(folder)
         return [
             "import sys",
-            f"sys.path.insert(0, {self.sys_path!r})",
+            f"sys.path.insert(0, {folder!r})",
             f"from {self.value_module} import Value",
         ]
 
@@ -62,6 +68,7 @@ def _defines(path: Path, name: str) -> bool:
 
 def locate(path: str | Path) -> Target:
     """The Target for PATH, or LocateError saying why there is none."""
+    shown = str(path)
     path = Path(path).resolve()
     if not path.exists():
         raise LocateError(f"{path} does not exist")
@@ -73,6 +80,7 @@ def locate(path: str | Path) -> Target:
         mlp_file = path if _defines(path, "MLP") else nn if _defines(nn, "MLP") else None
         return Target(
             path=path,
+            shown=shown,
             sys_path=str(folder),
             value_module=path.stem,
             value_file=str(path),
@@ -94,6 +102,7 @@ def locate(path: str | Path) -> Target:
 
     return Target(
         path=path,
+        shown=shown,
         sys_path=str(path.parent if package else path),
         value_module=module_name(value_file),
         value_file=str(value_file),
