@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import asdict, dataclass, field
 
 PASS, FAIL, ABSENT, NOTE = "pass", "fail", "not present", "note"
 _LABEL = {PASS: "pass", FAIL: "FAIL", ABSENT: "n/a ", NOTE: "note"}
+WIDTH = 96  # the text report's diagnoses are wrapped to this many columns
 
 
 @dataclass
@@ -55,7 +57,7 @@ class Report:
         lines = [f"checking {self.path}", f"oracle: {self.oracle}", ""]
         for row in self.rows:
             head = f"{_LABEL[row.status]}  {row.name.ljust(width)}  "
-            text = row.diagnosis.splitlines() or [""]
+            text = textwrap.wrap(row.diagnosis, max(40, WIDTH - len(head))) or [""]
             lines.append(head + text[0])
             lines.extend(" " * len(head) + more for more in text[1:])
             if row.reproduce:
