@@ -34,7 +34,7 @@ from modelwright_autograd.learner.report import FAIL, NOTE
 from modelwright_autograd.learner.starter import TEMPLATES, write_starter
 
 ENGINES = Path(__file__).parent / "learner_engines"
-SOLVED = ENGINES / "solved_starter"
+SOLVED = ENGINES / "solved_starter.py"  # the starter's engine.py with every TODO filled in
 TIMEOUT = 2.0  # seconds per check: the hanging engine is stopped twice, then given up
 
 # engine file -> (the row that must fail, words its diagnosis must contain)
@@ -83,6 +83,13 @@ def _grade_all(paths, oracle, timeout=TIMEOUT):
         return dict(zip(paths, reports))
 
 
+def solved_starter(folder: Path) -> Path:
+    """The starter as `init` writes it, with the solved engine.py: it passes the gate."""
+    write_starter(folder)
+    (folder / "engine.py").write_text(SOLVED.read_text())
+    return folder
+
+
 @pytest.fixture(scope="session")
 def broken_reports(oracle, tmp_path_factory):
     starter = tmp_path_factory.mktemp("starter")
@@ -107,7 +114,7 @@ def test_each_broken_engine_fails_with_its_own_diagnosis(broken_reports, engine)
 
 
 def test_each_broken_engine_is_the_solved_starter_with_one_small_change():
-    solved = (SOLVED / "engine.py").read_text().splitlines()
+    solved = SOLVED.read_text().splitlines()
     for name in ONE_BUG:
         broken = (ENGINES / f"{name}.py").read_text().splitlines()
         changed = [
@@ -181,12 +188,13 @@ def test_finite_differences_agree_with_torch_on_every_program_the_grader_uses(or
 
 
 @pytest.mark.slow
-def test_micrograd_our_value_and_the_solved_starter_pass_the_gate(oracle):
+def test_micrograd_our_value_and_the_solved_starter_pass_the_gate(oracle, tmp_path):
     import micrograd
 
     micrograd_dir = Path(micrograd.__file__).parent
     ours = Path(modelwright_autograd.__file__).parent
-    reports = _grade_all([micrograd_dir, ours, SOLVED], oracle, timeout=30.0)
+    solved = solved_starter(tmp_path)
+    reports = _grade_all([micrograd_dir, ours, solved], oracle, timeout=30.0)
     for report in reports.values():
         assert report.passed, report.to_text()
         assert report.verdict == "BUILD GATE PASSED"
@@ -198,9 +206,10 @@ def test_micrograd_our_value_and_the_solved_starter_pass_the_gate(oracle):
 @pytest.mark.slow
 def test_the_finite_difference_oracle_grades_the_same(tmp_path):
     fd = finite_difference_oracle()
-    paths = [SOLVED, ENGINES / "tanh_from_input.py", ENGINES / "relu_at_zero.py"]
+    solved = solved_starter(tmp_path)
+    paths = [solved, ENGINES / "tanh_from_input.py", ENGINES / "relu_at_zero.py"]
     reports = _grade_all(paths, fd, timeout=30.0)
-    assert reports[SOLVED].passed and "finite differences" in reports[SOLVED].oracle
+    assert reports[solved].passed and "finite differences" in reports[solved].oracle
     assert "input instead of the output" in _row(reports[paths[1]], "tanh").diagnosis
     relu = _row(reports[paths[2]], "relu")  # relu'(0) = 0, PyTorch's convention, in both
     assert relu.status == FAIL and "(at a = 0)" in relu.diagnosis
@@ -253,7 +262,7 @@ def test_check_json_says_the_same_as_the_text(capsys):
 
 def test_the_engine_s_prints_stay_out_of_the_report(tmp_path, capsys):
     noisy = tmp_path / "noisy.py"
-    noisy.write_text((SOLVED / "engine.py").read_text() + '\nprint("hello from the engine")\n')
+    noisy.write_text(SOLVED.read_text() + '\nprint("hello from the engine")\n')
     main(["check", "--json", str(noisy)])
     data = json.loads(capsys.readouterr().out)  # stdout is the JSON alone
     assert data["engine_output"] == ["hello from the engine"]
@@ -302,9 +311,7 @@ def test_the_starter_notebook_runs_on_the_solved_engine(tmp_path, monkeypatch):
     from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
 
-    write_starter(tmp_path)
-    for name in ("engine.py", "nn.py"):
-        (tmp_path / name).write_text((SOLVED / name).read_text())
+    solved_starter(tmp_path)
     monkeypatch.delenv("MPLBACKEND", raising=False)
     nb = nbformat.read(tmp_path / "starter.ipynb", as_version=4)
     nbformat.validate(nb)
