@@ -211,8 +211,8 @@ def test_the_finite_difference_oracle_grades_the_same(tmp_path):
     reports = _grade_all(paths, fd, timeout=30.0)
     assert reports[solved].passed and "finite differences" in reports[solved].oracle
     assert "input instead of the output" in _row(reports[paths[1]], "tanh").diagnosis
-    relu = _row(reports[paths[2]], "relu")  # relu'(0) = 0, PyTorch's convention, in both
-    assert relu.status == FAIL and "(at a = 0)" in relu.diagnosis
+    relu = _row(reports[paths[2]], "relu")  # differences cannot judge relu'(0)
+    assert relu.status == "pass" and "checked against PyTorch only" in relu.diagnosis
 
 
 # ------------------------------------------------------------------ the commands

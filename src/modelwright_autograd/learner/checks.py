@@ -51,10 +51,6 @@ def _single(op: str, point: list[float]) -> Program:
     return {"inputs": point, "steps": [[op, *range(spec.arity)]]}
 
 
-def _tanh_grad_from_input(a: float) -> list[float]:
-    return [1 - a**2]
-
-
 OP_CHECKS = [
     OpCheck(
         "a * b",
@@ -125,7 +121,7 @@ OP_CHECKS = [
             (
                 "tanh's derivative was taken from the input instead of the output: "
                 "1 - t**2 with t = out.data (the tanh), not 1 - self.data**2",
-                _tanh_grad_from_input,
+                lambda a: [1 - a**2],
             ),
             (
                 "tanh's derivative is 1 - t**2: the square is missing",
@@ -217,35 +213,40 @@ class Grader:
 
     # ------------------------------------------------------------------ the run
     def run(self) -> Report:
+        """Every check in order (the basic ones first, so later rows can name them as the
+        cause); stops early when the engine does not load or keeps hanging."""
         started = time.monotonic()
-        try:
-            if self.check_loads():
-                ops = [lambda check=check: self.check_op(check) for check in OP_CHECKS]
-                for check in (
-                    self.check_shape,
-                    self.check_seed,
-                    self.check_leaf_backward,
-                    *ops,
-                    self.check_numbers,
-                    self.check_nonlinearity,
-                    self.check_reuse,
-                    self.check_order,
-                    self.check_random,
-                    self.check_accumulation,
-                    self.check_chain,
-                    self.check_network_gradients,
-                    self.check_training,
-                ):
-                    if self.hangs >= MAX_HANGS:
-                        text = f"not run: the engine hung {MAX_HANGS} times; fix that first"
-                        self.add(Row("the other checks", FAIL, text))
-                        break
-                    check()
-        finally:
-            self.report.seconds = time.monotonic() - started
-            self.report.engine_output = self.process.output_tail(5)
-            self.process.__exit__()
+        with self.process:
+            try:
+                if self.check_loads():
+                    self._run_checks()
+            finally:
+                self.report.seconds = time.monotonic() - started
+                self.report.engine_output = self.process.output_tail(5)
         return self.report
+
+    def _run_checks(self) -> None:
+        ops = [lambda check=check: self.check_op(check) for check in OP_CHECKS]
+        for check in (
+            self.check_shape,
+            self.check_seed,
+            self.check_leaf_backward,
+            *ops,
+            self.check_numbers,
+            self.check_nonlinearity,
+            self.check_reuse,
+            self.check_order,
+            self.check_random,
+            self.check_accumulation,
+            self.check_chain,
+            self.check_network_gradients,
+            self.check_training,
+        ):
+            if self.hangs >= MAX_HANGS:
+                text = f"not run: the engine hung {MAX_HANGS} times; fix that first"
+                self.add(Row("the other checks", FAIL, text))
+                return
+            check()
 
     def check_loads(self) -> bool:
         loaded = self.process.load()
@@ -350,9 +351,12 @@ class Grader:
         return ""
 
     def check_op(self, check: OpCheck) -> None:
-        programs = [_single(check.op, point) for point in check.points]
+        points = check.points
+        if not self.oracle.exact_at_kinks:  # differences see 0.5 at relu's kink, torch 0
+            points = [p for p in points if not (check.op == "relu" and p[0] == 0.0)]
+        programs = [_single(check.op, point) for point in points]
         if check.op not in ("pow", "rpow"):  # the chain rule: upstream gradient 3, not 1
-            chained = _single(check.op, check.points[0])
+            chained = _single(check.op, points[0])
             chained["steps"].append(["mul_c", len(chained["inputs"]), 3.0])
             programs.append(chained)
         results = self.run_programs(programs)
@@ -375,7 +379,9 @@ class Grader:
         if diagnosis:
             self.add(Row(name, FAIL, diagnosis, self.code(program)))
         else:
-            what = f"forward and gradient match the oracle at {len(check.points)} points"
+            what = f"forward and gradient match the oracle at {len(points)} points"
+            if len(points) < len(check.points):
+                what += " (relu'(0) is checked against PyTorch only)"
             self.add(Row(name, PASS, what))
 
     def _op_diagnosis(
@@ -387,9 +393,6 @@ class Grader:
             if "error" in result:
                 return _result_error(result, self.oracle, program), program
             out, grads = self.oracle.evaluate(program)
-            at_kink = check.op == "relu" and program["inputs"][0] == 0.0
-            if at_kink and not self.oracle.exact_at_kinks:
-                grads = [0.0]  # relu'(0) = 0 by PyTorch's convention; differences see 0.5
             if not close(result["out"], out):
                 return (
                     f"the forward is wrong: {_inputs_text(program)} gives {result['out']!r}, "
