@@ -22,7 +22,7 @@ import pytest
 
 import modelwright_autograd
 from modelwright_autograd.cli import main
-from modelwright_autograd.learner.checks import grade
+from modelwright_autograd.learner.grader import grade
 from modelwright_autograd.learner.locate import locate
 from modelwright_autograd.learner.oracle import (
     close,
@@ -241,7 +241,9 @@ def test_check_refuses_a_path_it_cannot_check(tmp_path, capsys):
     assert main(["check", str(tmp_path / "notes.txt")]) == 2
     assert main(["check", str(tmp_path)]) == 2
     assert "defines a class Value" in capsys.readouterr().err
-    assert main(["check", "--timeout", "0", str(ENGINES / "no_value.py")]) == 2
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", "--timeout", "0", str(ENGINES / "no_value.py")])
+    assert stopped.value.code == 2
 
 
 def test_check_json_says_the_same_as_the_text(capsys):

@@ -3,7 +3,7 @@
 Each command is an ``add_<name>(subparsers)`` that declares its options and sets
 ``func`` to a ``run_<name>(args, ...)`` returning the exit code; ``COMMANDS`` lists them in
 ``--help`` order, so a new command is one such pair and one line there. The work itself is
-in ``training`` (train, evaluate) and ``explain``.
+in ``training`` (train, evaluate), ``explain`` and ``learner`` (init, check).
 """
 
 from __future__ import annotations
@@ -376,19 +376,110 @@ def run_explain(args: argparse.Namespace) -> int:
     return explain.run(args)
 
 
+def add_init(subparsers: Subparsers) -> None:
+    """The ``init`` command's options."""
+    parser = subparsers.add_parser(
+        "init",
+        help="write a starter engine to fill in (engine.py, nn.py, README, notebook)",
+        description=(
+            "Write a starter for building your own engine into DIR: engine.py with a Value "
+            "whose forwards are given and whose backward rules and backward() are TODOs, "
+            "nn.py (Neuron, Layer, MLP), a README of steps and starter.ipynb with the "
+            "gradient check. DIR must be new or empty (exit code 2 otherwise)."
+        ),
+    )
+    parser.add_argument("dir", metavar="DIR", help="a new or empty folder")
+    parser.set_defaults(func=run_init)
+
+
+def run_init(args: argparse.Namespace) -> int:
+    """Write the starter: 0, or 2 when DIR is not a new or empty folder."""
+    from .learner.starter import StarterError, write_starter
+
+    try:
+        written = write_starter(args.dir)
+    except StarterError as error:
+        print(f"modelwright-autograd init: error: {error}", file=sys.stderr)
+        return 2
+    return emit(
+        [
+            f"wrote {', '.join(p.name for p in written)} to {args.dir}",
+            f"next: fill in the TODOs, then run: modelwright-autograd check {args.dir}",
+        ]
+    )
+
+
+def add_check(subparsers: Subparsers) -> None:
+    """The ``check`` command's options."""
+    parser = subparsers.add_parser(
+        "check",
+        help="grade your own engine against the build gate",
+        description=(
+            "Import your Value (and MLP, if any) from PATH in a separate process and check "
+            "every op, gradient accumulation, the backward order and seed, random "
+            "expressions and the network against PyTorch (float64, 1e-6) or, without "
+            "torch, finite differences. Exit code 0 when the build gate passes, 1 when "
+            "not, 2 for a PATH that cannot be checked, 130 when interrupted."
+        ),
+    )
+    parser.add_argument("path", metavar="PATH", help="your engine: a .py file or a folder")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--oracle",
+        choices=("auto", "torch", "fd"),
+        default="auto",
+        help="torch, finite differences (fd), or torch when importable (default)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=real_number("--timeout", positive=True),
+        default=10.0,
+        metavar="SECONDS",
+        help="time allowed for each check (default 10; training gets 9 times this)",
+    )
+    parser.set_defaults(func=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Grade the engine at PATH: 0 when the gate passes, 1 when not, 2 for a PATH that
+    cannot be checked, 130 on Ctrl-C (the engine's process is killed on the way out)."""
+    from .learner.grader import grade
+    from .learner.locate import LocateError, locate
+    from .learner.oracle import choose_oracle
+
+    try:
+        target = locate(args.path)
+        oracle = choose_oracle(args.oracle)
+    except (LocateError, RuntimeError) as error:
+        print(f"modelwright-autograd check: error: {error}", file=sys.stderr)
+        return 2
+    try:
+        report = grade(target, oracle, args.timeout, 9 * args.timeout)
+    except KeyboardInterrupt:
+        print("modelwright-autograd check: interrupted", file=sys.stderr)
+        return 130
+    status = emit([report.to_json() if args.json else report.to_text()])
+    return status or (0 if report.passed else 1)
+
+
 # ---------------------------------------------------------------------- the program
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     add_train,
     add_evaluate,
     add_export,
     add_explain,
+    add_init,
+    add_check,
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="modelwright-autograd",
-        description="Reverse-mode autodiff from scratch: train, evaluate, export and explain.",
+        description=(
+            "Reverse-mode autodiff from scratch: train, evaluate, export and explain; "
+            "init and check build your own engine."
+        ),
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add_command in COMMANDS:
