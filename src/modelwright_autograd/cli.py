@@ -445,16 +445,15 @@ def run_check(args: argparse.Namespace) -> int:
     cannot be checked, 130 on Ctrl-C (the engine's process is killed on the way out)."""
     from .learner.grader import grade
     from .learner.locate import LocateError, locate
-    from .learner.oracle import choose_oracle
+    from .learner.oracle import OracleError, choose_oracle
 
     try:
         target = locate(args.path)
-        oracle = choose_oracle(args.oracle)
-    except (LocateError, RuntimeError) as error:
+        oracle = choose_oracle(args.oracle)  # imports torch: seconds Ctrl-C may fall in
+        report = grade(target, oracle, args.timeout, 9 * args.timeout)
+    except (LocateError, OracleError) as error:
         print(f"modelwright-autograd check: error: {error}", file=sys.stderr)
         return 2
-    try:
-        report = grade(target, oracle, args.timeout, 9 * args.timeout)
     except KeyboardInterrupt:
         print("modelwright-autograd check: interrupted", file=sys.stderr)
         return 130

@@ -27,6 +27,10 @@ def close(got: float, want: float) -> bool:
     return abs(got - want) <= ATOL + RTOL * abs(want)
 
 
+class OracleError(Exception):
+    """The oracle asked for cannot be used."""
+
+
 @dataclass(frozen=True)
 class Oracle:
     """``evaluate(program)`` gives (output value, [d output / d input for each input])."""
@@ -91,11 +95,11 @@ def finite_difference_oracle() -> Oracle:
 
 def choose_oracle(name: str = "auto") -> Oracle:
     """``auto``: torch when importable, else finite differences; ``torch`` or ``fd`` force
-    one (``torch`` raises RuntimeError when it is not installed)."""
+    one (``torch`` raises OracleError when it is not installed)."""
     if name in ("auto", "torch"):
         oracle = torch_oracle()
         if oracle is not None:
             return oracle
         if name == "torch":
-            raise RuntimeError("--oracle torch: torch cannot be imported")
+            raise OracleError("--oracle torch: torch cannot be imported")
     return finite_difference_oracle()
