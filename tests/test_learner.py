@@ -25,6 +25,8 @@ from modelwright_autograd.cli import main
 from modelwright_autograd.learner.grader import grade
 from modelwright_autograd.learner.locate import locate
 from modelwright_autograd.learner.oracle import (
+    OracleError,
+    choose_oracle,
     close,
     finite_difference_oracle,
     torch_oracle,
@@ -329,3 +331,11 @@ def test_the_starter_notebook_runs_on_the_solved_engine(tmp_path, monkeypatch):
     losses = [float(e[3]) for e in epochs]
     accuracies = [int(e[5].rstrip("%")) for e in epochs]
     assert losses[-1] < losses[0] and max(accuracies) >= 90
+
+
+def test_without_torch_the_oracle_is_finite_differences(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch now raises ImportError
+    assert choose_oracle().name == "finite differences"
+    assert choose_oracle("fd").name == "finite differences"
+    with pytest.raises(OracleError, match="torch cannot be imported"):
+        choose_oracle("torch")

@@ -111,6 +111,7 @@ def _import(name: str, file: str | None) -> Any:
 
 
 def children_of(node: Any) -> list[Any] | None:
+    """The node's inputs, under whichever of the usual names the engine uses, or None."""
     for name in CHILDREN_NAMES:
         children = getattr(node, name, None)
         if children is not None and not callable(children):
