@@ -602,6 +602,9 @@ class Grader:
             text += f" (they use ops failing above: {', '.join(failing_ops)})"
         elif self._root_cause():
             text += self._root_cause()
+        elif self.failed("reuse") or self.failed("order"):
+            cause = "reuse" if self.failed("reuse") else "order"
+            text += f" (probably because of '{cause}' above); the smallest is below"
         else:
             text += "; the smallest is below"
         self.add(Row(name, FAIL, text, self.code(smallest)))
