@@ -346,3 +346,19 @@ def test_without_torch_the_oracle_is_finite_differences(monkeypatch):
     assert choose_oracle("fd").name == "finite differences"
     with pytest.raises(OracleError, match="torch cannot be imported"):
         choose_oracle("torch")
+
+
+@pytest.mark.slow
+def test_parameters_that_are_copies_fail_the_network_checks(oracle, tmp_path):
+    solved_starter(tmp_path)
+    nn = (tmp_path / "nn.py").read_text()
+    neuron_parameters = "return [*self.w, self.b]"
+    assert nn.count(neuron_parameters) == 1
+    copies = "return [Value(p.data) for p in [*self.w, self.b]]"
+    (tmp_path / "nn.py").write_text(nn.replace(neuron_parameters, copies))
+    report = _grade_all([tmp_path], oracle)[tmp_path]
+    row = _row(report, "network gradients")
+    assert row.status == FAIL and "(not copies)" in row.diagnosis
+    trains = _row(report, "network trains")
+    assert trains.status == FAIL and "do not reach the network" in trains.diagnosis
+    assert _row(report, "a * b").status == "pass"  # the engine itself is right

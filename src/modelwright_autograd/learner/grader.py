@@ -499,7 +499,7 @@ class Grader:
                     cases.append((check.op, first))
         name = "reuse"
         if not cases:
-            self.add(Row(name, FAIL, "not run: + and * must pass first"))
+            self.add(Row(name, FAIL, "not run: no binary op (+ * - /) passes on its own yet"))
             return
         results = self.run_programs([p for _, p in cases])
         if isinstance(results, dict):
@@ -661,16 +661,22 @@ class Grader:
         wrong = [
             i
             for i, (g, pair) in enumerate(zip(grads, differences))
-            if not any(abs(g - d) <= 1e-6 + 1e-5 * abs(d) for d in pair)
+            if not any(close(g, d) for d in pair)
         ]
         n = len(grads)
         if reply["distinct"] < n:
             text = f"parameters() lists {n - reply['distinct']} Value(s) twice"
             self.add(Row(name, FAIL, text))
+        elif all(pair[0] == 0.0 for pair in differences):
+            text = (
+                "changing the Values parameters() returns does not change the network's "
+                "output: does parameters() return the Values the forward uses (not copies)?"
+            )
+            self.add(Row(name, FAIL, text))
         elif not wrong:
             text = (
                 f"all {n} parameter gradients of MLP(3, [4, 4, 1]) match central differences "
-                "of its own forward"
+                "of its own forward to 1e-6"
             )
             self.add(Row(name, PASS, text))
         else:
@@ -681,7 +687,10 @@ class Grader:
                 f"give {differences[i][0]:.6g}"
             )
             if all(g == 0.0 for g in grads):
-                text += ": all are 0; does parameters() return the Values the forward uses?"
+                text += (
+                    ": all are 0. Does the forward build its output from the parameters' "
+                    "Values (not their .data), and does parameters() return those Values?"
+                )
             self.add(Row(name, FAIL, text + self._root_cause()))
 
     def check_training(self) -> None:
@@ -715,7 +724,9 @@ class Grader:
             f"{loss0:.3f} -> {loss1:.3f} in {epochs} epoch(s), accuracy {accuracy:.0%}"
         )
         ok = loss1 < loss0 and accuracy >= 0.9
-        if not ok:
+        if loss1 == loss0:
+            text += "; the loss did not move at all: the SGD updates do not reach the network"
+        elif not ok:
             text += "; the gate needs the loss to fall and at least 90% accuracy"
         self.add(Row(name, PASS if ok else FAIL, text + ("" if ok else self._root_cause())))
 
