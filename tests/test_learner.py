@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 
 import modelwright_autograd
+import modelwright_autograd.learner
 from modelwright_autograd.cli import main
+from modelwright_autograd.learner.child import EngineProcess
 from modelwright_autograd.learner.grader import grade
 from modelwright_autograd.learner.locate import locate
 from modelwright_autograd.learner.oracle import (
@@ -362,3 +364,20 @@ def test_parameters_that_are_copies_fail_the_network_checks(oracle, tmp_path):
     trains = _row(report, "network trains")
     assert trains.status == FAIL and "do not reach the network" in trains.diagnosis
     assert _row(report, "a * b").status == "pass"  # the engine itself is right
+
+
+def test_a_repository_is_searched_for_its_engine_package(tmp_path):
+    package = tmp_path / "repo" / "src" / "mygrad"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("from .engine import Value\n")
+    (package / "engine.py").write_text(SOLVED.read_text())
+    nn = (Path(modelwright_autograd.learner.__file__).parent / "templates" / "nn.py").read_text()
+    (package / "nn.py").write_text(nn.replace("from engine import", "from .engine import"))
+    (tmp_path / "repo" / "tests").mkdir()
+    (tmp_path / "repo" / "tests" / "helpers.py").write_text("class Value:\n    pass\n")
+    target = locate(tmp_path / "repo")
+    assert (target.sys_path, target.value_module) == (str(package.parent), "mygrad.engine")
+    assert target.mlp_module == "mygrad.nn"
+    with EngineProcess(target.load_request(), target.sys_path, 30.0) as process:
+        loaded = process.load()  # the relative imports work: imported as a package
+    assert loaded == {"library": ["Neuron", "Layer", "MLP"], "mlp": True}

@@ -1,11 +1,12 @@
 """Where a learner's ``Value`` (and ``MLP``) live, found by reading files, not running them.
 
-``check PATH`` accepts a ``.py`` file or a folder. A folder with ``__init__.py`` is a
-package (imported by its name from the parent folder, as ``micrograd.engine``); a plain
-folder has its modules imported from inside it (as ``engine`` and ``nn``). In a folder,
-``Value`` is taken from ``engine.py`` when it defines one, else from the first module that
-does; ``MLP`` from the same module or from ``nn.py`` (or the first module defining it).
-Only those modules are imported, so a training script beside them is never run.
+``check PATH`` accepts a ``.py`` file or a folder. In a folder, ``Value`` is taken from
+``engine.py`` when it defines one, else from the first module that does; when none does,
+the shallowest folder below (a repository's ``src/mygrad``) that has one is used. ``MLP``
+comes from the same module or from ``nn.py`` beside it. A module inside a package (folders
+with ``__init__.py``) is imported by its dotted name, as ``micrograd.engine``, so relative
+imports work; any other by its own name from its folder (``engine``, ``nn``). Only those
+modules are imported, so a training script beside them is never run.
 """
 
 from __future__ import annotations
@@ -75,41 +76,63 @@ def locate(path: str | Path) -> Target:
     if path.is_file():
         if path.suffix != ".py":
             raise LocateError(f"{path} is not a .py file or a folder")
-        folder = path.parent
-        nn = folder / "nn.py"
-        mlp_file = path if _defines(path, "MLP") else nn if _defines(nn, "MLP") else None
-        return Target(
-            path=path,
-            shown=shown,
-            sys_path=str(folder),
-            value_module=path.stem,
-            value_file=str(path),
-            mlp_module=None if mlp_file in (None, path) else mlp_file.stem,
-            mlp_file=None if mlp_file in (None, path) else str(mlp_file),
-            files=sorted(str(p) for p in folder.glob("*.py")),
-        )
-    modules = sorted(p for p in path.glob("*.py") if not p.name.startswith("test"))
-    value_file = _first_defining(modules, "Value", "engine.py")
-    if value_file is None:
-        raise LocateError(f"no module in {path} defines a class Value")
-    mlp_file = (
-        value_file if _defines(value_file, "MLP") else _first_defining(modules, "MLP", "nn.py")
-    )
-    package = (path / "__init__.py").exists()
-
-    def module_name(file: Path) -> str:
-        return f"{path.name}.{file.stem}" if package else file.stem
-
+        value_file, modules = path, sorted(path.parent.glob("*.py"))
+    else:
+        folder = _folder_defining_value(path)
+        if folder is None:
+            raise LocateError(
+                f"no module in {path} (or the folders below it) defines a class Value"
+            )
+        modules = sorted(p for p in folder.glob("*.py") if not p.name.startswith("test"))
+        value_file = _first_defining(modules, "Value", "engine.py")
+    nn = value_file.with_name("nn.py")
+    mlp_file = value_file if _defines(value_file, "MLP") else nn if _defines(nn, "MLP") else None
+    sys_path, value_module = _importable(value_file)
+    mlp_module = None if mlp_file in (None, value_file) else _importable(mlp_file)[1]
     return Target(
         path=path,
         shown=shown,
-        sys_path=str(path.parent if package else path),
-        value_module=module_name(value_file),
+        sys_path=sys_path,
+        value_module=value_module,
         value_file=str(value_file),
-        mlp_module=None if mlp_file in (None, value_file) else module_name(mlp_file),
-        mlp_file=None if mlp_file in (None, value_file) else str(mlp_file),
+        mlp_module=mlp_module,
+        mlp_file=None if mlp_module is None else str(mlp_file),
         files=[str(p) for p in modules],
     )
+
+
+# Folders a project keeps beside its code that never hold the learner's engine.
+_NOT_CODE = {"tests", "test", "venv", "env", "node_modules", "site-packages", "build", "dist"}
+
+
+def _folder_defining_value(root: Path, depth: int = 3) -> Path | None:
+    """``root`` when one of its modules defines Value, else the shallowest folder below it
+    (at most ``depth`` levels, in name order) that has one: a repository's ``src/pkg``."""
+    level = [root]
+    for _ in range(depth + 1):
+        for folder in level:
+            modules = [p for p in folder.glob("*.py") if not p.name.startswith("test")]
+            if _first_defining(modules, "Value", "engine.py") is not None:
+                return folder
+        level = [
+            sub
+            for folder in level
+            for sub in sorted(folder.iterdir())
+            if sub.is_dir() and not sub.name.startswith((".", "_")) and sub.name not in _NOT_CODE
+        ]
+    return None
+
+
+def _importable(file: Path) -> tuple[str, str]:
+    """(the folder to put on sys.path, the dotted module name) for ``file``: inside a
+    package (folders with ``__init__.py``) it is imported as ``pkg.module``, so relative
+    imports work; otherwise by its own name from its folder."""
+    parts = [file.stem]
+    folder = file.parent
+    while (folder / "__init__.py").exists():
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return str(folder), ".".join(parts)
 
 
 def _first_defining(modules: list[Path], name: str, preferred: str) -> Path | None:
