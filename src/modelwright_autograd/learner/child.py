@@ -95,7 +95,11 @@ class EngineProcess:
                     return self._died()
                 self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
-        return json.loads(line)
+        try:
+            return json.loads(line)
+        except ValueError:  # the learner's code wrote into the reply pipe itself
+            self.close()
+            return {"failure": "crash", "how": "sent a garbled reply", "output": []}
 
     def _died(self) -> dict[str, Any]:
         assert self._proc is not None
