@@ -9,25 +9,37 @@ in ``training`` (train, evaluate), ``explain`` and ``learner`` (init, check).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import ENGINES, TORCH_MISSING, CheckpointError, export_torch, load_checkpoint
+from .checkpoint import (
+    ENGINES,
+    MAX_PARAMETERS,
+    TORCH_MISSING,
+    CheckpointError,
+    export_torch,
+    load_checkpoint,
+)
 from .data import DATASETS
 from .nn import ACTIVATIONS
 from .training.evaluate import evaluate_checkpoint
 from .training.loop import run_training
-from .training.outputs import default_out_dir
+from .training.outputs import OutputError, RunFolder
 from .training.settings import (
     LOSS_NAMES,
     MAX_SAMPLES,
+    MAX_STEPS,
     MIN_SAMPLES,
     OPTIMIZERS,
+    WORK_LIMITS,
     TrainingDiverged,
     UsageError,
     resolve_config,
@@ -132,7 +144,15 @@ def _add_data_options(parser: argparse.ArgumentParser, for_evaluate: bool) -> No
         type=whole_number("--samples", MIN_SAMPLES, MAX_SAMPLES),
         metavar="N",
         help=f"points to generate for a 2-D dataset, {MIN_SAMPLES} to {MAX_SAMPLES:,} "
-        f"(default: {default or 100})",
+        f"(default: {default or 100})"
+        + (
+            ""
+            if for_evaluate
+            else "; points x weights must stay within "
+            f"{WORK_LIMITS['scalar']['pass']:,} for the scalar engine (14,836 points with "
+            f"16,16) and points x (sum of layer widths) within "
+            f"{WORK_LIMITS['tensor']['activations']:,} for the tensor engine"
+        ),
     )
     parser.add_argument(
         "--noise",
@@ -166,7 +186,9 @@ def add_train(subparsers: Subparsers) -> None:
         "--hidden",
         type=layer_sizes,
         metavar="SIZES",
-        help="hidden layer sizes, comma-separated (default: 16,16; digits 128,64)",
+        help="hidden layer sizes, comma-separated (default: 16,16; digits 128,64); the MLP "
+        f"may have at most {MAX_PARAMETERS['scalar']:,} weights with the scalar engine, "
+        f"{MAX_PARAMETERS['tensor']:,} with the tensor engine (what a checkpoint holds)",
     )
     p.add_argument(
         "--activation",
@@ -193,7 +215,11 @@ def add_train(subparsers: Subparsers) -> None:
         "--loss mse sgd 0.1, momentum 0.05; digits: sgd 0.1, momentum 0.01, adam 0.001)",
     )
     p.add_argument(
-        "--steps", type=whole_number("--steps"), help="optimiser steps (default: 100; digits 1000)"
+        "--steps",
+        type=whole_number("--steps", 1, MAX_STEPS),
+        help=f"optimiser steps, at most {MAX_STEPS:,} (default: 100; digits 1000); steps x "
+        f"batch x weights must stay within {WORK_LIMITS['scalar']['run']:.0e} multiply-adds "
+        f"for the scalar engine, {WORK_LIMITS['tensor']['run']:.0e} for the tensor engine",
     )
     p.add_argument(
         "--batch-size",
@@ -214,9 +240,17 @@ def add_train(subparsers: Subparsers) -> None:
     )
     p.add_argument(
         "--out",
-        type=Path,
+        type=file_path,
         metavar="DIR",
-        help="output directory (default: runs/<dataset>-<timestamp>/)",
+        help="output folder (default: a new runs/<dataset>-<timestamp>/); created when the "
+        "run starts and filled only when it has finished; refused if another run is using "
+        "it or it already holds files",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --out replace a previous run's files (only when the run has finished; a "
+        "folder holding anything else is never touched)",
     )
     p.add_argument(
         "--quiet", action="store_true", help="no progress bar; print only the final summary"
@@ -224,30 +258,65 @@ def add_train(subparsers: Subparsers) -> None:
     p.set_defaults(func=partial(run_train, parser=p))
 
 
+class Terminated(Exception):
+    """SIGTERM, turned into an exception so a run ends as in-order as after Ctrl-C."""
+
+
+@contextlib.contextmanager
+def sigterm_raises() -> Iterator[None]:
+    """Within the block, SIGTERM raises Terminated (only the main thread gets signals)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+#: Exit codes of an interrupted run: the shell's 128 + the signal's number.
+EXIT_INTERRUPTED = {KeyboardInterrupt: 128 + signal.SIGINT, Terminated: 128 + signal.SIGTERM}
+
+
 def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Train, write the outputs, print the summary: 0, 1 if training diverged or the
-    outputs cannot be written, 2 for a bad option."""
-    try:
-        config = resolve_config(args)
-        if args.out is not None and args.out.exists() and not args.out.is_dir():
-            raise UsageError("--out", f"{args.out} exists and is not a directory")
-    except UsageError as e:
-        parser.error(str(e))  # exits with code 2
-    out = args.out if args.out is not None else default_out_dir(config.dataset)
-    try:
-        result = run_training(config, out, quiet=args.quiet)
-    except TrainingDiverged as e:
-        print(f"modelwright-autograd train: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:
-        print(f"modelwright-autograd train: cannot write the outputs: {e}", file=sys.stderr)
-        return 1
+    """Train, write the outputs, print the summary: 0; 1 if training diverged or the
+    outputs cannot be written; 2 for a bad option or --out; 130 after Ctrl-C (SIGINT) and
+    143 after SIGTERM. Whatever the ending, the run folder is complete or absent."""
+    fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
+    with sigterm_raises():
+        try:
+            config = resolve_config(args)
+            run = RunFolder.claim(args.out, config.dataset, args.overwrite)
+        except UsageError as e:
+            parser.error(str(e))  # exits with code 2
+        try:
+            with run:
+                result = run_training(config, run.staging, quiet=args.quiet)
+                run.commit()
+        except TrainingDiverged as e:
+            fail(f"{e}; {run.kept()}")
+            return 1
+        except OutputError as e:
+            fail(f"cannot write {run.path / e.name}: {e.reason}; {run.kept()}")
+            return 1
+        except OSError as e:  # the folder itself (renaming it into place)
+            fail(f"cannot finish {run.path}: {e.strerror or e}; {run.kept()}")
+            return 1
+        except (KeyboardInterrupt, Terminated) as e:
+            name = "SIGINT" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
+            fail(f"interrupted ({name}); {run.kept()}")
+            return EXIT_INTERRUPTED[type(e)]
     lines = [f"final  {result['train'].describe()}  (training set)"]
     if result["test"] is not None:
         lines.append(f"test   {result['test'].describe()}  (held-out test set)")
     lines.append(
         f"trained in {result['seconds']:.2f} s ({config.steps} steps); "
-        f"outputs in {out}/: {', '.join(result['files'])}"
+        f"outputs in {run.path}/: {', '.join(result['files'])}"
     )
     return emit(lines)
 

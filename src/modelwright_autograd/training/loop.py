@@ -18,7 +18,7 @@ from ..graph import no_grad
 from ..optim import SGD, Adam, Optimizer
 from .learners import Learner, make_learner
 from .outputs import write_outputs
-from .settings import MOMENTUM, TrainConfig, TrainingDiverged
+from .settings import MOMENTUM, TrainConfig, TrainingDiverged, divergence_advice
 
 
 @dataclass
@@ -67,7 +67,7 @@ def fit(learner: Learner, data: Dataset, config: TrainConfig, progress: Any) -> 
         if not math.isfinite(loss_value):
             raise TrainingDiverged(
                 f"training diverged: the loss is {loss_value} at step {step}; "
-                f"try a smaller --lr (it was {config.lr:g})"
+                f"{divergence_advice(config)}"
             )
         accuracy = float(np.mean(predicted == yb))
         history.loss.append(loss_value)
@@ -108,7 +108,8 @@ def score(learner: Learner, X: np.ndarray, y: np.ndarray) -> tuple[Score, np.nda
 
 
 def run_training(config: TrainConfig, out: Path, quiet: bool = False) -> dict[str, Any]:
-    """Train, evaluate, write the outputs; return the summary printed by the command."""
+    """Train, evaluate, write the outputs into the existing folder ``out`` (a run's staging
+    folder, see ``outputs.RunFolder``); return the summary printed by the command."""
     from tqdm import tqdm
 
     data = load_dataset(config.dataset, config.samples, config.noise, config.seed)
@@ -133,14 +134,12 @@ def run_training(config: TrainConfig, out: Path, quiet: bool = False) -> dict[st
     for final in (train_score, test[0] if test else train_score):
         if not math.isfinite(final.loss):
             raise TrainingDiverged(
-                f"training diverged: the final loss is {final.loss}; "
-                f"try a smaller --lr (it was {config.lr:g})"
+                f"training diverged: the final loss is {final.loss}; {divergence_advice(config)}"
             )
     files = write_outputs(out, learner, data, config, history, train_score, test)
     return {
         "train": train_score,
         "test": test[0] if test else None,
         "seconds": history.seconds,
-        "out": out,
         "files": files,
     }

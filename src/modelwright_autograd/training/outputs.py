@@ -1,8 +1,24 @@
-"""A run's outputs: the checkpoint, metrics.json and the pictures, in one directory."""
+"""A run's outputs: the folder a run owns, and the checkpoint, metrics.json and the
+pictures written into it.
+
+A run claims its folder when it starts (``RunFolder.claim``: created atomically, locked
+against other runs), writes everything into a hidden staging folder beside it, and renames
+that into place only when every file is written (``commit``). So a run folder is either
+complete or empty, and a failed or interrupted run leaves nothing behind (docs/training.md).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import glob
+import os
+import re
+import shutil
+import signal
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,20 +28,234 @@ from ..checkpoint import save_checkpoint
 from ..data import DATASETS_2D, Dataset
 from ..files import write_json
 from .learners import Learner
-from .settings import TrainConfig
+from .settings import TrainConfig, UsageError
 
 if TYPE_CHECKING:
     from .loop import History, Score
 
 
-def default_out_dir(dataset: str) -> Path:
-    """runs/<dataset>-<timestamp>, with -2, -3... if that already exists."""
+#: Every file a run may write; ``--overwrite`` removes a folder holding only these (and
+#: the temporary files ``files.atomic_write`` leaves if killed), never anything else.
+OUTPUT_NAMES = (
+    "model.json",
+    "metrics.json",
+    "loss_curve.png",
+    "decision_boundary.png",
+    "confusion_matrix.png",
+    "misclassified.png",
+)
+_TEMPORARY = re.compile(rf"\.({'|'.join(map(re.escape, OUTPUT_NAMES))})\.\d+\.[0-9a-f]+\.tmp")
+
+
+class OutputError(Exception):
+    """An output file could not be written (a full disk, a read-only folder)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        self.reason = reason
+        super().__init__(f"cannot write {name}: {reason}")
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM until the block is done, so renaming a run into place or
+    removing a failed one is never cut in half; a signal that came meanwhile acts after."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+class RunFolder:
+    """The folder one run owns from start to end, and the staging folder it writes into.
+
+    ``claim`` creates (or takes) the folder and holds an exclusive ``flock`` on it for the
+    whole run, so a second run into the same folder is refused. The outputs go into the
+    hidden ``.<name>.partial-<pid>`` beside it; ``commit`` renames that over the (empty)
+    folder in one step, or, with ``overwrite``, swaps it for the previous run's files.
+    ``release`` without a commit removes the staging folder and the folder if this run
+    created it: nothing half-written is left.
+    """
+
+    def __init__(self, path: Path, fd: int, created: bool, previous: bool) -> None:
+        self.path = path  # as the user gave it, for messages
+        self._real = path.resolve()
+        self._fd = fd
+        self.created = created  # this run made the folder (so removes it if it fails)
+        self.previous = previous  # the folder held an earlier run, replaced at commit
+        self.staging = self._sibling("partial")
+        self.committed = False
+
+    def _sibling(self, kind: str) -> Path:
+        return self._real.with_name(f".{self._real.name}.{kind}-{os.getpid()}")
+
+    @classmethod
+    def claim(cls, out: Path | None, dataset: str, overwrite: bool = False) -> RunFolder:
+        """Own ``out``, or a new runs/<dataset>-<timestamp>[-n] when it is None. A folder
+        that cannot be made, is held by a live run, or holds files (without ``overwrite``,
+        or files no run writes) is a UsageError naming --out: nothing has been done yet."""
+        with signals_deferred():
+            if out is None:
+                path = _new_default_folder(dataset)
+                run = cls(path, _locked(path), created=True, previous=False)
+            else:
+                run = _claim_given(out, overwrite)
+            try:
+                run._clear_leftovers()
+                os.mkdir(run.staging)
+            except OSError as e:
+                run.release()
+                raise UsageError("--out", f"cannot write in {out}: {e.strerror}") from None
+            return run
+
+    def _clear_leftovers(self) -> None:
+        """Remove the staging and swap folders of earlier runs into this folder that were
+        killed (SIGKILL): only the holder of the lock makes them, and that is now us."""
+        for kind in ("partial", "old"):
+            for leftover in self._real.parent.glob(f".{glob.escape(self._real.name)}.{kind}-*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+
+    def commit(self) -> None:
+        """Put the staging folder in place of the run folder, in one rename (the previous
+        run's files, with ``overwrite``, are moved aside first and then removed)."""
+        with signals_deferred():
+            if self.previous:
+                old = self._sibling("old")
+                os.rename(self._real, old)
+                os.rename(self.staging, self._real)
+                self.committed = True
+                shutil.rmtree(old, ignore_errors=True)
+            else:  # renaming a directory over an empty one replaces it atomically
+                os.rename(self.staging, self._real)
+                self.committed = True
+            _sync_folder(self._real.parent)
+
+    def release(self) -> None:
+        """Give up the folder; if the run did not commit, remove what it made."""
+        with signals_deferred():
+            if not self.committed:
+                shutil.rmtree(self.staging, ignore_errors=True)
+                if self.created:
+                    with contextlib.suppress(OSError):
+                        os.rmdir(self._real)
+            os.close(self._fd)
+
+    def __enter__(self) -> RunFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def kept(self) -> str:
+        """What an interrupted or failed run left, for its one-line message."""
+        if self.committed:
+            return f"the run had finished: its outputs are in {self.path}"
+        if self.previous:
+            return f"{self.path} still holds the previous run's files"
+        if self.created:
+            return f"nothing was kept ({self.path} was removed)"
+        return f"nothing was written to {self.path}"
+
+
+def _new_default_folder(dataset: str) -> Path:
+    """Create runs/<dataset>-<timestamp>, or -2, -3... when that exists: ``mkdir`` either
+    creates the name or fails, so two runs started in the same second get two folders."""
     base = Path("runs") / f"{dataset}-{time.strftime('%Y%m%d-%H%M%S')}"
-    candidate, n = base, 1
-    while candidate.exists():
-        n += 1
-        candidate = base.with_name(f"{base.name}-{n}")
-    return candidate
+    try:
+        base.parent.mkdir(exist_ok=True)
+    except OSError as e:
+        raise UsageError("--out", f"cannot create {base.parent}: {e.strerror}") from None
+    for n in range(1, 10_000):
+        candidate = base if n == 1 else base.with_name(f"{base.name}-{n}")
+        try:
+            os.mkdir(candidate)
+        except FileExistsError:
+            continue
+        except OSError as e:
+            raise UsageError("--out", f"cannot create {candidate}: {e.strerror}") from None
+        return candidate
+    raise UsageError("--out", f"{base}-2 to -9999 all exist: give --out")
+
+
+def _claim_given(out: Path, overwrite: bool) -> RunFolder:
+    """Create or take the folder the user named, and lock it."""
+    if str(out) == "":
+        raise UsageError("--out", "the output folder must not be empty")
+    real = out.resolve()
+    if real == Path.cwd().resolve() or real in Path.cwd().resolve().parents:
+        raise UsageError("--out", f"{out} is the current folder or holds it: name a subfolder")
+    if out.exists() and not out.is_dir():
+        raise UsageError("--out", f"{out} exists and is not a folder")
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError("--out", f"cannot create {out}: {e.strerror}") from None
+    for _ in range(3):  # the folder may vanish between mkdir and lock (a run giving it up)
+        try:
+            os.mkdir(real)
+            created = True
+        except FileExistsError:
+            created = False
+        except OSError as e:
+            raise UsageError("--out", f"cannot create {out}: {e.strerror}") from None
+        try:
+            fd = _locked(real)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            raise UsageError("--out", f"cannot use {out}: {e.strerror}") from None
+        break
+    else:
+        raise UsageError("--out", f"{out} keeps disappearing: is another run using it?")
+    entries = sorted(os.listdir(real))
+    foreign = [e for e in entries if e not in OUTPUT_NAMES and not _TEMPORARY.fullmatch(e)]
+    problem = None
+    if entries and not overwrite:
+        problem = f"{out} already holds files: add --overwrite to replace a previous run's"
+    elif foreign:
+        problem = f"{out} holds files no run writes ({', '.join(foreign[:3])}): not replacing them"
+    if problem is not None:
+        os.close(fd)
+        raise UsageError("--out", problem)
+    return RunFolder(out, fd, created, previous=bool(entries))
+
+
+def _locked(path: Path) -> int:
+    """An open descriptor of the folder ``path`` holding its exclusive lock, or a
+    UsageError when another run holds it. FileNotFoundError: it was removed meanwhile."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise UsageError("--out", f"{path} is in use by another run") from None
+    try:
+        same = os.path.samestat(os.fstat(fd), os.stat(path))
+    except FileNotFoundError:
+        same = False
+    if not same:  # locked a folder that was replaced or removed in the meantime
+        os.close(fd)
+        raise FileNotFoundError(errno.ENOENT, "the folder was replaced", str(path))
+    return fd
+
+
+def _sync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write(out: Path, name: str, write: Callable[[Path], Any]) -> None:
+    """``write(out / name)``, with a failure (a full disk) as an OutputError naming it."""
+    try:
+        write(out / name)
+    except OSError as e:
+        raise OutputError(name, e.strerror or str(e)) from e
 
 
 def _title(config: TrainConfig, data: Dataset) -> str:
@@ -46,12 +276,12 @@ def write_outputs(
     train_score: Score,
     test: tuple[Score, np.ndarray] | None,
 ) -> list[str]:
-    """Write checkpoint, metrics and pictures into ``out``; return the file names."""
+    """Write checkpoint, metrics and pictures into the folder ``out``; return the file
+    names. A file that cannot be written is an OutputError naming it."""
     from .. import plots  # matplotlib is only imported when there is something to draw
 
-    out.mkdir(parents=True, exist_ok=True)
     metadata = {"data": config.data_config(), "objective": {"loss": config.loss, "l2": config.l2}}
-    save_checkpoint(out / "model.json", learner.model, metadata)
+    _write(out, "model.json", lambda path: save_checkpoint(path, learner.model, metadata))
     metrics: dict[str, Any] = {
         "config": config.to_dict(),
         "loss": history.loss,
@@ -63,38 +293,52 @@ def write_outputs(
         metrics["test_loss"] = test[0].loss
         metrics["test_accuracy"] = test[0].accuracy
     metrics["train_seconds"] = round(history.seconds, 3)
-    write_json(out / "metrics.json", metrics)
+    _write(out, "metrics.json", lambda path: write_json(path, metrics))
     files = ["model.json", "metrics.json", "loss_curve.png"]
     batch_label = "batch" if config.batch_size else "training set"
-    plots.plot_loss_curve(
-        out / "loss_curve.png", history.loss, history.accuracy, _title(config, data), batch_label
+    title = _title(config, data)
+    _write(
+        out,
+        "loss_curve.png",
+        lambda path: plots.plot_loss_curve(
+            path, history.loss, history.accuracy, title, batch_label
+        ),
     )
     if config.dataset in DATASETS_2D:
-        plots.plot_decision_boundary(
-            out / "decision_boundary.png",
-            learner.scores,
-            data.X_train,
-            data.y_train,
-            _title(config, data),
-            # one Value graph per grid point is slow; one matrix product for all is not
-            resolution=60 if config.engine == "scalar" else 200,
+        _write(
+            out,
+            "decision_boundary.png",
+            lambda path: plots.plot_decision_boundary(
+                path,
+                learner.scores,
+                data.X_train,
+                data.y_train,
+                title,
+                # one Value graph per grid point is slow; one matrix product for all is not
+                resolution=60 if config.engine == "scalar" else 200,
+            ),
         )
         files.append("decision_boundary.png")
     if test is not None and data.test_images is not None:
         test_score, predicted = test
-        plots.plot_confusion_matrix(
-            out / "confusion_matrix.png",
-            data.y_test,
-            predicted,
-            data.num_classes,
-            f"{config.dataset} test set: {test_score.accuracy:.2%} correct",
+        heading = f"{config.dataset} test set"
+        _write(
+            out,
+            "confusion_matrix.png",
+            lambda path: plots.plot_confusion_matrix(
+                path,
+                data.y_test,
+                predicted,
+                data.num_classes,
+                f"{heading}: {test_score.accuracy:.2%} correct",
+            ),
         )
-        plots.plot_misclassified(
-            out / "misclassified.png",
-            data.test_images,
-            data.y_test,
-            predicted,
-            f"{config.dataset} test set",
+        _write(
+            out,
+            "misclassified.png",
+            lambda path: plots.plot_misclassified(
+                path, data.test_images, data.y_test, predicted, heading
+            ),
         )
         files += ["confusion_matrix.png", "misclassified.png"]
     return files

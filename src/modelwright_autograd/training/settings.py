@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import losses
+from ..checkpoint import MAX_PARAMETERS, Architecture
 
 #: --loss names: the two-class losses of ``losses.LOSSES`` (and ``functional.LOSSES``),
 #: and cross-entropy for digits.
@@ -38,8 +39,30 @@ MOMENTUM = 0.9
 LR_DECAY_TO = 0.1  # plain SGD ends at this fraction of its starting learning rate
 #: --samples bounds, also applied to a checkpoint's stored data settings. A million 2-D
 #: points is 16 MB for NumPy; far more is a typo (or a corrupt file) that ends in a
-#: MemoryError, and the scalar engine would take hours over them anyway.
+#: MemoryError. What a given engine and network can take is bounded by WORK_LIMITS.
 MIN_SAMPLES, MAX_SAMPLES = 2, 1_000_000
+MAX_STEPS = 1_000_000
+#: What one run may cost, checked with the options before anything is built (see
+#: ``check_work``; the measurements are in docs/training.md). Multiply-adds ("MACs") count
+#: points x weights. "pass": MACs of one forward pass over the training set (scoring does
+#: one, a full-batch step one and its backward). The scalar engine keeps ~85 bytes and
+#: spends ~1.6 us per MAC of a pass, so 5 million is ~0.4 GB and ~8 s. "activations":
+#: floats the tensor engine holds for a pass, points x the sum of the layer widths; the 35
+#: million of a million points through 2-16-16-1 peaked at 1.8 GB. "run": MACs of all the
+#: steps (~0.75 us each for the scalar engine: 1e9 is ~12 minutes); "run activations":
+#: activation floats of all the steps (100 full-batch steps over a million points through
+#: 2-16-16-1 took 543 s: 5e9 is ~13 minutes).
+WORK_LIMITS = {
+    "scalar": {"pass": 5_000_000, "run": 10**9},
+    "tensor": {
+        "pass": 10**10,
+        "activations": 40_000_000,
+        "run": 10**12,
+        "run activations": 5 * 10**9,
+    },
+}
+#: scikit-learn's digits: 1,797 images of 8x8 pixels, ten classes.
+DIGITS_IMAGES, DIGITS_FEATURES, DIGITS_CLASSES = 1797, 64, 10
 
 
 class UsageError(Exception):
@@ -51,7 +74,8 @@ class UsageError(Exception):
 
 
 class TrainingDiverged(RuntimeError):
-    """The loss stopped being a finite number: the learning rate is usually too large."""
+    """The loss stopped being a finite number: the learning rate, the noise or the L2
+    weight is too large (``suspects`` names the ones that are)."""
 
 
 @dataclass(frozen=True)
@@ -116,8 +140,7 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
         )
     optimizer = args.optimizer or ("adam" if digits else "sgd")
     loss = args.loss or ("ce" if digits else "svm")
-    family = "digits" if digits else ("2d-mse" if loss == "mse" else "2d")
-    return TrainConfig(
+    config = TrainConfig(
         dataset=args.dataset,
         samples=None if digits else (args.samples if args.samples is not None else 100),
         noise=None if digits else (args.noise if args.noise is not None else 0.1),
@@ -125,10 +148,95 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
         activation=args.activation,
         loss=loss,
         optimizer=optimizer,
-        lr=args.lr if args.lr is not None else DEFAULT_LR[family, optimizer],
+        lr=args.lr
+        if args.lr is not None
+        else DEFAULT_LR[_lr_family(args.dataset, loss), optimizer],
         steps=args.steps if args.steps is not None else (1000 if digits else 100),
         batch_size=args.batch_size if args.batch_size is not None else (32 if digits else None),
         l2=args.l2,
         seed=args.seed,
         engine=args.engine or ("tensor" if digits else "scalar"),
     )
+    check_work(config)
+    return config
+
+
+def _lr_family(dataset: str, loss: str) -> str:
+    """Which row of DEFAULT_LR a run's default learning rate comes from."""
+    if dataset == "digits":
+        return "digits"
+    return "2d-mse" if loss == "mse" else "2d"
+
+
+def check_work(config: TrainConfig) -> None:
+    """Refuse a run whose model could not be checkpointed or whose cost is beyond
+    WORK_LIMITS, as a UsageError naming the option to change. Only sizes are multiplied
+    here: nothing is allocated, so a huge --hidden is refused at once."""
+    digits = config.dataset == "digits"
+    nin = DIGITS_FEATURES if digits else 2
+    widths = (nin, *config.hidden, DIGITS_CLASSES if config.loss == "ce" else 1)
+    weights = Architecture(config.engine, nin, widths[1:], config.activation).num_parameters()
+    engine = f"the {config.engine} engine"
+    if weights > MAX_PARAMETERS[config.engine]:
+        sizes = ",".join(map(str, config.hidden))
+        raise UsageError(
+            "--hidden",
+            f"{sizes} makes an MLP of {weights:,} weights; a {config.engine} checkpoint "
+            f"holds at most {MAX_PARAMETERS[config.engine]:,}",
+        )
+    limits = WORK_LIMITS[config.engine]
+    points = DIGITS_IMAGES if digits else config.samples or 0
+    smaller = "a smaller --hidden" if digits else "fewer --samples or a smaller --hidden"
+    if config.engine == "scalar":
+        smaller += " (or --engine tensor)"
+    size_option = "--hidden" if digits else "--samples"
+    per_pass = points * weights
+    if per_pass > limits["pass"]:
+        raise UsageError(
+            size_option,
+            f"{points:,} points through {weights:,} weights is {per_pass:,} multiply-adds a "
+            f"pass; {engine} allows {limits['pass']:,}: use {smaller}",
+        )
+    activations = points * sum(widths)
+    if activations > limits.get("activations", activations):
+        raise UsageError(
+            size_option,
+            f"{points:,} points through layers {'-'.join(map(str, widths))} hold "
+            f"{activations:,} floats a pass; {engine} allows {limits['activations']:,}: "
+            f"use {smaller}",
+        )
+    batch = min(config.batch_size or points, points)
+    for what, per_step in (("run", weights), ("run activations", sum(widths))):
+        total = config.steps * batch * per_step
+        if total > limits.get(what, total):
+            unit = "multiply-adds" if what == "run" else "activation floats"
+            raise UsageError(
+                "--steps",
+                f"{config.steps:,} steps of {batch:,} points is {total:.2g} {unit} in all; "
+                f"{engine} allows {limits[what]:.0e}: use fewer --steps or a smaller "
+                f"--batch-size",
+            )
+
+
+#: Settings above these are the likely cause when a run diverges: the 2-D datasets lie
+#: within a few units of the origin, so noise above 1 buries them, and an L2 weight
+#: above 1 outweighs any data loss. A learning rate is suspect above ten times its default.
+UNUSUAL_NOISE, UNUSUAL_L2, UNUSUAL_LR_FACTOR = 1.0, 1.0, 10.0
+
+
+def divergence_advice(config: TrainConfig) -> str:
+    """What to change after the loss became non-finite: the settings that are unusually
+    large, or, when none is, every setting that can cause it."""
+    default_lr = DEFAULT_LR[_lr_family(config.dataset, config.loss), config.optimizer]
+    settings = {"--lr": config.lr, "--noise": config.noise, "--l2": config.l2}
+    unusual = {
+        "--lr": config.lr > UNUSUAL_LR_FACTOR * default_lr,
+        "--noise": config.noise is not None and config.noise > UNUSUAL_NOISE,
+        "--l2": config.l2 > UNUSUAL_L2,
+    }
+    suspects = [o for o in settings if unusual[o]] or [
+        o for o in settings if settings[o] is not None
+    ]
+    named = [f"{o} (it was {settings[o]:g})" for o in suspects]
+    choices = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} or {named[-1]}"
+    return f"try a smaller {choices}"
