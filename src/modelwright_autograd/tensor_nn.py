@@ -220,6 +220,12 @@ class MLP(Module):
             yield from layer._walk(f"{prefix}{mlp_layer_key(i)}.")
 
     def forward(self, x: Tensor) -> Tensor:
+        nin = self.layers[0].in_features
+        expected = f"MLP expects a Tensor of shape (..., {nin}) ({nin} features per row)"
+        if not isinstance(x, Tensor):  # an ndarray's repr spans lines: keep the message one
+            raise TypeError(f"{expected}, got {' '.join(_describe(x).split())}")
+        if x.data.ndim == 0 or x.shape[-1] != nin:
+            raise ValueError(f"{expected}, got shape {x.shape}")
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
             x = layer(x)
