@@ -288,28 +288,33 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     outputs cannot be written; 2 for a bad option or --out; 130 after Ctrl-C (SIGINT) and
     143 after SIGTERM. Whatever the ending, the run folder is complete or absent."""
     fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
+    run: RunFolder | None = None
+
+    def kept() -> str:
+        return run.kept() if run is not None else "nothing was written"
+
     with sigterm_raises():
         try:
-            config = resolve_config(args)
-            run = RunFolder.claim(args.out, config.dataset, args.overwrite)
-        except UsageError as e:
-            parser.error(str(e))  # exits with code 2
-        try:
+            try:
+                config = resolve_config(args)
+                run = RunFolder.claim(args.out, config.dataset, args.overwrite)
+            except UsageError as e:
+                parser.error(str(e))  # exits with code 2
             with run:
                 result = run_training(config, run.staging, quiet=args.quiet)
                 run.commit()
         except TrainingDiverged as e:
-            fail(f"{e}; {run.kept()}")
+            fail(f"{e}; {kept()}")
             return 1
         except OutputError as e:
-            fail(f"cannot write {run.path / e.name}: {e.reason}; {run.kept()}")
+            fail(f"cannot write {run.path / e.name}: {e.reason}; {kept()}")
             return 1
         except OSError as e:  # the folder itself (renaming it into place)
-            fail(f"cannot finish {run.path}: {e.strerror or e}; {run.kept()}")
+            fail(f"cannot finish {run.path if run else args.out}: {e.strerror or e}; {kept()}")
             return 1
         except (KeyboardInterrupt, Terminated) as e:
             name = "SIGINT" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
-            fail(f"interrupted ({name}); {run.kept()}")
+            fail(f"interrupted ({name}); {kept()}")
             return EXIT_INTERRUPTED[type(e)]
     lines = [f"final  {result['train'].describe()}  (training set)"]
     if result["test"] is not None:

@@ -96,19 +96,24 @@ class RunFolder:
         """Own ``out``, or a new runs/<dataset>-<timestamp>[-n] when it is None. A folder
         that cannot be made, is held by a live run, or holds files (without ``overwrite``,
         or files no run writes) is a UsageError naming --out: nothing has been done yet."""
-        with signals_deferred():
-            if out is None:
-                path = _new_default_folder(dataset)
-                run = cls(path, _locked(path), created=True, previous=False)
-            else:
-                run = _claim_given(out, overwrite)
-            try:
+        run = None
+        try:
+            with signals_deferred():  # a signal held here acts when the block ends...
+                if out is None:
+                    path = _new_default_folder(dataset)
+                    run = cls(path, _locked(path), created=True, previous=False)
+                else:
+                    run = _claim_given(out, overwrite)
                 run._clear_leftovers()
                 os.mkdir(run.staging)
-            except OSError as e:
+        except BaseException as e:  # ...and is handled here like any failure: undo
+            if run is not None:
                 run.release()
-                raise UsageError("--out", f"cannot write in {out}: {e.strerror}") from None
-            return run
+            if isinstance(e, OSError):
+                where = run.path if run is not None else out or "runs"
+                raise UsageError("--out", f"cannot write in {where}: {e.strerror}") from None
+            raise
+        return run
 
     def _clear_leftovers(self) -> None:
         """Remove the staging and swap folders of earlier runs into this folder that were

@@ -179,6 +179,8 @@ def check_work(config: TrainConfig) -> None:
     engine = f"the {config.engine} engine"
     if weights > MAX_PARAMETERS[config.engine]:
         sizes = ",".join(map(str, config.hidden))
+        if len(sizes) > 40:  # thousands of layers: keep the message one short line
+            sizes = f"{sizes[:37]}..."
         raise UsageError(
             "--hidden",
             f"{sizes} makes an MLP of {weights:,} weights; a {config.engine} checkpoint "
