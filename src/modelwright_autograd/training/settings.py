@@ -43,15 +43,14 @@ LR_DECAY_TO = 0.1  # plain SGD ends at this fraction of its starting learning ra
 MIN_SAMPLES, MAX_SAMPLES = 2, 1_000_000
 MAX_STEPS = 1_000_000
 #: What one run may cost, checked with the options before anything is built (see
-#: ``check_work``; the measurements are in docs/training.md). Multiply-adds ("MACs") count
-#: points x weights. "pass": MACs of one forward pass over the training set (scoring does
-#: one, a full-batch step one and its backward). The scalar engine keeps ~85 bytes and
-#: spends ~1.6 us per MAC of a pass, so 5 million is ~0.4 GB and ~8 s. "activations":
-#: floats the tensor engine holds for a pass, points x the sum of the layer widths; the 35
-#: million of a million points through 2-16-16-1 peaked at 1.8 GB. "run": MACs of all the
-#: steps (~0.75 us each for the scalar engine: 1e9 is ~12 minutes); "run activations":
-#: activation floats of all the steps (100 full-batch steps over a million points through
-#: 2-16-16-1 took 543 s: 5e9 is ~13 minutes).
+#: ``check_work``; measured in docs/training.md, CPU times on the 2-core machine).
+#: Multiply-adds ("MACs") count points x weights. "pass": MACs of one forward pass over the
+#: training set (scoring does one, a full-batch step one and its backward); at the scalar
+#: limit, 14,836 points through 16,16, a step took 5.5 s and the run peaked at 0.6 GB.
+#: "activations": floats the tensor engine holds for a pass, points x the sum of the layer
+#: widths; a million points through 2-16-16-1 (35 million) took 1.7 s a step and peaked at
+#: 1.9 GB. "run" and "run activations": the same summed over all the steps, about a quarter
+#: of an hour (scalar) and four minutes (tensor) at those rates.
 WORK_LIMITS = {
     "scalar": {"pass": 5_000_000, "run": 10**9},
     "tensor": {
