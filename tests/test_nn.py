@@ -286,3 +286,11 @@ def test_activation_none_is_micrograds_linear_neuron():
     assert repr(ours) == "LinearNeuron(3)" and repr(Neuron(3, activation="tanh")) == "TanhNeuron(3)"
     with pytest.raises(ValueError, match="or None"):
         Neuron(3, False)  # micrograd's positional nonlin: here the activation is named
+
+
+def test_mlp_given_a_non_sequence_says_what_it_expects():
+    with pytest.raises(TypeError) as info:
+        MLP(2, [3, 1], seed=0)(5)
+    assert str(info.value) == "MLP expects 2 inputs (a sequence of 2 numbers or Values), got int 5"
+    with pytest.raises(TypeError, match="a sequence of 2 numbers"):
+        MLP(2, [3, 1], seed=0)("ab")  # a string has a length, but is not numbers

@@ -300,3 +300,20 @@ def test_mlp_default_seed_uses_numpys_global_generator():
     second = tensor_nn.MLP(2, [3, 1])
     for a, b in zip(first.parameters(), second.parameters(), strict=True):
         np.testing.assert_array_equal(a.data, b.data)
+
+
+def test_mlp_given_the_wrong_input_says_what_it_expects():
+    model = MLP(2, [3, 1], seed=0)
+    expected = "MLP expects a Tensor of shape (..., 2) (2 features per row), got"
+    with pytest.raises(TypeError) as info:
+        model(5)
+    assert str(info.value) == f"{expected} int 5"
+    with pytest.raises(TypeError) as info:
+        model(np.zeros((4, 2)))  # an ndarray, not a Tensor: one line all the same
+    assert str(info.value).startswith(f"{expected} ndarray") and "\n" not in str(info.value)
+    for shape in ((4, 3), (), (3,)):
+        with pytest.raises(ValueError) as info:
+            model(Tensor(np.zeros(shape)))
+        assert str(info.value) == f"{expected} shape {shape}"
+    assert model(Tensor(np.zeros((5, 2)))).shape == (5, 1)
+    assert model(Tensor(np.zeros(2))).shape == (1,)

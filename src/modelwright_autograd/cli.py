@@ -149,9 +149,9 @@ def _add_data_options(parser: argparse.ArgumentParser, for_evaluate: bool) -> No
             ""
             if for_evaluate
             else "; points x weights must stay within "
-            f"{WORK_LIMITS['scalar']['pass']:,} for the scalar engine (14,836 points with "
-            f"16,16) and points x (sum of layer widths) within "
-            f"{WORK_LIMITS['tensor']['activations']:,} for the tensor engine"
+            f"{WORK_LIMITS['scalar']['pass']:,} for the scalar engine and points x (sum of "
+            f"layer widths) within {WORK_LIMITS['tensor']['activations']:,} for the tensor "
+            "engine"
         ),
     )
     parser.add_argument(
@@ -219,7 +219,9 @@ def add_train(subparsers: Subparsers) -> None:
         type=whole_number("--steps", 1, MAX_STEPS),
         help=f"optimiser steps, at most {MAX_STEPS:,} (default: 100; digits 1000); steps x "
         f"batch x weights must stay within {WORK_LIMITS['scalar']['run']:.0e} multiply-adds "
-        f"for the scalar engine, {WORK_LIMITS['tensor']['run']:.0e} for the tensor engine",
+        f"for the scalar engine, {WORK_LIMITS['tensor']['run']:.0e} for the tensor engine, "
+        f"and steps x batch x (sum of layer widths) within "
+        f"{WORK_LIMITS['tensor']['run activations']:.0e} for the tensor engine",
     )
     p.add_argument(
         "--batch-size",
