@@ -6,8 +6,8 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .checks import positive_int
-from .engine import Operand, Value, _describe, _dot, _lift
+from .checks import describe, positive_int
+from .engine import Operand, Value, _dot, _lift
 from .seeding import scalar_rng
 
 #: The hidden-layer nonlinearities both engines' nets offer (a ``Value``/``Tensor`` method each).
@@ -233,7 +233,7 @@ class MLP(Module):
         if not hasattr(x, "__len__") or isinstance(x, (str, bytes)):
             raise TypeError(
                 f"MLP expects {self.nin} inputs (a sequence of {self.nin} numbers or Values), "
-                f"got {_describe(x)}"
+                f"got {describe(x)}"
             )
         if len(x) != self.nin:
             raise ValueError(f"MLP expects {self.nin} inputs, got {len(x)}")

@@ -223,7 +223,7 @@ class MLP(Module):
         nin = self.layers[0].in_features
         expected = f"MLP expects a Tensor of shape (..., {nin}) ({nin} features per row)"
         if not isinstance(x, Tensor):  # an ndarray's repr spans lines: keep the message one
-            raise TypeError(f"{expected}, got {' '.join(_describe(x).split())}")
+            raise TypeError(f"{expected}, got {' '.join(describe(x).split())}")
         if x.data.ndim == 0 or x.shape[-1] != nin:
             raise ValueError(f"{expected}, got shape {x.shape}")
         last = len(self.layers) - 1
