@@ -173,7 +173,7 @@ def test_an_empty_folder_is_used_and_kept(tmp_path):
 @pytest.mark.parametrize(
     "out, problem",
     [
-        ("", "empty path"),
+        ("", "got an empty string"),
         ("{tmp}/a-file/x", "cannot create"),  # as /etc/hostname/x: a file on the way
         ("/proc/x", "cannot create"),  # a folder nothing can be created in
         (".", "current folder"),
