@@ -160,6 +160,31 @@ def test_data_settings_that_do_not_fit_the_model_are_a_checkpoint_error(
     assert "argument --dataset: digits has 64 features" in capsys.readouterr().err
 
 
+def test_a_scoring_pass_beyond_the_training_bounds_is_refused_before_any_data(
+    tmp_path, capsys, small_run, monkeypatch
+):
+    from modelwright_autograd.training import evaluate
+
+    def no_data(*args):
+        raise AssertionError("data was made before the cost was checked")
+
+    monkeypatch.setattr(evaluate, "load_dataset", no_data)
+    # 1,000,000 points x 37 weights = 37,000,000 multiply-adds, over the scalar pass limit
+    with pytest.raises(SystemExit) as info:
+        cli.main(["evaluate", "--checkpoint", str(small_run), "--samples", "1000000"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --samples: 1,000,000 points through 37 weights" in err
+    assert err.rstrip().endswith("use fewer --samples")  # evaluate has no --hidden/--engine
+    doc = json.loads(small_run.read_text())
+    doc["data"]["samples"] = 1_000_000  # the same cost, written in the file
+    path = tmp_path / "model.json"
+    path.write_text(json.dumps(doc))
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "its data settings cost too much to score" in err
+
+
 def test_odd_numbers_in_the_settings_are_handled(tmp_path, capsys, small_run):
     doc = json.loads(small_run.read_text())
     doc["data"]["noise"] = -0.0  # NumPy refuses a scale of -0.0: it is read as 0

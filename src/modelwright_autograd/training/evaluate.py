@@ -17,7 +17,7 @@ from ..checks import is_finite_non_negative, is_json_int
 from ..data import DATASETS, load_dataset
 from .learners import make_learner
 from .loop import Score, score
-from .settings import LOSS_NAMES, MAX_SAMPLES, MIN_SAMPLES, TrainConfig, UsageError
+from .settings import LOSS_NAMES, MAX_SAMPLES, MIN_SAMPLES, TrainConfig, UsageError, check_work
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,7 @@ def evaluate_checkpoint(
     for key, value in (("samples", samples), ("noise", noise), ("seed", seed)):
         if value is not None:
             wanted[key] = value
+    _check_cost(path, arch, loss_name, wanted, samples_given=samples is not None)
     data = load_dataset(wanted["dataset"], wanted["samples"], wanted["noise"], wanted["seed"])
     outputs = data.num_classes if loss_name == "ce" else 1
     if (data.num_features, outputs) != (arch.nin, arch.nouts[-1]):
@@ -112,3 +113,27 @@ def evaluate_checkpoint(
     if data.X_test is not None:
         scores["test"] = score(learner, data.X_test, data.y_test)[0]
     return Evaluation(arch.describe(), wanted, wanted == stored, scores)
+
+
+def _check_cost(
+    path: Path, arch: Any, loss_name: str, wanted: dict[str, Any], samples_given: bool
+) -> None:
+    """Refuse, before any data is made, a scoring pass the training bounds would refuse
+    (``check_work``): --samples 1,000,000 through a scalar MLP is minutes and gigabytes.
+    A size the user gave is a usage error; one from the file is the checkpoint's fault."""
+    config = TrainConfig(
+        dataset=wanted["dataset"],
+        samples=wanted["samples"],
+        hidden=tuple(arch.nouts[:-1]),
+        activation=arch.activation,
+        loss=loss_name,
+        steps=1,
+        engine=arch.engine,
+    )
+    try:
+        check_work(config)
+    except UsageError as e:
+        cost = e.message.split(": use ")[0]  # the advice names train's options; keep the cost
+        if samples_given:
+            raise UsageError("--samples", f"{cost}: use fewer --samples") from None
+        raise CheckpointError(path, f"its data settings cost too much to score: {cost}") from None

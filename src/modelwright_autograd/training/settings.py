@@ -69,6 +69,7 @@ class UsageError(Exception):
 
     def __init__(self, option: str, message: str) -> None:
         self.option = option
+        self.message = message
         super().__init__(f"argument {option}: {message}")
 
 
