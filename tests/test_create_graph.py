@@ -44,6 +44,14 @@ SCALAR = {
     "sum": (lambda a, b: Value.sum([a * a, a * b, b]) * b, [0.8, -1.3]),
     "dot": (lambda a, b: Value.dot([a, b], [b * b, a], a), [0.9, 1.7]),
 }
+# Edge points (relu's flat side and kink, a zero exponent): the rules give None there, so a
+# leaf's grad may stay the float 0.0 where torch has a zero tensor.
+SCALAR_EDGE = {
+    "relu-flat": (lambda a, b: (a * b).relu() * a, [-1.1, 0.9]),
+    "relu-kink": (lambda a, b: (a * b).relu() * a, [0.0, 0.9]),
+    "relu-flat-inf": (lambda a, b: (a * b).relu() * (a * 1e308 * 10.0), [-1.1, 0.9]),
+    "pow-zero-exponent": (lambda a, b: a**b * a, [1.4, 0.0]),
+}
 
 
 def _torch_scalar(name):
@@ -71,6 +79,28 @@ def test_scalar_second_derivatives_match_torch(name):
     for leaf in leaves:
         leaf.grad = 0.0
     (grads[0] * weights[0] + grads[1] * weights[1]).backward()
+    got = [leaf.grad for leaf in leaves]
+    assert got == pytest.approx([float(w) for w in want_second], rel=TOL, abs=TOL)
+
+
+def _number(v):
+    return v.data if isinstance(v, Value) else v
+
+
+@pytest.mark.parametrize("name", SCALAR_EDGE)
+def test_scalar_second_derivatives_at_edge_points_match_torch(name):
+    f, xs = SCALAR_EDGE[name]
+    weights = [0.7, -1.3]
+    leaves = [Value(x) for x in xs]
+    f(*leaves).backward(create_graph=True)
+    grads = [leaf.grad for leaf in leaves]
+    want_first, want_second = _torch_second(f, [np.float64(x) for x in xs], weights)
+    assert [_number(g) for g in grads] == pytest.approx([float(w) for w in want_first], rel=TOL)
+    for leaf in leaves:
+        leaf.grad = 0.0
+    h = grads[0] * weights[0] + grads[1] * weights[1]
+    if isinstance(h, Value):
+        h.backward()
     got = [leaf.grad for leaf in leaves]
     assert got == pytest.approx([float(w) for w in want_second], rel=TOL, abs=TOL)
 
@@ -198,6 +228,24 @@ TENSOR = {
 }
 
 
+# Edge points, where a rule masks part of its gradient: masking must select (as torch),
+# not multiply by 0/1, or an inf in the masked part turns into nan.
+EDGE = {
+    "std-constant": (lambda a, b: (a.std(1) * b).sum(), [np.full((2, 3), 2.0), _arr(2)]),
+    "std-constant-all": (lambda a, b: a.std() * (b * b).sum(), [np.full(3, -1.5), _arr(2)]),
+    "pow-b-zero": (lambda a, b: (a**b).sum(), [np.array([0.0, 2.0, 1.5]), np.zeros(3)]),
+    "pow-a-zero": (lambda a, b: (a**b).sum(), [np.zeros(3), np.array([0.0, 2.0, 1.5])]),
+    "rpow-zero-base": (lambda a, b: (0.0 ** (a * a) * b).sum(), [np.array([1.0, 2.0]), _arr(2)]),
+    "relu-zeros": (lambda a, b: ((a * b).relu() * a).sum(), [np.zeros(4), _arr(4)]),
+    "clamp-boundary": (
+        lambda a, b: ((a * b).clamp(0.0, 1.0) * a).sum(),
+        [np.array([0.0, 1.0, 0.5, 2.0]), np.ones(4)],
+    ),
+    "where-constant": (lambda a, b: (_where(a > 0, a, b * b) * b).sum(), [np.zeros(3), _arr(3)]),
+    "maximum-ties": (lambda a, b: (_maximum(a, b) ** 3).sum(), [np.ones(3), np.ones(3)]),
+}
+
+
 def _torch_or_ours(ours, theirs):
     """One call for both engines: torch's function on torch tensors, ours otherwise."""
 
@@ -265,6 +313,35 @@ def test_tensor_second_derivatives_match_torch(name):
     want_first, want_second = _torch_second(_torch_tensor_fn(name), xs, weights)
     for got, want in zip(got_first + got_second, want_first + want_second):
         np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL)
+
+
+@pytest.mark.parametrize("name", EDGE)
+def test_tensor_second_derivatives_at_edge_points_match_torch(name):
+    f, xs = EDGE[name]
+    weights = [_arr(*x.shape) for x in xs]
+    with np.errstate(all="ignore"):
+        got_first, got_second = _tensor_second(f, xs, weights)
+    want_first, want_second = _torch_second(f, xs, weights)
+    for got, want in zip(got_first + got_second, want_first + want_second):
+        np.testing.assert_allclose(got, want, rtol=TOL, atol=TOL)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [lambda a: a.std(), lambda a: a.norm(), lambda a: a.norm(dim=1).sum()],
+    ids=["std", "norm", "norm-dim"],
+)
+def test_masked_first_derivatives_under_create_graph_are_zero_not_nan(f):
+    # torch: d std / dx at a constant x and d ||x|| / dx at x = 0 are 0 (the limit chosen
+    # by a masked selection); a 0/1 product under create_graph gave inf * 0 = nan
+    x = np.zeros((2, 2))
+    t = Tensor(x, requires_grad=True)
+    with np.errstate(all="ignore"):
+        f(t).backward(create_graph=True)
+    tt = torch.tensor(x, requires_grad=True)
+    (want,) = torch.autograd.grad(f(tt), tt, create_graph=True)
+    assert isinstance(t.grad, Tensor)
+    np.testing.assert_array_equal(t.grad.data, want.detach().numpy())
 
 
 def test_cross_entropy_second_derivative_matches_torch():

@@ -241,9 +241,11 @@ def sigmoid(x: Arr) -> Arr:
 
 
 def zero_where(mask: np.ndarray, g: Arr) -> Arr:
-    """``g`` with 0 where ``mask`` holds (exact on arrays; a product with 0/1 on Tensors)."""
+    """``g`` with 0 where ``mask`` holds: a selection on arrays and Tensors alike (a
+    ``where`` node), never a product with a 0/1 mask, which would turn an inf or nan in
+    ``g`` into nan rather than 0 (as torch's masked gradients select)."""
     if isinstance(g, Tensor):
-        return g * (~mask).astype(g.dtype)
+        return where(mask, 0.0, g)
     return np.where(mask, 0.0, g).astype(g.dtype, copy=False)
 
 
@@ -1077,11 +1079,13 @@ def _pow_tensor(a: Tensor, b: Tensor) -> Tensor:
 
 def _pow_tensor_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
     """c = a ** b:  dc/da = b a^(b-1), dc/db = c ln a. As torch: dc/da = 0 where b = 0, and
-    dc/db = 0 where a = 0 and b >= 0 (the limit, where c ln a would be 0 * -inf)."""
+    dc/db = 0 where a = 0 and b >= 0 (the limit, where c ln a would be 0 * -inf). The masks
+    sit where torch's do (around g b a^(b-1); on c ln a alone), so second derivatives at the
+    masked points agree with torch's too."""
     A, B = raw(a), raw(b)
     with np.errstate(divide="ignore", invalid="ignore"):  # the masked cases are exact
         ga = zero_where(B == 0.0, g * (b * a ** (b - 1.0))) if need[0] else None
-        gb = zero_where((A == 0.0) & (B >= 0.0), g * (out * log(a))) if need[1] else None
+        gb = g * zero_where((A == 0.0) & (B >= 0.0), out * log(a)) if need[1] else None
     return ga, gb
 
 
