@@ -11,7 +11,7 @@ import torch
 
 import modelwright_autograd.functional as F
 import modelwright_autograd.tensor as T
-from modelwright_autograd import Value
+from modelwright_autograd import Value, enable_grad, is_grad_enabled, no_grad
 from modelwright_autograd.tensor import Tensor, linear
 
 TOL = 1e-10
@@ -383,3 +383,52 @@ def test_tensor_first_order_grads_stay_arrays():
     x = Tensor([2.0, -1.0], requires_grad=True)
     (x * x).sum().backward()
     assert type(x.grad) is np.ndarray
+
+
+# ---------------------------------------------------------------------- grad mode
+def test_scalar_create_graph_inside_no_grad_records_like_torch():
+    # torch turns grad mode on for a create_graph pass: d/da (3a^2) = 6a = 9 at a = 1.5
+    a = Value(1.5)
+    y = a * a * a
+    with no_grad():
+        y.backward(create_graph=True)
+    assert isinstance(a.grad, Value) and a.grad.data == 6.75
+    d = a.grad
+    a.grad = 0.0
+    d.backward()
+    t = torch.tensor(1.5, dtype=torch.float64, requires_grad=True)
+    ty = t * t * t
+    with torch.no_grad():
+        ty.backward(create_graph=True)
+    (d2,) = torch.autograd.grad(t.grad, t)
+    assert a.grad == d2.item() == 9.0
+
+
+def test_tensor_create_graph_inside_no_grad_records_like_torch():
+    x = Tensor([1.5, -2.0], requires_grad=True)
+    y = (x * x * x).sum()
+    with no_grad():
+        y.backward(create_graph=True)
+    d = x.grad
+    assert d.requires_grad
+    x.grad = None
+    d.sum().backward()
+    t = torch.tensor([1.5, -2.0], dtype=torch.float64, requires_grad=True)
+    ty = (t * t * t).sum()
+    with torch.no_grad():
+        ty.backward(create_graph=True)
+    (d2,) = torch.autograd.grad(t.grad.sum(), t)
+    np.testing.assert_array_equal(x.grad, d2.numpy())
+
+
+def test_enable_grad_records_inside_no_grad_and_restores_the_mode():
+    a = Value(2.0)
+    with no_grad():
+        assert not is_grad_enabled()
+        with enable_grad():
+            assert is_grad_enabled()
+            y = a * a
+        assert not is_grad_enabled()
+        z = a * a
+    assert is_grad_enabled()
+    assert y._prev == (a, a) and z._prev == ()

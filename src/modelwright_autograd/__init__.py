@@ -18,7 +18,7 @@ from typing import Any
 from .autograd import grad, hessian, hvp, jacobian, jvp
 from .engine import Value
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
-from .graph import is_grad_enabled, no_grad
+from .graph import enable_grad, is_grad_enabled, no_grad
 from .losses import binary_cross_entropy_with_logits, mse_loss, svm_loss
 from .nn import MLP, Layer, Module, Neuron
 from .optim import SGD, Adam
@@ -64,6 +64,7 @@ __all__ = [
     "cat",
     "draw_graph",
     "einsum",
+    "enable_grad",
     "grad",
     "gradcheck",
     "gradgradcheck",

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Union
 
 from .checks import describe
-from .graph import _GradMode, topological_order
+from .graph import _GradMode, enable_grad, topological_order
 
 Operand = Union["Value", int, float]
 Num = Union["Value", float]  # what a rule computes with: floats, or Values under create_graph
@@ -449,7 +449,8 @@ class Value:
             if node._prev:
                 node.grad = 0.0
         if create_graph:
-            _backward_creating_graph(self, order, _lift(gradient, "backward(gradient)"))
+            with enable_grad():  # as torch: a create_graph pass records even under no_grad()
+                _backward_creating_graph(self, order, _lift(gradient, "backward(gradient)"))
             return
         self.grad += gradient
         for node in reversed(order):

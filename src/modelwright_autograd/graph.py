@@ -1,4 +1,4 @@
-"""What both engines share: the iterative topological walk and the grad-recording switch.
+"""What both engines share: the iterative topological walk and the grad-recording switches.
 
 A node of either engine (``Value`` or ``Tensor``) exposes ``_prev``, the tuple of nodes it
 was computed from. That is all the walk needs.
@@ -56,6 +56,21 @@ def no_grad() -> Iterator[None]:
     """
     previous = _GradMode.enabled
     _GradMode.enabled = False
+    try:
+        yield
+    finally:
+        _GradMode.enabled = previous
+
+
+@contextmanager
+def enable_grad() -> Iterator[None]:
+    """Record the graph inside the block even within ``no_grad()``, as ``torch.enable_grad()``.
+
+    ``backward(create_graph=True)`` runs its walk under it, as torch does, so the gradients
+    it builds keep their history wherever it is called.
+    """
+    previous = _GradMode.enabled
+    _GradMode.enabled = True
     try:
         yield
     finally:

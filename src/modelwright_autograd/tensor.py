@@ -19,7 +19,7 @@ from typing import Any, Union
 import numpy as np
 
 from .checks import describe, positive_int
-from .graph import _GradMode, topological_order
+from .graph import _GradMode, enable_grad, topological_order
 
 Operand = Union["Tensor", np.ndarray, float, int]
 Shape = tuple[int, ...]
@@ -1781,19 +1781,28 @@ class Tensor:
         for node in order:
             if node._prev:
                 node.grad = None
-        if create_graph and not isinstance(seed, Tensor):
-            seed = make_node(seed, (), "", None)
-        _accumulate(self, seed, None)
-        for node in reversed(order):
-            rule, g = node._backward, node.grad
-            if rule is None or g is None:
-                continue
-            prev = node._prev
-            need = tuple(p.requires_grad for p in prev)
-            if create_graph:  # the same rule on the nodes: the gradients get history
-                grads = rule(g, node, node._ctx, need, *prev)
-            else:
-                grads = rule(g, node.data, node._ctx, need, *[p.data for p in prev])
-            for p, gp, n in zip(prev, grads, need):
-                if n and gp is not None:
-                    _accumulate(p, gp, g)
+        if create_graph:
+            if not isinstance(seed, Tensor):
+                seed = make_node(seed, (), "", None)
+            with enable_grad():  # as torch: a create_graph pass records even under no_grad()
+                _backward_walk(self, order, seed, True)
+            return
+        _backward_walk(self, order, seed, False)
+
+
+def _backward_walk(root: Tensor, order: list[Tensor], seed: Arr, create_graph: bool) -> None:
+    """Run every node's rule in reverse topological order, accumulating into the inputs."""
+    _accumulate(root, seed, None)
+    for node in reversed(order):
+        rule, g = node._backward, node.grad
+        if rule is None or g is None:
+            continue
+        prev = node._prev
+        need = tuple(p.requires_grad for p in prev)
+        if create_graph:  # the same rule on the nodes: the gradients get history
+            grads = rule(g, node, node._ctx, need, *prev)
+        else:
+            grads = rule(g, node.data, node._ctx, need, *[p.data for p in prev])
+        for p, gp, n in zip(prev, grads, need):
+            if n and gp is not None:
+                _accumulate(p, gp, g)
