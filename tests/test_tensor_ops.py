@@ -577,6 +577,55 @@ def test_einsum_like_torch(subscripts, shapes):
     )
 
 
+# A size-1 dim broadcast against the same index elsewhere (torch allows it): the gradient
+# is broadcast up where the operand is larger, summed down where it has size 1.
+EINSUM_BROADCAST = [
+    ("ij,jk->ik", [(2, 1), (3, 2)]),  # the contracted j: 1 against 3
+    ("ij,jk->ik", [(2, 3), (1, 2)]),
+    ("ij,ij->ij", [(1, 3), (2, 3)]),
+    ("ij,ij->i", [(2, 1), (2, 3)]),
+    ("ij,i->i", [(1, 3), (2,)]),  # i: 1 in a, 2 in b and the output
+    ("ij,i->j", [(2, 3), (1,)]),
+    ("ii,i->", [(3, 3), (1,)]),  # a trace against a broadcast vector
+    ("ii,i->i", [(1, 1), (3,)]),
+    ("bij,bjk->bik", [(1, 2, 1), (4, 3, 2)]),
+    ("i,j,ij->", [(1,), (1,), (2, 3)]),
+]
+
+
+@pytest.mark.parametrize(
+    "subscripts, shapes", EINSUM_BROADCAST, ids=[f"{e[0]} {e[1]}" for e in EINSUM_BROADCAST]
+)
+def test_einsum_broadcasting_a_size_1_dim_like_torch(subscripts, shapes):
+    arrays = [_values(s, 51 + i) for i, s in enumerate(shapes)]
+    compare(
+        lambda *ts: einsum(subscripts, *ts),
+        lambda *ts: torch.einsum(subscripts, *ts),
+        arrays,
+    )
+
+
+@pytest.mark.parametrize(
+    "subscripts, shapes", EINSUM_BROADCAST, ids=[f"{e[0]} {e[1]}" for e in EINSUM_BROADCAST]
+)
+def test_einsum_broadcasting_second_derivatives_like_torch(subscripts, shapes):
+    arrays = [_values(s, 61 + i) for i, s in enumerate(shapes)]
+    ours = [Tensor(a, requires_grad=True) for a in arrays]
+    theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+    (einsum(subscripts, *ours) ** 2).sum().backward(create_graph=True)
+    grads = [t.grad for t in ours]
+    for t in ours:
+        t.grad = None
+    sum(((g * g).sum() for g in grads), Tensor(0.0)).backward()
+    first = torch.autograd.grad(
+        (torch.einsum(subscripts, *theirs) ** 2).sum(), theirs, create_graph=True
+    )
+    second = torch.autograd.grad(sum((g * g).sum() for g in first), theirs)
+    for t, g, f, s in zip(ours, grads, first, second):
+        np.testing.assert_allclose(g.data, f.detach().numpy(), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(t.grad, s.numpy(), rtol=1e-9, atol=1e-9)
+
+
 def test_outer_like_torch():
     compare(outer, torch.outer, [_values((3,), 36), _values((4,), 37)])
     compare(

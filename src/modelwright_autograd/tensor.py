@@ -1552,8 +1552,10 @@ def _einsum_backward(
 ) -> Grads:
     """C = einsum(s_1, ..., s_n -> s_out):  dC/dX_k is the einsum of dC (indexed s_out)
     with the other operands, to s_k. An index repeated in s_k (a diagonal, a trace) gets a
-    fresh letter tied to the first by an identity matrix; an index summed in X_k alone
-    gets a vector of ones, so every output index appears among the inputs."""
+    fresh letter tied to the first by an identity matrix; an index summed in X_k alone, or
+    present elsewhere only with size 1 (broadcast up to X_k's size), gets a vector of ones
+    of X_k's size, so every index of s_k appears among the inputs at its size. Where X_k
+    has size 1 and the others more, the engine sums the gradient back down (sum_to)."""
     ins, outs, spare = spec
     dtype = raw(g).dtype
     grads: list[Arr | None] = []
@@ -1573,9 +1575,12 @@ def _einsum_backward(
                 target += new
             else:
                 target += c
-        present = set("".join(terms))
+        seen: dict[str, int] = {}  # each index's largest size among the terms so far
+        for t, x in zip(terms, args):
+            for c, n in zip(t, raw(x).shape):
+                seen[c] = max(seen.get(c, 0), n)
         for c in dict.fromkeys(sub):
-            if c not in present:
+            if seen.get(c, 0) < size[c]:  # absent, or only of size 1 broadcast against X_k
                 terms.append(c)
                 args.append(np.ones(size[c], dtype=dtype))
         grads.append(_einsum_any(",".join(terms) + "->" + target, args))
