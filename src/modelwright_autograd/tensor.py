@@ -240,13 +240,26 @@ def sigmoid(x: Arr) -> Arr:
     return x.sigmoid() if isinstance(x, Tensor) else _sigmoid_array(x)
 
 
+def select(mask: np.ndarray, x: Arr | float, y: Arr | float) -> Arr:
+    """``x`` where ``mask`` holds, else ``y`` (either may be a number): ``np.where`` on
+    arrays, a ``where`` node on Tensors, so the unselected side passes no gradient."""
+    if isinstance(x, Tensor) or isinstance(y, Tensor):
+        return where(mask, x, y)
+    dtype = (x if isinstance(x, np.ndarray) else y).dtype  # type: ignore[union-attr]
+    return np.where(mask, x, y).astype(dtype, copy=False)
+
+
 def zero_where(mask: np.ndarray, g: Arr) -> Arr:
-    """``g`` with 0 where ``mask`` holds: a selection on arrays and Tensors alike (a
-    ``where`` node), never a product with a 0/1 mask, which would turn an inf or nan in
-    ``g`` into nan rather than 0 (as torch's masked gradients select)."""
-    if isinstance(g, Tensor):
-        return where(mask, 0.0, g)
-    return np.where(mask, 0.0, g).astype(g.dtype, copy=False)
+    """``g`` with 0 where ``mask`` holds: a selection, never a product with a 0/1 mask,
+    which would turn an inf or nan in ``g`` into nan rather than 0 (torch selects too)."""
+    return select(mask, 0.0, g)
+
+
+def prod_dims(x: Arr, d: int | None, keepdim: bool) -> Arr:
+    """The product of ``x`` over dim ``d`` (every element for None)."""
+    if isinstance(x, Tensor):
+        return x.prod(d, keepdim=keepdim)
+    return x.prod(axis=d, keepdims=keepdim)
 
 
 def zeros_like(x: Arr) -> Arr:
@@ -1139,30 +1152,26 @@ def _prod(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 
 
 def _prod_backward(g: Arr, out: Arr, d: int | None, need: Need, a: Arr) -> Grads:
-    """c = prod of a over dim:  dc/da_i = the product of the other elements, computed as
-    that product (not c / a_i), so it is exact where a holds zeros, as torch's."""
-    kept = _kept_shape(raw(a).shape, None if d is None else (d,))
-    return (g.reshape(kept) * _prod_of_others(a, d),)
-
-
-def _prod_of_others(x: Arr, d: int | None) -> Arr:
-    """Each element replaced by the product of the other elements along dim ``d`` (of all
-    of x for None). Arrays: the running products from the left times those from the right.
-    Tensors (under create_graph): each element's others gathered by an index, then
-    ``prod``, so the result can be differentiated again (memory n^2 along ``d``)."""
-    if d is None:
-        return _prod_of_others(x.reshape(-1), 0).reshape(raw(x).shape)
-    n = raw(x).shape[d]
-    if n == 0:
-        return zeros_like(x)
-    y = swapaxes(x, d, -1)
-    if isinstance(x, Tensor):
-        others = np.array([[j for j in range(n) if j != i] for i in range(n)], dtype=np.intp)
-        return swapaxes(y[..., others.reshape(n, n - 1)].prod(-1), d, -1)
-    ones = np.ones_like(y[..., :1])
-    left = np.cumprod(np.concatenate([ones, y[..., :-1]], axis=-1), axis=-1)
-    right = np.cumprod(np.concatenate([ones, y[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
-    return np.swapaxes(left * right, d, -1)
+    """c = prod of a over dim:  dc/da_i = the product of the other elements, in memory
+    linear in the reduced length, as torch: c / a_i where the slice holds no zero; where it
+    does, p / a_i times the product of the zeros at a nonzero a_i (p the product of the
+    nonzero elements), and at a zero p times the product of the other zeros (1 for a single
+    zero, the other one for two, 0 for more). The zeros stay variables (selected, not
+    constants), so the rule differentiates again exactly to second order (docs/tensor-ops.md)."""
+    A = raw(a)
+    kept = _kept_shape(A.shape, None if d is None else (d,))
+    gk = g.reshape(kept)
+    zero = A == 0.0
+    if not zero.any():
+        return (gk * (out.reshape(kept) / a),)
+    count = np.broadcast_to(zero.sum(axis=d, keepdims=True), A.shape)
+    nonzeros = select(zero, 1.0, a)
+    zeros = select(zero, a, 1.0)
+    p = prod_dims(nonzeros, d, True)
+    at_nonzero = p / nonzeros * prod_dims(zeros, d, True)
+    other_zero = sum_dims(select(zero, a, 0.0), None if d is None else (d,), True) - a
+    at_zero = p * select(count == 1, 1.0, select(count == 2, other_zero, 0.0))
+    return (gk * select(zero, at_zero, at_nonzero),)
 
 
 def _correction(unbiased: bool | None, correction: float | None, op: str) -> float:
