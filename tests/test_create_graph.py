@@ -170,7 +170,7 @@ TENSOR = {
     "softmax": (lambda a, b: (a.softmax(1) * b).sum(), [_arr(3, 5), _arr(3, 5)]),
     "log_softmax": (lambda a, b: (a.log_softmax(0) * b).sum(), [_arr(4, 3), _arr(4, 3)]),
     "linear": (lambda a, b: linear(a, b, b[0]).tanh().sum(), [_arr(5, 3), _arr(3, 3)]),
-    "max-div-log": (lambda a, b: (a.max(1) / (b * b + 1.0).log()).sum(), [_arr(3, 4), _arr(3)]),
+    "max-div-log": (lambda a, b: (a.amax(1) / (b * b + 1.0).log()).sum(), [_arr(3, 4), _arr(3)]),
     "index-cat-stack": (
         lambda a, b: (_cat([a[[0, 2, 0]], b]) ** 3).sum() + (_stack([a[1], b[0]]) ** 2).sum(),
         [_arr(3, 4), _arr(2, 4)],
@@ -207,7 +207,7 @@ TENSOR = {
         [_arr(3, 4), _arr(3, 4)],
     ),
     "logsumexp-norm-min": (
-        lambda a, b: (a.logsumexp(1) * b.norm(dim=1) + (a * b).min(1) ** 2).sum(),
+        lambda a, b: (a.logsumexp(1) * b.norm(dim=1) + (a * b).amin(1) ** 2).sum(),
         [_arr(3, 4), _arr(3, 4)],
     ),
     "shape-ops": (
@@ -285,10 +285,6 @@ def _stack(ts):
 def _torch_tensor_fn(name):
     return {
         "linear": lambda a, b: torch.nn.functional.linear(a, b, b[0]).tanh().sum(),
-        "max-div-log": lambda a, b: (a.amax(1) / (b * b + 1.0).log()).sum(),
-        "logsumexp-norm-min": lambda a, b: (
-            a.logsumexp(1) * b.norm(dim=1) + (a * b).amin(1) ** 2
-        ).sum(),
     }.get(name, TENSOR[name][0])
 
 

@@ -177,8 +177,8 @@ def _torch_prod(x, d, k):
 REDUCE = {
     "sum": (lambda t, d, k: t.sum(d, keepdim=k), lambda x, d, k: torch.sum(x, dim=d, keepdim=k)),
     "mean": (lambda t, d, k: t.mean(d, keepdim=k), lambda x, d, k: torch.mean(x, d, keepdim=k)),
-    "max": (lambda t, d, k: t.max(d, keepdim=k), lambda x, d, k: x.amax(_all_dims(x, d), k)),
-    "min": (lambda t, d, k: t.min(d, keepdim=k), lambda x, d, k: x.amin(_all_dims(x, d), k)),
+    "max": (lambda t, d, k: t.amax(d, keepdim=k), lambda x, d, k: x.amax(_all_dims(x, d), k)),
+    "min": (lambda t, d, k: t.amin(d, keepdim=k), lambda x, d, k: x.amin(_all_dims(x, d), k)),
     "prod": (lambda t, d, k: t.prod(d, keepdim=k), _torch_prod),
     "var": (lambda t, d, k: t.var(d, keepdim=k), lambda x, d, k: x.var(d, keepdim=k)),
     "var_population": (
@@ -338,6 +338,37 @@ def test_max_and_min_ties_share_the_gradient_like_torch(op, dim):
     compare(lambda t: ours(t, dim, False), lambda t: theirs(t, dim, False), [x])
     compare(lambda t: t.amax(dim=dim), lambda t: REDUCE["max"][1](t, dim, False), [x])
     compare(lambda t: t.amin(dim=dim), lambda t: REDUCE["min"][1](t, dim, False), [x])
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_and_min_along_a_dim_return_values_and_indices_like_torch(op, dim, keepdim):
+    # ties (the first index wins), a nan (it wins) and a plain row; the gradient goes to
+    # the chosen index alone, as torch's max(dim), unlike amax's shared one
+    x = np.array([[1.0, 3.0, 3.0], [np.nan, 2.0, np.nan], [0.0, 0.0, -1.0], [2.0, 5.0, -4.0]])
+    t = Tensor(x, requires_grad=True)
+    tt = torch.tensor(x, requires_grad=True)
+    got, want = getattr(t, op)(dim, keepdim=keepdim), getattr(tt, op)(dim, keepdim=keepdim)
+    values, indices = got
+    assert got.values is values and got.indices is indices
+    np.testing.assert_array_equal(values.data, want.values.detach().numpy())
+    assert indices.dtype == np.int64 and not indices.requires_grad
+    np.testing.assert_array_equal(indices.data, want.indices.numpy())
+    upstream = np.arange(1.0, values.data.size + 1).reshape(values.shape)
+    values.backward(upstream)
+    want.values.backward(torch.tensor(upstream))
+    np.testing.assert_array_equal(t.grad, tt.grad.numpy())
+
+
+def test_max_and_min_of_everything_and_of_a_0d_tensor_like_torch():
+    x = np.array([[1.0, 3.0, 3.0], [2.0, 0.0, 0.0]])
+    for op in ("max", "min"):
+        compare(lambda t, op=op: getattr(t, op)(), lambda t, op=op: getattr(t, op)(), [x])
+        values, indices = getattr(Tensor(np.array(2.5)), op)(-1)
+        want = getattr(torch.tensor(2.5, dtype=torch.float64), op)(-1)
+        assert values.shape == () and values.item() == want.values.item()
+        assert indices.item() == want.indices.item() == 0
 
 
 def test_max_tie_gradient_by_hand():
@@ -714,6 +745,9 @@ def test_new_op_errors_name_the_problem():
         (lambda: t < "a", TypeError, "not supported"),
         (lambda: t.min(3), IndexError, "min: dim 3 is out of range"),
         (lambda: Tensor(np.ones((0, 2))).min(0), ValueError, "empty dim (shape (0, 2))"),
+        (lambda: Tensor(np.ones((0, 2))).amin(0), ValueError, "empty dim (shape (0, 2))"),
+        (lambda: t.max((0, 1)), TypeError, "max: dim must be an int, got tuple"),
+        (lambda: t.max(keepdim=True), TypeError, "max: keepdim needs a dim"),
         (lambda: t.prod((0, 1)), TypeError, "prod: dim must be an int, got tuple"),
         (lambda: t.var(unbiased=True, correction=0), ValueError, "unbiased or correction"),
         (lambda: t.std(unbiased=1), TypeError, "unbiased must be a bool"),
@@ -761,9 +795,11 @@ GRADCHECK_CASES = [
     *[(f"matmul{s}", lambda a, b: a @ b, s, "any") for s in MATMUL_SHAPES[:6]],
     *[
         (f"{op}{d}", lambda t, op=op, d=d: getattr(t, op)(dim=d), [(2, 3, 2)], "any")
-        for op in ("sum", "mean", "max")
+        for op in ("sum", "mean", "amax")
         for d in (None, 1, (0, 2))
     ],
+    ("max(1).values", lambda t: t.max(1).values, [(2, 3, 2)], "any"),
+    ("min(-1).values", lambda t: t.min(-1, keepdim=True).values, [(2, 3, 2)], "any"),
     ("softmax", lambda t: t.softmax(1), [(3, 4)], "any"),
     ("log_softmax", lambda t: t.log_softmax(0), [(3, 4)], "any"),
     ("cross_entropy", lambda t: F.cross_entropy(t, [2, 0, 3]), [(3, 4)], "any"),

@@ -14,7 +14,7 @@ import math
 import numbers
 import string
 from collections.abc import Callable, Sequence
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 import numpy as np
 
@@ -586,9 +586,49 @@ def _mean_backward(g: Arr, out: Arr, ctx: tuple[Dims, int], need: Need, a: Arr) 
     return (expand(g / count, dims, a.shape),)
 
 
-def _max(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """The largest value over ``dim`` (values only, as ``torch.amax``)."""
+def _amax(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """The largest value over ``dim`` (an int, a tuple, or None for all), values only, as
+    ``torch.amax``: tied maxima share the gradient."""
     return _extreme(a, dim, keepdim, "max", _max_backward)
+
+
+class ValuesIndices(NamedTuple):
+    """What ``max(dim)`` and ``min(dim)`` return, as torch's ``torch.return_types.max``:
+    the values and their int64 indices along the dim."""
+
+    values: Tensor
+    indices: Tensor
+
+
+def _max(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+    """As ``torch.max``: with no ``dim`` the largest element (a 0-d Tensor, ties sharing the
+    gradient); with an int ``dim`` the (values, indices) of the largest along it, the first
+    index at a tie, the gradient going to that index alone. ``amax`` is values only."""
+    if dim is None:
+        if keepdim:
+            raise TypeError("max: keepdim needs a dim, as in torch (amin/amax keep every dim)")
+        return _extreme(a, None, False, "max", _max_backward)
+    return _extreme_along(a, dim, keepdim, "max", np.argmax)
+
+
+def _extreme_along(a: Tensor, dim: int, keepdim: bool, op: str, arg: Any) -> ValuesIndices:
+    """``max(dim)`` or ``min(dim)``: ``arg`` (np.argmax or np.argmin: the first index at a
+    tie, a nan wins) picks each index, and the values are read there by an index node."""
+    if a.data.ndim == 0:  # torch accepts dim 0 or -1 for a 0-d tensor
+        _dim(dim, 1, op)
+        return ValuesIndices(_reshaped(a, (), op), make_node(np.int64(0), (), "", None))
+    d = _dim(dim, a.data.ndim, op)
+    try:
+        idx = arg(a.data, axis=d, keepdims=keepdim)
+    except ValueError:
+        raise ValueError(
+            f"{op}: cannot take the {op} over an empty dim (shape {a.shape})"
+        ) from None
+    grids = np.indices(idx.shape, sparse=True)  # an index array for every other dim
+    rest = d + 1 if keepdim else d  # where the other dims' grids resume
+    key = (*grids[:d], idx, *grids[rest:])
+    values = make_node(a.data[key], (a,), op, _getitem_backward, (key, False))
+    return ValuesIndices(values, make_node(idx.astype(np.int64), (), "", None))
 
 
 def _extreme(a: Tensor, dim: Any, keepdim: bool, op: str, rule: Callable[..., Grads]) -> Tensor:
@@ -1134,9 +1174,19 @@ def _comparison(symbol: str, ufunc: np.ufunc) -> Callable[[Tensor, Any], Any]:
 
 
 # ---------------------------------------------------------------------- reductions
-def _min(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """The smallest value over ``dim`` (values only, as ``torch.amin``)."""
+def _amin(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
+    """The smallest value over ``dim``, values only, as ``torch.amin``."""
     return _extreme(a, dim, keepdim, "min", _min_backward)
+
+
+def _min(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
+    """As ``torch.min``: the smallest element, or (values, indices) along an int ``dim``
+    (see ``max``)."""
+    if dim is None:
+        if keepdim:
+            raise TypeError("min: keepdim needs a dim, as in torch (amin/amax keep every dim)")
+        return _extreme(a, None, False, "min", _min_backward)
+    return _extreme_along(a, dim, keepdim, "min", np.argmin)
 
 
 def _min_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
@@ -1701,7 +1751,7 @@ class Tensor:
     sum = _sum
     mean = _mean
     max = _max
-    amax = _max  # torch's name for exactly this: the values only, ties share the gradient
+    amax = _amax
     reshape = _reshape
     transpose = _transpose
     permute = _permute
@@ -1733,7 +1783,7 @@ class Tensor:
     maximum = maximum
     minimum = minimum
     min = _min
-    amin = _min
+    amin = _amin
     prod = _prod
     var = _var
     std = functools.partialmethod(_var, _root=True)
