@@ -469,3 +469,23 @@ def test_enable_grad_records_inside_no_grad_and_restores_the_mode():
         z = a * a
     assert is_grad_enabled()
     assert y._prev == (a, a) and z._prev == ()
+
+
+def test_float32_leaf_gets_a_float32_grad_under_create_graph_as_torch():
+    # x (float32) * y (float64) is float64; torch casts each gradient to its input's dtype
+    x = Tensor(np.array([1.0, 2.0, 3.0], dtype=np.float32), requires_grad=True)
+    y = Tensor([0.5, -1.0, 2.0], requires_grad=True)
+    ((x * y) ** 2).sum().backward(create_graph=True)
+    assert x.grad.dtype == np.float32 and y.grad.dtype == np.float64
+    gx = x.grad
+    x.grad = y.grad = None
+    gx.sum().backward()
+    assert x.grad.dtype == np.float32 and y.grad.dtype == np.float64
+    tx = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float32, requires_grad=True)
+    ty = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    (tgx,) = torch.autograd.grad(((tx * ty) ** 2).sum(), tx, create_graph=True)
+    assert tgx.dtype == torch.float32
+    np.testing.assert_allclose(gx.data, tgx.detach().numpy(), rtol=1e-6)
+    second = torch.autograd.grad(tgx.sum(), [tx, ty])
+    np.testing.assert_allclose(x.grad, second[0].numpy(), rtol=1e-6)
+    np.testing.assert_allclose(y.grad, second[1].numpy(), rtol=1e-6)

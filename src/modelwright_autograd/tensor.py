@@ -307,7 +307,14 @@ def _accumulate(t: Tensor, g: Arr, upstream: Arr) -> None:
             t.grad += g
         return
     g = sum_to(g, shape)
+    if g.data.dtype != t.data.dtype:  # as the array branch: a grad has its tensor's dtype
+        g = make_node(g.data.astype(t.data.dtype), (g,), "cast", _cast_backward)
     t.grad = g if t.grad is None else t.grad + g
+
+
+def _cast_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = a in another dtype:  dc/da = 1 (the engine casts g back to a's dtype)."""
+    return (g,)
 
 
 def _elementwise(op: str, ufunc: np.ufunc, a: Tensor, b: Tensor) -> np.ndarray:
