@@ -387,6 +387,35 @@ def test_reductions_of_a_0d_tensor():
         )
 
 
+@pytest.mark.parametrize("dim", [0, -1])
+@pytest.mark.parametrize("op", [*REDUCE, "argmax", "argmin"])
+def test_reductions_of_a_0d_tensor_over_dim_0_or_minus_1_like_torch(op, dim):
+    # torch takes dim 0 or -1 for a 0-d tensor's one element (reducing over all of it)
+    if op in REDUCE:
+        ours, theirs = REDUCE[op]
+        with np.errstate(all="ignore"):
+            compare(lambda t: ours(t, dim, False), lambda t: theirs(t, dim, False), [np.array(1.5)])
+    else:
+        got = getattr(Tensor(1.5), op)(dim)
+        assert got.shape == () and got.item() == getattr(torch.tensor(1.5), op)(dim).item() == 0
+
+        def ours(t, d, k):
+            return getattr(t, op)(d, k)
+
+    with pytest.raises(IndexError, match="ndim 0 \\(valid dims are -1 to 0\\)"):
+        ours(Tensor(1.5), 1, False)
+
+
+def test_var_and_std_are_separate_methods_with_torchs_arguments_only():
+    import inspect
+
+    for name in ("var", "std"):
+        params = inspect.signature(getattr(Tensor, name)).parameters
+        assert list(params) == ["a", "dim", "unbiased", "keepdim", "correction"]
+        with pytest.raises(TypeError):
+            getattr(Tensor([1.0, 2.0]), name)(_root=True)
+
+
 INDEXES = [
     1,
     -1,

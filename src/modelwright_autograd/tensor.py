@@ -8,7 +8,6 @@ below so that it serves both the fast pass (arrays) and ``backward(create_graph=
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import numbers
@@ -102,16 +101,33 @@ def _dim(d: object, ndim: int, op: str, extra: int = 0) -> int:
 
 
 def _dims(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...] | None:
-    """Normalise ``dim`` for a reduction: None (every dim), an int, or a tuple of ints."""
+    """Normalise ``dim`` for a reduction: None (every dim), an int, or a tuple of ints. A
+    0-d tensor takes dim 0 or -1 as its one element's dim, as torch, which means all
+    (None)."""
     if dim is None:
         return None
     items = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if not items:
         raise ValueError(f"{op}: dim=() names no dims; use dim=None to reduce over all of them")
+    if ndim == 0:
+        for d in items:
+            _dim(d, 0, op, extra=1)  # 0 or -1, the range of a 1-element dim
+        return None
     dims = tuple(_dim(d, ndim, op) for d in items)
     if len(set(dims)) != len(dims):
         raise ValueError(f"{op}: dim {dim!r} names the same dim twice (ndim {ndim})")
     return dims
+
+
+def _one_dim(dim: int | None, ndim: int, op: str) -> int | None:
+    """Normalise the single ``dim`` of prod and argmax-like ops: None for every dim, as for
+    dim 0 or -1 of a 0-d tensor (torch accepts those)."""
+    if dim is None:
+        return None
+    if ndim == 0:
+        _dim(dim, 0, op, extra=1)  # 0 or -1, the range of a 1-element dim
+        return None
+    return _dim(dim, ndim, op)
 
 
 # ---------------------------------------------------------------------- graph plumbing
@@ -622,7 +638,7 @@ def _extreme_along(a: Tensor, dim: int, keepdim: bool, op: str, arg: Any) -> Val
     """``max(dim)`` or ``min(dim)``: ``arg`` (np.argmax or np.argmin: the first index at a
     tie, a nan wins) picks each index, and the values are read there by an index node."""
     if a.data.ndim == 0:  # torch accepts dim 0 or -1 for a 0-d tensor
-        _dim(dim, 1, op)
+        _dim(dim, 0, op, extra=1)  # 0 or -1, the range of a 1-element dim
         return ValuesIndices(_reshaped(a, (), op), make_node(np.int64(0), (), "", None))
     d = _dim(dim, a.data.ndim, op)
     try:
@@ -1203,7 +1219,7 @@ def _min_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
 
 def _prod(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The product over one ``dim``, or over every element for None (as ``torch.prod``)."""
-    d = None if dim is None else _dim(dim, a.data.ndim, "prod")
+    d = _one_dim(dim, a.data.ndim, "prod")
     data = a.data.prod(axis=d, keepdims=keepdim)
     return make_node(data, (a,), "prod", _prod_backward, d)
 
@@ -1252,20 +1268,36 @@ def _var(
     keepdim: bool = False,
     *,
     correction: float | None = None,
-    _root: bool = False,
 ) -> Tensor:
     """sum((x - mean)^2) / (N - correction) over ``dim`` (N elements), as ``torch.var``:
-    correction 1 by default (unbiased), 0 for the population variance. ``Tensor.std`` is
-    this with ``_root=True``: the square root, as ``torch.std``."""
-    op = "std" if _root else "var"
+    correction 1 by default (unbiased), 0 for the population variance."""
+    ctx, data = _variance(a, dim, unbiased, keepdim, correction, "var")
+    return make_node(data, (a,), "var", _var_backward, ctx)
+
+
+def _std(
+    a: Tensor,
+    dim: int | Sequence[int] | None = None,
+    unbiased: bool | None = None,
+    keepdim: bool = False,
+    *,
+    correction: float | None = None,
+) -> Tensor:
+    """The square root of ``var`` (same arguments), as ``torch.std``."""
+    ctx, data = _variance(a, dim, unbiased, keepdim, correction, "std")
+    return make_node(np.sqrt(data), (a,), "std", _std_backward, ctx)
+
+
+def _variance(
+    a: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any, op: str
+) -> tuple[tuple[Dims, int, float], np.ndarray]:
+    """var's and std's checked arguments (dims, N, correction) and the variance's array."""
     dims = _dims(dim, a.data.ndim, op)
     c = _correction(unbiased, correction, op)
     count = math.prod(_reduced_sizes(a.data.shape, dims))
     with np.errstate(divide="ignore", invalid="ignore"):
         data = _var_array(a.data, dims, count, c, keepdim)
-    if _root:
-        return make_node(np.sqrt(data), (a,), op, _std_backward, (dims, count, c))
-    return make_node(data, (a,), op, _var_backward, (dims, count, c))
+    return (dims, count, c), data
 
 
 def _reduced_sizes(shape: Shape, dims: Dims) -> list[int]:
@@ -1315,7 +1347,7 @@ def _logsumexp(a: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Te
     with np.errstate(divide="ignore"):
         data = np.log(np.exp(x - m).sum(axis=dims, keepdims=True)) + m
     if not keepdim:
-        data = data.reshape(_reduced_shape(x.shape, dims))
+        data = data.reshape(() if dims is None else _reduced_shape(x.shape, dims))
     return make_node(data, (a,), "logsumexp", _logsumexp_backward, dims)
 
 
@@ -1341,7 +1373,7 @@ def _argmin(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 
 
 def _arg_extreme(a: Tensor, dim: int | None, keepdim: bool, op: str, fn: Any) -> Tensor:
-    d = None if dim is None else _dim(dim, a.data.ndim, op)
+    d = _one_dim(dim, a.data.ndim, op)
     try:
         data = fn(a.data, axis=d, keepdims=keepdim)
     except ValueError:
@@ -1793,7 +1825,7 @@ class Tensor:
     amin = _amin
     prod = _prod
     var = _var
-    std = functools.partialmethod(_var, _root=True)
+    std = _std
     logsumexp = _logsumexp
     argmax = _argmax
     argmin = _argmin
