@@ -217,6 +217,7 @@ TENSOR = {
         ),
         [_arr(3, 4), _arr(1, 3)],
     ),
+    "pad-crop": (lambda a, b: ((_pad(a, (-1, 2, 1, -1)) ** 3) * b).sum(), [_arr(3, 4), _arr(3, 5)]),
     "einsum-outer": (
         lambda a, b: (
             _einsum("ij,jk->ik", a, a.T).tanh().sum()

@@ -551,6 +551,16 @@ SHAPE_OPS = {
         lambda t: F.pad(t, (0, 1, 2, 0, 1, 1), value=1.5),
         lambda t: TF.pad(t, (0, 1, 2, 0, 1, 1), value=1.5),
     ),
+    # negative widths crop, as torch
+    "pad_crop": (lambda t: F.pad(t, (-1, 2, 1, -2)), lambda t: TF.pad(t, (-1, 2, 1, -2))),
+    "pad_crop_all": (
+        lambda t: F.pad(t, (-1, -3), value=2.0),
+        lambda t: TF.pad(t, (-1, -3), value=2.0),
+    ),
+    "pad_crop_3d": (
+        lambda t: F.pad(t, (0, -1, -1, 0, -1, 1)),
+        lambda t: TF.pad(t, (0, -1, -1, 0, -1, 1)),
+    ),
 }
 
 
@@ -794,7 +804,7 @@ def test_new_op_errors_name_the_problem():
         (lambda: t.split(0), ValueError, "split_size must be at least 1"),
         (lambda: t.chunk(0), ValueError, "chunk: chunks must be a positive whole number"),
         (lambda: F.pad(t, (1,)), ValueError, "(before, after) pairs"),
-        (lambda: F.pad(t, (1, -1)), ValueError, "none negative"),
+        (lambda: F.pad(t, (-2, -2)), ValueError, "crops 4 from dim 1 of shape (2, 3)"),
         (lambda: F.pad(t, (1, 1), mode="reflect"), ValueError, "only mode='constant'"),
         (lambda: outer(t, t), ValueError, "outer: both inputs must be 1-D, got (2, 3)"),
         (lambda: einsum("ij,jk->ik", t, t), ValueError, "does not fit shapes (2, 3), (2, 3)"),

@@ -1492,8 +1492,8 @@ def _flip(a: Tensor, dims: int | Sequence[int]) -> Tensor:
 
 
 def _basic_index_backward(g: Arr, out: Arr, key: tuple[slice, ...], need: Need, a: Arr) -> Grads:
-    """flip and pad move a's elements one to one: reading the gradient at ``key`` (the
-    reversal, or the unpadded interior) gives each element of a its own."""
+    """flip moves a's elements one to one: reading the gradient at ``key`` (the reversal)
+    gives each element of a its own."""
     return (g[key],)
 
 
@@ -1557,23 +1557,43 @@ def _chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
 def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Tensor:
     """``input`` with ``value`` added around it, as ``torch.nn.functional.pad``: ``pad``
     lists (before, after) pairs from the last dim backwards, (left, right, top, bottom)
-    for the last two dims. Constant mode, non-negative widths."""
+    for the last two dims. A negative width crops that side instead. Constant mode."""
     _check_tensor(input, "pad: input")
     if mode != "constant":
         raise ValueError(f"pad: only mode='constant' is supported, got {mode!r}")
     widths = _sizes((pad,), "pad")
-    ndim = input.data.ndim
-    if len(widths) % 2 or len(widths) // 2 > ndim or any(w < 0 for w in widths):
+    shape = input.data.shape
+    if len(widths) % 2 or len(widths) // 2 > len(shape):
         raise ValueError(
-            f"pad: {widths} must be (before, after) pairs, at most {ndim} of them for shape "
-            f"{input.shape}, none negative"
+            f"pad: {widths} must be (before, after) pairs, at most {len(shape)} of them for "
+            f"shape {input.shape}"
         )
     v = _number(value, "pad: value")
-    pairs = [(0, 0)] * (ndim - len(widths) // 2)
+    pairs = [(0, 0)] * (len(shape) - len(widths) // 2)
     pairs += [(widths[i], widths[i + 1]) for i in range(len(widths) - 2, -1, -2)]
-    data = np.pad(input.data, pairs, constant_values=v)
-    key = tuple(slice(lo, lo + n) for (lo, _), n in zip(pairs, input.data.shape))
-    return make_node(data, (input,), "pad", _basic_index_backward, key)
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pairs, shape))
+    for d, ((lo, hi), n) in enumerate(zip(pairs, shape)):
+        if max(-lo, 0) + max(-hi, 0) > n:
+            raise ValueError(
+                f"pad: {widths} crops {max(-lo, 0) + max(-hi, 0)} from dim {d} of shape "
+                f"{input.shape}, which has only {n}"
+            )
+    kept = input.data[crop]
+    data = np.pad(kept, [(max(lo, 0), max(hi, 0)) for lo, hi in pairs], constant_values=v)
+    inner = tuple(slice(max(lo, 0), max(lo, 0) + n) for (lo, _), n in zip(pairs, kept.shape))
+    cropped = None if kept.shape == shape else crop
+    return make_node(data, (input,), "pad", _pad_backward, (inner, cropped))
+
+
+def _pad_backward(
+    g: Arr, out: Arr, ctx: tuple[tuple[slice, ...], Any], need: Need, a: Arr
+) -> Grads:
+    """pad moves a's kept elements one to one: each reads its gradient at its place inside
+    the border (``inner``); elements a negative width cropped away get 0."""
+    inner, cropped = ctx
+    if cropped is None:
+        return (g[inner],)
+    return (scatter(g[inner], cropped, True, raw(a).shape),)
 
 
 # ---------------------------------------------------------------------- products
