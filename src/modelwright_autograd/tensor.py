@@ -629,7 +629,7 @@ def _max(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | V
     index at a tie, the gradient going to that index alone. ``amax`` is values only."""
     if dim is None:
         if keepdim:
-            raise TypeError("max: keepdim needs a dim, as in torch (amin/amax keep every dim)")
+            raise TypeError("max: keepdim needs a dim, as in torch; amax(keepdim=True) keeps all")
         return _extreme(a, None, False, "max", _max_backward)
     return _extreme_along(a, dim, keepdim, "max", np.argmax)
 
@@ -1207,7 +1207,7 @@ def _min(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | V
     (see ``max``)."""
     if dim is None:
         if keepdim:
-            raise TypeError("min: keepdim needs a dim, as in torch (amin/amax keep every dim)")
+            raise TypeError("min: keepdim needs a dim, as in torch; amin(keepdim=True) keeps all")
         return _extreme(a, None, False, "min", _min_backward)
     return _extreme_along(a, dim, keepdim, "min", np.argmin)
 
