@@ -627,16 +627,21 @@ def _max(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | V
     """As ``torch.max``: with no ``dim`` the largest element (a 0-d Tensor, ties sharing the
     gradient); with an int ``dim`` the (values, indices) of the largest along it, the first
     index at a tie, the gradient going to that index alone. ``amax`` is values only."""
+    return _extreme_or_along(a, dim, keepdim, "max", _max_backward, np.argmax)
+
+
+def _extreme_or_along(
+    a: Tensor, dim: int | None, keepdim: bool, op: str, rule: Callable[..., Grads], arg: Any
+) -> Tensor | ValuesIndices:
+    """``max`` or ``min`` (``op``): over everything with ``rule``, or along ``dim``, where
+    ``arg`` (np.argmax or np.argmin: the first index at a tie, a nan wins) picks each index
+    and the values are read there by an index node."""
     if dim is None:
         if keepdim:
-            raise TypeError("max: keepdim needs a dim, as in torch; amax(keepdim=True) keeps all")
-        return _extreme(a, None, False, "max", _max_backward)
-    return _extreme_along(a, dim, keepdim, "max", np.argmax)
-
-
-def _extreme_along(a: Tensor, dim: int, keepdim: bool, op: str, arg: Any) -> ValuesIndices:
-    """``max(dim)`` or ``min(dim)``: ``arg`` (np.argmax or np.argmin: the first index at a
-    tie, a nan wins) picks each index, and the values are read there by an index node."""
+            raise TypeError(
+                f"{op}: keepdim needs a dim, as in torch; a{op}(keepdim=True) keeps all"
+            )
+        return _extreme(a, None, False, op, rule)
     if a.data.ndim == 0:  # torch accepts dim 0 or -1 for a 0-d tensor
         _dim(dim, 0, op, extra=1)  # 0 or -1, the range of a 1-element dim
         return ValuesIndices(_reshaped(a, (), op), make_node(np.int64(0), (), "", None))
@@ -1205,11 +1210,7 @@ def _amin(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = Fal
 def _min(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor | ValuesIndices:
     """As ``torch.min``: the smallest element, or (values, indices) along an int ``dim``
     (see ``max``)."""
-    if dim is None:
-        if keepdim:
-            raise TypeError("min: keepdim needs a dim, as in torch; amin(keepdim=True) keeps all")
-        return _extreme(a, None, False, "min", _min_backward)
-    return _extreme_along(a, dim, keepdim, "min", np.argmin)
+    return _extreme_or_along(a, dim, keepdim, "min", _min_backward, np.argmin)
 
 
 def _min_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
