@@ -196,6 +196,13 @@ TENSOR_ROWS = {
         for shape in [(5, 4), (4,), (2, 3, 4)]
         for bias in (True, False)
     },
+    # a float32 leaf under float64 work: its gradient is cast to float32 (a cast node), as
+    # torch's is at a float32 step
+    "float32-input": (
+        lambda a, b: a * b,
+        lambda a, b: a.float().double() * b,
+        [_values((2, 3), 38).astype(np.float32), _values((2, 3), 39)],
+    ),
     "cat": (
         lambda a, b, c: cat([a, b, c], 1),
         lambda a, b, c: torch.cat([a, b, c], 1),

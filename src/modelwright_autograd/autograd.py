@@ -184,9 +184,10 @@ def _reverse(
 
 
 def _add(grads: dict[int, Any], node: Node, g: Any, tensor: bool) -> None:
-    """Accumulate out of place (``old + g``), un-broadcasting tensor gradients first."""
+    """Accumulate out of place (``old + g``), tensor gradients first un-broadcast and cast
+    to the node's dtype (``grad_for``)."""
     if tensor:
-        g = _tensor_module().sum_to(g, node.data.shape)
+        g = _tensor_module().grad_for(node, g)
     old = grads.get(id(node))
     grads[id(node)] = g if old is None else old + g
 

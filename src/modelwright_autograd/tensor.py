@@ -322,14 +322,25 @@ def _accumulate(t: Tensor, g: Arr, upstream: Arr) -> None:
         else:
             t.grad += g
         return
-    g = sum_to(g, shape)
-    if g.data.dtype != t.data.dtype:  # as the array branch: a grad has its tensor's dtype
-        g = make_node(g.data.astype(t.data.dtype), (g,), "cast", _cast_backward)
+    g = grad_for(t, g)
     t.grad = g if t.grad is None else t.grad + g
 
 
+def grad_for(t: Tensor, g: Arr) -> Arr:
+    """``g`` made a gradient of ``t``: summed back to t's shape where t was broadcast, and
+    in t's dtype (a float32 tensor gets a float32 gradient, as torch casts each gradient to
+    its input's dtype); on Tensors the cast is a node, so it differentiates again."""
+    g = sum_to(g, t.data.shape)
+    dtype = t.data.dtype
+    if raw(g).dtype == dtype:
+        return g
+    if isinstance(g, Tensor):
+        return make_node(g.data.astype(dtype), (g,), "cast", _cast_backward)
+    return g.astype(dtype)
+
+
 def _cast_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
-    """c = a in another dtype:  dc/da = 1 (the engine casts g back to a's dtype)."""
+    """c = a in another dtype:  dc/da = 1 (grad_for casts g back to a's dtype)."""
     return (g,)
 
 
