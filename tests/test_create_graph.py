@@ -452,6 +452,21 @@ def test_tensor_create_graph_inside_no_grad_records_like_torch():
     np.testing.assert_array_equal(x.grad, d2.numpy())
 
 
+def test_autograd_grad_with_create_graph_inside_no_grad_records_like_torch():
+    from modelwright_autograd import grad
+
+    x = Tensor([1.5, -2.0], requires_grad=True)
+    y = (x * x * x).sum()
+    t = torch.tensor([1.5, -2.0], dtype=torch.float64, requires_grad=True)
+    ty = (t * t * t).sum()
+    with no_grad():
+        (d,) = grad(y, [x], create_graph=True)
+    with torch.no_grad():
+        (td,) = torch.autograd.grad(ty, [t], create_graph=True)
+    assert d.requires_grad and td.requires_grad
+    np.testing.assert_array_equal(grad(d.sum(), [x])[0].data, torch.autograd.grad(td.sum(), t)[0])
+
+
 def test_enable_grad_records_inside_no_grad_and_restores_the_mode():
     a = Value(2.0)
     with no_grad():

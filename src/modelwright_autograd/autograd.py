@@ -11,10 +11,12 @@ from __future__ import annotations
 import numbers
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 from .checks import describe
 from .engine import Value, _as_float, _lift
+from .graph import enable_grad
 
 Node = Any  # a Value or a Tensor (tensor.py is imported only when Tensors are in use)
 
@@ -96,7 +98,8 @@ def grad(
                     f"grad: output {i} does not require grad (it has no graph to walk)"
                 )
     order = _order(outs)
-    grads = _reverse(order, outs, seeds, create_graph, tensor)
+    with enable_grad() if create_graph else nullcontext():  # as torch, even in no_grad()
+        grads = _reverse(order, outs, seeds, create_graph, tensor)
     reached = {id(n) for n in order}
     result = []
     for i, x in enumerate(ins):
