@@ -16,6 +16,7 @@ from importlib import import_module
 from typing import Any
 
 from .autograd import grad, hessian, hvp, jacobian, jvp
+from .collector import collection_paused
 from .engine import Value
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import enable_grad, is_grad_enabled, no_grad
@@ -62,6 +63,7 @@ __all__ = [
     "Value",
     "binary_cross_entropy_with_logits",
     "cat",
+    "collection_paused",
     "draw_graph",
     "einsum",
     "enable_grad",

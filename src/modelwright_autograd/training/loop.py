@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..collector import collection_paused
 from ..data import Dataset, load_dataset
 from ..graph import no_grad
 from ..optim import SGD, Adam, Optimizer
@@ -62,20 +63,22 @@ def fit(learner: Learner, data: Dataset, config: TrainConfig, progress: Any) -> 
     for step in range(config.steps):
         idx = next(batches)
         yb = data.y_train[idx]
-        loss, predicted = learner.forward(data.X_train[idx], yb)
-        loss_value = learner.loss_value(loss)
-        if not math.isfinite(loss_value):
-            raise TrainingDiverged(
-                f"training diverged: the loss is {loss_value} at step {step}; "
-                f"{divergence_advice(config)}"
-            )
-        accuracy = float(np.mean(predicted == yb))
-        history.loss.append(loss_value)
-        history.accuracy.append(accuracy)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.lr = config.lr_at(step)
-        optimizer.step()
+        with collection_paused():  # the step builds no cycles: see collector.py
+            loss, predicted = learner.forward(data.X_train[idx], yb)
+            loss_value = learner.loss_value(loss)
+            if not math.isfinite(loss_value):
+                raise TrainingDiverged(
+                    f"training diverged: the loss is {loss_value} at step {step}; "
+                    f"{divergence_advice(config)}"
+                )
+            accuracy = float(np.mean(predicted == yb))
+            history.loss.append(loss_value)
+            history.accuracy.append(accuracy)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.lr = config.lr_at(step)
+            optimizer.step()
+            del loss  # drop the graph while the collector is still paused
         progress.set_postfix(loss=f"{loss_value:.4f}", acc=f"{accuracy:.1%}", refresh=False)
         progress.update(1)
     history.seconds = time.perf_counter() - start
