@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import gc
 import statistics
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,10 @@ class Sizes:
     tree_leaves: int = 2**19  # a balanced tree of + over 2**19 leaves: 1,048,575 nodes
     digits_batches: int | None = None  # None: the whole training set each epoch
     moons_steps: int = 100
+    tensor_repeats: int = 15  # interleaved epochs (digits) and runs (moons) per engine
+    sweep_samples: tuple[int, ...] = (50, 100, 200, 400)
+    sweep_widths: tuple[int, ...] = (8, 16, 32)
+    sweep_rounds: int = 7  # interleaved steps of ours and the floor per sweep point
     dtype: str = "float64"
     smoke: bool = False
 
@@ -42,6 +45,10 @@ class Sizes:
             tree_leaves=2**12,
             digits_batches=5,
             moons_steps=3,
+            tensor_repeats=2,
+            sweep_samples=(20, 40),
+            sweep_widths=(4, 8),
+            sweep_rounds=2,
             smoke=True,
         )
 
@@ -61,20 +68,6 @@ def summarize(samples: Sequence[float]) -> dict[str, Any]:
         "n": len(values),
         "samples": values,
     }
-
-
-def scale_stat(stat: dict[str, Any], factor: float) -> dict[str, Any]:
-    """The same statistic in other units (e.g. seconds per step from seconds per run)."""
-    return summarize([s * factor for s in stat["samples"]])
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    """Run fn once after a full collection (so earlier garbage is not billed to it) and
-    return (seconds, result). The cyclic GC stays enabled: its cost is part of the engine."""
-    gc.collect()
-    start = time.perf_counter()
-    result = fn()
-    return time.perf_counter() - start, result
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -63,40 +63,77 @@ def _load(values: list[float] | None) -> str:
     return "/".join(f"{v:.2f}" for v in values) if values else "n/a"
 
 
+def _ratio(x: float) -> str:
+    return f"{x:.3g}"
+
+
 def _scalar(sec: dict[str, Any]) -> list[str]:
     rows = []
     for r in sec["rows"]:
+        graph = "graph_nodes_per_step" in r
         rows.append(
             [
                 r["engine"],
                 str(r["steps"]),
                 _stat(r["seconds_per_step"]),
-                _time(r["total_seconds"]["median"]),
-                f"{r['ratio_vs_micrograd_per_step']:.4f}",
-                f"{r['graph_nodes_per_step']:,}",
-                f"{r['bytes_per_created_value']:.0f}",
+                _ratio(r["ratio_vs_floor"]),
+                _ratio(r["ratio_vs_micrograd"]),
+                f"{r['graph_nodes_per_step']:,}" if graph else "—",
+                f"{r['bytes_per_created_value']:.0f}" if graph else "—",
                 f"{_diff(r['max_abs_loss_diff_vs_micrograd'])} ({r['compared_steps']} steps)",
             ]
         )
     header = [
         "engine",
         "steps",
-        "time/step",
-        "total",
-        "per step vs micrograd",
+        "CPU time/step",
+        "vs floor",
+        "vs micrograd",
         "graph nodes/step",
         "graph bytes/Value",
         "max abs Δloss vs micrograd",
     ]
     step0 = ", ".join(f"{r['engine']} {r['step0_loss']!r}" for r in sec["rows"])
+    sw = sec["sweep"]
+    sweep_rows = [
+        [
+            str(p["samples"]),
+            str(p["width"]),
+            f"{p['nodes']:,}",
+            _stat(p["ours_seconds"]),
+            _stat(p["floor_seconds"]),
+            _ratio(p["ratio_vs_floor"]),
+            _diff(p["max_abs_loss_diff"]),
+        ]
+        for p in sw["points"]
+    ]
+    sweep_header = [
+        "samples",
+        "width",
+        "graph nodes",
+        "ours",
+        "floor",
+        "ours / floor",
+        "max abs Δloss",
+    ]
     return [
         f"## 1. {sec['title']}",
         "",
-        f"Workload: {sec['workload']}. Step-0 loss: {step0} (micrograd's notebook: "
-        f"{sec['demo_step0_loss']!r}). Graph nodes include the 337 parameters; bytes are "
-        "what one step's graph keeps alive (tracemalloc) per Value created in that step.",
+        f"Workload: {sec['workload']}. {sec['clock']}. Step-0 loss: {step0} (micrograd's "
+        f"notebook: {sec['demo_step0_loss']!r}). Graph nodes include the 337 parameters; "
+        "bytes are what one step's graph keeps alive (tracemalloc) per Value created in "
+        "that step. The floor is the same model's forward and backward written by hand in "
+        "pure Python (benchmarks/scalar_floor.py).",
         "",
         *_table(header, rows),
+        "",
+        "Size sweep: MLP 2-w-w-1, SVM + L2, full-batch SGD, the fast path (fused, loss "
+        "helpers, collector paused) against the floor, CPU time per step, interleaved. "
+        f"Time grows as nodes^{sw['exponent_ours']:.2f} for ours and nodes^"
+        f"{sw['exponent_floor']:.2f} for the floor (least-squares fit of log time on log "
+        "nodes).",
+        "",
+        *_table(sweep_header, sweep_rows),
     ]
 
 
@@ -161,10 +198,13 @@ def _tensor(sec: dict[str, Any]) -> list[str]:
         "",
         f"{sec['dtype']} throughout; torch {sec['torch_threads']} threads, NumPy BLAS "
         f"{sec['numpy_blas_threads']} threads. Digits: MLP {'-'.join(map(str, d['layers']))}, "
-        f"batch {d['batch']}, {d['optimizer']}, {d['train_samples']} training samples, "
-        f"{d['batches_per_epoch']} batches per epoch, time per epoch. Moons: MLP "
+        f"batches {' and '.join(map(str, d['batches']))}, {d['optimizer']}, "
+        f"{d['train_samples']} training samples, "
+        f"{' and '.join(str(n) for n in d['batches_per_epoch'].values())} batches per "
+        "epoch, CPU time per epoch. Moons: MLP "
         f"{'-'.join(map(str, m['layers']))}, {m['samples']} samples full batch, SVM loss + "
-        f"1e-4 L2, SGD, micrograd's starting weights, time per step ({m['steps']} steps a run).",
+        f"1e-4 L2, SGD, micrograd's starting weights, CPU time per step ({m['steps']} steps a "
+        "run). The three engines alternate run by run; ratios are of medians.",
         "",
     ]
     rows = [

@@ -9,7 +9,9 @@ runner reports the largest difference next to the timings.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import itertools
 import random
 import time
 import tracemalloc
@@ -20,9 +22,11 @@ import numpy as np
 
 from modelwright_autograd.graph import topological_order
 
-from .common import Sizes, log, max_abs_diff, scale_stat, summarize, timed
+from .common import Sizes, log, max_abs_diff, summarize
+from .scalar_floor import FloorMLP
 
 DEMO_SEED = 1337
+DEMO_SIZES = (2, 16, 16, 1)
 DEMO_STEP0_LOSS = 0.8958441028683222  # printed by micrograd's demo notebook before training
 LOSS_TOLERANCE = 1e-9
 _LR_HORIZON = 100  # the demo's schedule lr = 1.0 - 0.9*k/100, whatever the number of steps
@@ -44,7 +48,7 @@ def micrograd_model() -> Any:
     from micrograd.nn import MLP
 
     random.seed(DEMO_SEED)
-    return MLP(2, [16, 16, 1])
+    return MLP(DEMO_SIZES[0], list(DEMO_SIZES[1:]))
 
 
 def initial_weights() -> list[float]:
@@ -72,31 +76,31 @@ def micrograd_loss(model: Any, X: np.ndarray, y: np.ndarray) -> Any:
 
 
 def micrograd_train(model: Any, X: np.ndarray, y: np.ndarray, steps: int) -> dict[str, Any]:
-    """The notebook's optimisation loop; returns the loss curve and per-step seconds."""
+    """The notebook's optimisation loop; returns the loss curve and per-step CPU seconds."""
     losses: list[float] = []
     step_seconds: list[float] = []
     for k in range(steps):
-        start = time.perf_counter()
+        start = time.process_time()
         total_loss = micrograd_loss(model, X, y)
         model.zero_grad()
         total_loss.backward()
         learning_rate = demo_lr(k)
         for p in model.parameters():
             p.data -= learning_rate * p.grad
-        step_seconds.append(time.perf_counter() - start)
+        step_seconds.append(time.process_time() - start)
         losses.append(float(total_loss.data))
     return {"losses": losses, "step_seconds": step_seconds}
 
 
 # --------------------------------------------------------------------------- our step
-def ours_model(weights: list[float], fused: bool) -> Any:
-    """``modelwright_autograd.MLP(2, [16, 16, 1])`` with micrograd's starting weights."""
+def ours_model(weights: list[float], fused: bool, sizes: tuple[int, ...] = DEMO_SIZES) -> Any:
+    """``modelwright_autograd.MLP`` with the given starting weights (micrograd's for the demo)."""
     from modelwright_autograd import MLP
 
-    model = MLP(2, [16, 16, 1], fused=fused)
+    model = MLP(sizes[0], list(sizes[1:]), fused=fused)
     params = model.parameters()
     if len(params) != len(weights):
-        raise RuntimeError(f"ours has {len(params)} parameters, micrograd {len(weights)}")
+        raise RuntimeError(f"ours has {len(params)} parameters, given {len(weights)}")
     for p, w in zip(params, weights):
         p.data = w
     return model
@@ -114,17 +118,65 @@ def ours_loss(model: Any, X: list[list[float]], y: list[float]) -> Any:
     return data_loss + reg_loss
 
 
-def ours_train(model: Any, X: list[list[float]], y: list[float], steps: int) -> dict[str, Any]:
-    losses: list[float] = []
+def ours_loss_micrograd_style(model: Any, X: list[list[float]], y: list[float]) -> Any:
+    """The notebook's loss as a micrograd user would write it for our engine: builtin
+    ``sum`` (a chain of additions) instead of the fused helpers."""
+    scores = [model(x) for x in X]
+    losses = [(1 + -yi * si).relu() for yi, si in zip(y, scores)]
+    data_loss = sum(losses) * (1.0 / len(losses))
+    reg_loss = 1e-4 * sum(p * p for p in model.parameters())
+    return data_loss + reg_loss
+
+
+def ours_stepper(
+    model: Any, loss_fn: Callable[..., Any], X: list, y: list, paused: bool
+) -> Callable[[int], float]:
+    """One demo SGD step of our engine per call (step k); with ``paused`` the step runs
+    inside ``collection_paused()``, as ``train.fit`` runs its steps."""
+    from modelwright_autograd import collection_paused
+
+    params = model.parameters()
+
+    def step(k: int) -> float:
+        with collection_paused() if paused else contextlib.nullcontext():
+            loss = loss_fn(model, X, y)
+            model.zero_grad()
+            loss.backward()
+            lr = demo_lr(k)
+            for p in params:
+                p.data -= lr * p.grad
+            return loss.data
+
+    return step
+
+
+def floor_stepper(weights: list[float], sizes: tuple[int, ...], X: list, y: list):
+    """One step of the hand-written pure-Python floor per call (see scalar_floor.py)."""
+    net = FloorMLP(list(sizes), weights)
+
+    def step(k: int) -> float:
+        loss, gW, gB = net.svm_loss_and_grads(X, y)
+        net.sgd(gW, gB, demo_lr(k))
+        return loss
+
+    return step
+
+
+def interleaved_steps(
+    steppers: dict[str, Callable[[int], float]], steps: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Run step k of every stepper before step k + 1 of any, timing each in CPU time
+    (``process_time``: other processes on the machine are not billed, and whatever drifts
+    drifts for all alike). Returns (seconds per step, loss curve) for each name."""
+    times: dict[str, list[float]] = {name: [] for name in steppers}
+    curves: dict[str, list[float]] = {name: [] for name in steppers}
     for k in range(steps):
-        loss = ours_loss(model, X, y)
-        model.zero_grad()
-        loss.backward()
-        learning_rate = demo_lr(k)
-        for p in model.parameters():
-            p.data -= learning_rate * p.grad
-        losses.append(loss.data)
-    return {"losses": losses}
+        for name, step in steppers.items():
+            start = time.process_time()
+            loss = step(k)
+            times[name].append(time.process_time() - start)
+            curves[name].append(loss)
+    return times, curves
 
 
 def graph_memory(build: Callable[[], Any], n_params: int) -> dict[str, Any]:
@@ -150,39 +202,51 @@ def graph_memory(build: Callable[[], Any], n_params: int) -> dict[str, Any]:
     }
 
 
+# The demo's variants, timed step by step against each other: (fused, loss, paused collector)
+VARIANTS = {
+    "ours (fused, loss helpers, collector paused)": (True, ours_loss, True),
+    "ours (fused, loss helpers, collector on)": (True, ours_loss, False),
+    "ours (fused, micrograd-style loop)": (True, ours_loss_micrograd_style, False),
+    "ours (unfused)": (False, ours_loss, False),
+}
+FLOOR = "pure-Python floor"
+
+
 def run(sizes: Sizes) -> dict[str, Any]:
     X, y = demo_data()
     weights = initial_weights()
     X_list = X.tolist()
     y_list = [float(v) for v in y]
+
+    steppers = {FLOOR: floor_stepper(weights, DEMO_SIZES, X_list, y_list)}
+    models = {}
+    for name, (fused, loss_fn, paused) in VARIANTS.items():
+        models[name] = ours_model(weights, fused)
+        steppers[name] = ours_stepper(models[name], loss_fn, X_list, y_list, paused)
+    log(f"scalar: demo, {sizes.steps} interleaved steps of {len(steppers)} variants")
+    gc.collect()
+    times, curves = interleaved_steps(steppers, sizes.steps)
+
     rows: list[dict[str, Any]] = []
+    for name in steppers:
+        row: dict[str, Any] = {
+            "engine": name,
+            "steps": sizes.steps,
+            "seconds_per_step": summarize(times[name]),
+            "step0_loss": curves[name][0],
+        }
+        if name in VARIANTS:
+            fused, loss_fn, _ = VARIANTS[name]
+            mem_model = ours_model(weights, fused)
+            row.update(
+                graph_memory(
+                    lambda m=mem_model, f=loss_fn: f(m, X_list, y_list),
+                    len(mem_model.parameters()),
+                )
+            )
+        rows.append(row)
 
-    curves: dict[str, list[float]] = {}
-    for name, fused in (("ours (fused)", True), ("ours (unfused)", False)):
-        samples = []
-        for r in range(sizes.repeats):
-            model = ours_model(weights, fused)
-            log(f"scalar: {name}, {sizes.steps} steps, repeat {r + 1}/{sizes.repeats}")
-            seconds, out = timed(lambda m=model: ours_train(m, X_list, y_list, sizes.steps))
-            samples.append(seconds)
-            curves[name] = out["losses"]
-        mem_model = ours_model(weights, fused)
-        memory = graph_memory(
-            lambda m=mem_model: ours_loss(m, X_list, y_list), len(mem_model.parameters())
-        )
-        total = summarize(samples)
-        rows.append(
-            {
-                "engine": name,
-                "steps": sizes.steps,
-                "total_seconds": total,
-                "seconds_per_step": scale_stat(total, 1.0 / sizes.steps),
-                "step0_loss": curves[name][0],
-                **memory,
-            }
-        )
-
-    samples = []
+    mg_times: list[float] = []
     mg_out: dict[str, Any] = {}
     for r in range(sizes.micrograd_repeats):
         model = micrograd_model()
@@ -190,43 +254,93 @@ def run(sizes: Sizes) -> dict[str, Any]:
             f"scalar: micrograd, {sizes.micrograd_steps} steps, repeat "
             f"{r + 1}/{sizes.micrograd_repeats} (about 1-3 s a step)"
         )
-        seconds, mg_out = timed(lambda m=model: micrograd_train(m, X, y, sizes.micrograd_steps))
-        samples.append(seconds)
+        gc.collect()  # the garbage of the runs above is not billed to micrograd
+        mg_out = micrograd_train(model, X, y, sizes.micrograd_steps)
+        mg_times += mg_out["step_seconds"]
         gc.collect()  # micrograd's graphs are reference cycles: free them before going on
     curves["micrograd"] = mg_out["losses"]
     mem_model = micrograd_model()
     memory = graph_memory(lambda: micrograd_loss(mem_model, X, y), len(mem_model.parameters()))
-    total = summarize(samples)
-    mg_row = {
-        "engine": "micrograd 0.1.0",
-        "steps": sizes.micrograd_steps,
-        "total_seconds": total,
-        "seconds_per_step": scale_stat(total, 1.0 / sizes.micrograd_steps),
-        "step0_loss": curves["micrograd"][0],
-        "micrograd_step_seconds": mg_out["step_seconds"],
-        **memory,
-    }
-    rows.append(mg_row)
+    rows.append(
+        {
+            "engine": "micrograd 0.1.0",
+            "steps": sizes.micrograd_steps,
+            "seconds_per_step": summarize(mg_times),
+            "step0_loss": curves["micrograd"][0],
+            **memory,
+        }
+    )
 
-    mg_per_step = mg_row["seconds_per_step"]["median"]
+    floor_per_step = rows[0]["seconds_per_step"]["median"]
+    mg_per_step = rows[-1]["seconds_per_step"]["median"]
     for row in rows:
-        row["ratio_vs_micrograd_per_step"] = row["seconds_per_step"]["median"] / mg_per_step
-        row["max_abs_loss_diff_vs_micrograd"] = max_abs_diff(
-            curves[_curve_key(row)], curves["micrograd"]
-        )
+        key = "micrograd" if row["engine"].startswith("micrograd") else row["engine"]
+        per_step = row["seconds_per_step"]["median"]
+        row["ratio_vs_floor"] = per_step / floor_per_step
+        row["ratio_vs_micrograd"] = per_step / mg_per_step
+        row["max_abs_loss_diff_vs_micrograd"] = max_abs_diff(curves[key], curves["micrograd"])
         row["compared_steps"] = min(row["steps"], sizes.micrograd_steps)
     return {
-        "title": "Scalar engine vs micrograd 0.1.0 (make_moons demo)",
+        "title": "Scalar engine vs its pure-Python floor and micrograd 0.1.0 (make_moons demo)",
         "workload": (
             "micrograd's make_moons demo: MLP(2, [16, 16, 1]), 100 samples, full-batch SGD, "
             "SVM loss + 1e-4 L2, lr = 1.0 - 0.9*k/100, identical starting weights"
         ),
+        "clock": "CPU time (time.process_time) per step; our variants and the floor "
+        "interleaved step by step; micrograd alone afterwards",
         "demo_step0_loss": DEMO_STEP0_LOSS,
         "loss_tolerance": LOSS_TOLERANCE,
         "loss_curves": curves,
         "rows": rows,
+        "sweep": sweep(sizes),
     }
 
 
-def _curve_key(row: dict[str, Any]) -> str:
-    return "micrograd" if row["engine"].startswith("micrograd") else row["engine"]
+# ------------------------------------------------------------------------- the sweep
+def sweep(sizes: Sizes) -> dict[str, Any]:
+    """The fast path (fused, loss helpers, collector paused) against the floor over sample
+    counts and widths (MLP 2-w-w-1 on the first n of 400 noisy moons), and how time grows
+    with the graph: the exponent b of a least-squares fit time = a * nodes**b."""
+    from sklearn.datasets import make_moons
+
+    X_all, y_all = make_moons(n_samples=max(sizes.sweep_samples), noise=0.1, random_state=0)
+    rng = random.Random(DEMO_SEED)
+    points = []
+    for n in sizes.sweep_samples:
+        X = X_all[:n].tolist()
+        y = [float(v) * 2.0 - 1.0 for v in y_all[:n]]
+        for width in sizes.sweep_widths:
+            shape = (2, width, width, 1)
+            n_params = sum((a + 1) * b for a, b in itertools.pairwise(shape))
+            weights = [rng.uniform(-1.0, 1.0) for _ in range(n_params)]
+            model = ours_model(weights, True, shape)
+            steppers = {
+                FLOOR: floor_stepper(weights, shape, X, y),
+                "ours": ours_stepper(model, ours_loss, X, y, True),
+            }
+            log(f"scalar: sweep n={n} width={width}, {sizes.sweep_rounds} interleaved steps")
+            times, curves = interleaved_steps(steppers, sizes.sweep_rounds)
+            nodes = len(topological_order(ours_loss(model, X, y)))
+            ours, floor = summarize(times["ours"]), summarize(times[FLOOR])
+            points.append(
+                {
+                    "samples": n,
+                    "width": width,
+                    "nodes": nodes,
+                    "ours_seconds": ours,
+                    "floor_seconds": floor,
+                    "ratio_vs_floor": ours["median"] / floor["median"],
+                    "max_abs_loss_diff": max_abs_diff(curves["ours"], curves[FLOOR]),
+                }
+            )
+    log_nodes = np.log([p["nodes"] for p in points])
+    fit = {
+        name: float(np.polyfit(log_nodes, np.log([p[key]["median"] for p in points]), 1)[0])
+        for name, key in (("ours", "ours_seconds"), ("floor", "floor_seconds"))
+    }
+    return {
+        "points": points,
+        "exponent_ours": fit["ours"],
+        "exponent_floor": fit["floor"],
+        "max_ratio_vs_floor": max(p["ratio_vs_floor"] for p in points),
+    }

@@ -13,6 +13,8 @@ bias).
 
 from __future__ import annotations
 
+import itertools
+
 Weights = list[list[list[float]]]
 Biases = list[list[float]]
 
@@ -27,7 +29,7 @@ class FloorMLP:
         self.weights: Weights = []
         self.biases: Biases = []
         it = iter(params)
-        for nin, nout in zip(sizes, sizes[1:]):
+        for nin, nout in itertools.pairwise(sizes):
             rows, bs = [], []
             for _ in range(nout):
                 rows.append([next(it) for _ in range(nin)])

@@ -1,9 +1,9 @@
 """Section 3: the tensor engine against PyTorch (CPU) and a hand-written NumPy floor.
 
 Three implementations of the same two workloads, from the same starting weights, fed the
-same batches in the same order:
+same batches in the same order, each on one thread (see ``run``):
 
-* digits: MLP 64-128-64-10 (ReLU), cross-entropy, Adam (lr 1e-3), batch 32, one epoch
+* digits: MLP 64-128-64-10 (ReLU), cross-entropy, Adam (lr 1e-3), batch 32 and 256, one epoch
   over the 80% training split of ``load_digits`` (standardised with the split's own mean
   and std), shuffled mini-batches;
 * moons: micrograd's demo as tensors, MLP 2-16-16-1 on 100 samples full batch, SVM loss
@@ -11,8 +11,9 @@ same batches in the same order:
 
 The NumPy floor is the same maths written by hand with no autograd at all: what this
 approach (NumPy arrays, Python-level ops) cannot beat. PyTorch gets as many intra-op
-threads as NumPy's BLAS has. The first epoch (digits) and the first run (moons) double as a
-check that the three compute the same losses; the report shows the largest difference.
+threads as NumPy's BLAS has (one). The first epoch (digits) and the first run (moons)
+double as a check that the three compute the same losses; the report shows the largest
+difference.
 Epochs are interleaved (torch, NumPy, ours, torch, ...) so drift hits all three alike.
 """
 
@@ -38,7 +39,7 @@ from .scalar import DEMO_STEP0_LOSS, demo_data, demo_lr, micrograd_model
 
 DIGITS_SIZES = (64, 128, 64, 10)
 MOONS_SIZES = (2, 16, 16, 1)
-BATCH = 32
+DIGITS_BATCHES = (32, 256)
 ADAM_LR = 1e-3
 BETAS = (0.9, 0.999)
 EPS = 1e-8
@@ -62,13 +63,13 @@ def digits_data(dtype: str) -> tuple[np.ndarray, np.ndarray]:
     return ((X - mean) / std).astype(dtype), digits.target[train].astype(np.int64)
 
 
-def epoch_batches(n: int, epochs: int, limit: int | None) -> list[list[np.ndarray]]:
+def epoch_batches(n: int, epochs: int, limit: int | None, batch: int) -> list[list[np.ndarray]]:
     """Index arrays of each epoch's shuffled mini-batches (the last one may be short)."""
     rng = np.random.default_rng(1)
     result = []
     for _ in range(epochs):
         order = rng.permutation(n)
-        batches = [order[i : i + BATCH] for i in range(0, n, BATCH)]
+        batches = [order[i : i + batch] for i in range(0, n, batch)]
         result.append(batches[:limit] if limit else batches)
     return result
 
@@ -287,23 +288,37 @@ def ours_moons_run(layers: Layers, X, y, steps: int) -> list[float]:
 
 # ------------------------------------------------------------------------- the run
 def _interleaved(runners: dict[str, Callable[[int], Any]], repeats: int) -> dict[str, list[float]]:
-    """Time each runner ``repeats`` times, alternating between them; runner(r) gets the
-    repeat's index."""
+    """Time each runner ``repeats`` times in CPU time (``process_time``: other processes on
+    the machine are not billed), alternating between them; runner(r) gets the repeat's
+    index."""
     times: dict[str, list[float]] = {name: [] for name in runners}
     for r in range(repeats):
         for name, fn in runners.items():
             gc.collect()
-            start = time.perf_counter()
+            start = time.process_time()
             fn(r)
-            times[name].append(time.perf_counter() - start)
+            times[name].append(time.process_time() - start)
     return times
 
 
+THREADS = 1
+
+
 def run(sizes: Sizes) -> dict[str, Any]:
+    """One thread each for NumPy's BLAS and torch: the times are CPU time, which an idle
+    worker thread spinning for work would inflate, and on a shared two-core machine extra
+    threads mostly measure the neighbours (these arrays are too small to gain from them)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=THREADS, user_api="blas"):
+        return _run(sizes)
+
+
+def _run(sizes: Sizes) -> dict[str, Any]:
     import torch
 
+    torch.set_num_threads(THREADS)
     threads = int(numpy_blas().get("threads") or 1)
-    torch.set_num_threads(threads)
     dtype = sizes.dtype
     info = {
         "title": "Tensor engine vs PyTorch CPU vs NumPy floor",
@@ -314,26 +329,29 @@ def run(sizes: Sizes) -> dict[str, Any]:
 
     # ---- digits: one epoch = every mini-batch of the training split (or the first few)
     X, y = digits_data(dtype)
-    epochs = epoch_batches(len(y), sizes.repeats + 1, sizes.digits_batches)
-    layers = init_layers(DIGITS_SIZES, dtype)
-    tmodel = torch_mlp(layers)
-    topt = torch.optim.Adam(tmodel.parameters(), lr=ADAM_LR, betas=BETAS, eps=EPS)
     Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
-    npnet = NumpyMLP(layers)
-    omodel = ours_mlp(layers)
-    oopt = Adam(omodel.parameters(), lr=ADAM_LR, betas=BETAS, eps=EPS)
-    epoch_runners: dict[str, Callable[[list[np.ndarray]], list[float]]] = {
-        "torch": lambda b: torch_digits_epoch(tmodel, topt, Xt, yt, b),
-        "numpy floor": lambda b: numpy_digits_epoch(npnet, X, y, b),
-        "ours": lambda b: ours_digits_epoch(omodel, oopt, X, y, b),
-    }
-    log(f"tensor: digits warm-up epoch ({len(epochs[0])} batches), checking losses agree")
-    first = {name: fn(epochs[0]) for name, fn in epoch_runners.items()}
-    log(f"tensor: digits, {sizes.repeats} timed epochs each, interleaved")
-    digits_times = _interleaved(
-        {name: (lambda r, fn=fn: fn(epochs[r + 1])) for name, fn in epoch_runners.items()},
-        sizes.repeats,
-    )
+    digits: dict[int, tuple[dict[str, list[float]], dict[str, list[float]], int]] = {}
+    for batch in DIGITS_BATCHES:
+        epochs = epoch_batches(len(y), sizes.tensor_repeats + 1, sizes.digits_batches, batch)
+        layers = init_layers(DIGITS_SIZES, dtype)
+        tmodel = torch_mlp(layers)
+        topt = torch.optim.Adam(tmodel.parameters(), lr=ADAM_LR, betas=BETAS, eps=EPS)
+        npnet = NumpyMLP(layers)
+        omodel = ours_mlp(layers)
+        oopt = Adam(omodel.parameters(), lr=ADAM_LR, betas=BETAS, eps=EPS)
+        epoch_runners: dict[str, Callable[[list[np.ndarray]], list[float]]] = {
+            "torch": lambda b, m=tmodel, o=topt: torch_digits_epoch(m, o, Xt, yt, b),
+            "numpy floor": lambda b, n=npnet: numpy_digits_epoch(n, X, y, b),
+            "ours": lambda b, m=omodel, o=oopt: ours_digits_epoch(m, o, X, y, b),
+        }
+        log(f"tensor: digits batch {batch}, warm-up epoch ({len(epochs[0])} batches)")
+        first = {name: fn(epochs[0]) for name, fn in epoch_runners.items()}
+        log(f"tensor: digits batch {batch}, {sizes.tensor_repeats} timed epochs, interleaved")
+        times = _interleaved(
+            {name: (lambda r, fn=fn, e=epochs: fn(e[r + 1])) for name, fn in epoch_runners.items()},
+            sizes.tensor_repeats,
+        )
+        digits[batch] = (times, first, len(epochs[0]))
 
     # ---- moons: micrograd's demo as tensors, full batch, time per step
     Xm, ym = demo_data()
@@ -347,16 +365,20 @@ def run(sizes: Sizes) -> dict[str, Any]:
         "ours": lambda: ours_moons_run(mlayers, Xm, ym, steps),
     }
     moon_curves = {name: fn() for name, fn in moon_runners.items()}
-    log(f"tensor: moons, {steps} steps x {sizes.repeats} repeats each, interleaved")
+    log(f"tensor: moons, {steps} steps x {sizes.tensor_repeats} repeats each, interleaved")
     moons_times = _interleaved(
-        {name: (lambda r, fn=fn: fn()) for name, fn in moon_runners.items()}, sizes.repeats
+        {name: (lambda r, fn=fn: fn()) for name, fn in moon_runners.items()},
+        sizes.tensor_repeats,
     )
 
     rows = []
-    for workload, times, curves, unit in (
-        ("digits", digits_times, first, 1.0),
+    workloads = [
+        (f"digits batch {batch}", times, first, 1.0) for batch, (times, first, _) in digits.items()
+    ]
+    for workload, times, curves, unit in [
+        *workloads,
         ("moons", moons_times, moon_curves, 1.0 / steps),
-    ):
+    ]:
         group = [
             {
                 "workload": workload,
@@ -376,9 +398,9 @@ def run(sizes: Sizes) -> dict[str, Any]:
         {
             "digits": {
                 "layers": list(DIGITS_SIZES),
-                "batch": BATCH,
+                "batches": list(DIGITS_BATCHES),
                 "train_samples": len(y),
-                "batches_per_epoch": len(epochs[0]),
+                "batches_per_epoch": {b: n for b, (_, _, n) in digits.items()},
                 "optimizer": f"Adam lr={ADAM_LR}",
                 "unit": "seconds per epoch",
             },

@@ -54,22 +54,46 @@ def test_smoke_scalar_section_agrees_with_micrograd(smoke: tuple[str, dict, Path
     markdown, data, _ = smoke
     sec = data["sections"]["scalar"]
     engines = [r["engine"] for r in sec["rows"]]
-    assert engines == ["ours (fused)", "ours (unfused)", "micrograd 0.1.0"]
+    assert engines == [
+        "pure-Python floor",
+        "ours (fused, loss helpers, collector paused)",
+        "ours (fused, loss helpers, collector on)",
+        "ours (fused, micrograd-style loop)",
+        "ours (unfused)",
+        "micrograd 0.1.0",
+    ]
     table = _table_rows(markdown, "## 1.")
     assert [row[0] for row in table] == engines
     for row in sec["rows"]:
         assert row["step0_loss"] == pytest.approx(DEMO_STEP0_LOSS, abs=1e-12)
         assert row["compared_steps"] == data["config"]["micrograd_steps"] == 2
         assert row["max_abs_loss_diff_vs_micrograd"] <= 1e-9
-        assert row["graph_nodes_per_step"] > row["values_created_per_step"] > 0
+        if row["engine"] != "pure-Python floor":
+            assert row["graph_nodes_per_step"] > row["values_created_per_step"] > 0
     curves = sec["loss_curves"]
     assert len(curves["micrograd"]) == 2
-    for name in ("ours (fused)", "ours (unfused)"):
+    for name in engines[:-1]:
         assert len(curves[name]) == data["config"]["steps"]
         assert max(abs(a - b) for a, b in zip(curves[name], curves["micrograd"])) <= 1e-9
     # micrograd's unfused neuron is 2 nodes per input; both build the same-size graph
-    unfused, micrograd = sec["rows"][1], sec["rows"][2]
+    unfused, micrograd = sec["rows"][-2], sec["rows"][-1]
     assert unfused["graph_nodes_per_step"] <= micrograd["graph_nodes_per_step"]
+
+
+@pytest.mark.slow
+def test_smoke_sweep_covers_every_size_and_agrees_with_the_floor(
+    smoke: tuple[str, dict, Path],
+) -> None:
+    markdown, data, _ = smoke
+    sweep = data["sections"]["scalar"]["sweep"]
+    config = data["config"]
+    sizes = [(p["samples"], p["width"]) for p in sweep["points"]]
+    assert sizes == [(n, w) for n in config["sweep_samples"] for w in config["sweep_widths"]]
+    assert len(_table_rows(markdown, "Size sweep")) == len(sizes)
+    for p in sweep["points"]:  # the same model and data: the same losses, to rounding
+        assert p["max_abs_loss_diff"] <= 1e-9
+        assert p["ours_seconds"]["n"] == p["floor_seconds"]["n"] == config["sweep_rounds"]
+    assert sweep["exponent_ours"] > 0 and sweep["exponent_floor"] > 0
 
 
 @pytest.mark.slow
@@ -103,11 +127,12 @@ def test_smoke_tensor_section_compares_the_same_maths(smoke: tuple[str, dict, Pa
     markdown, data, _ = smoke
     sec = data["sections"]["tensor"]
     rows = sec["rows"]
+    workloads = ("digits batch 32", "digits batch 256", "moons")
     assert [(r["workload"], r["engine"]) for r in rows] == [
-        (w, e) for w in ("digits", "moons") for e in ("torch", "numpy floor", "ours")
+        (w, e) for w in workloads for e in ("torch", "numpy floor", "ours")
     ]
     assert len(_table_rows(markdown, "## 3.")) == len(rows)
-    assert sec["torch_threads"] == sec["numpy_blas_threads"]
+    assert sec["torch_threads"] == sec["numpy_blas_threads"] == 1
     for r in rows:  # float64 everywhere, same weights and batches: losses agree
         assert r["max_abs_loss_diff_vs_torch"] <= 1e-9, (r["workload"], r["engine"])
         if r["workload"] == "moons":  # micrograd's weights: the demo's own step-0 loss
@@ -121,7 +146,7 @@ def test_smoke_header_targets_and_atomic_json(smoke: tuple[str, dict, Path]) -> 
     assert "threadpoolctl: kernel" in markdown and "SMOKE sizes" in markdown
     assert data["machine"]["blas"]["threads"] >= 1
     assert {c["status"] for c in data["targets"]} <= {"PASS", "MISS", "n/a"}
-    assert len(data["targets"]) == len(_table_rows(markdown, "## Targets")) == 9
+    assert len(data["targets"]) == len(_table_rows(markdown, "## Targets")) == 17
     assert sorted(p.name for p in out.parent.iterdir()) == ["smoke.json"]  # no temp left
 
 
