@@ -106,8 +106,34 @@ class Adam(Optimizer):
         self._steps = [0] * len(self.params)
         self._m: list[Any] = [0.0] * len(self.params)
         self._v: list[Any] = [0.0] * len(self.params)
+        self._flat = self._flat_state()
+
+    def _flat_state(self) -> Any:
+        """For Tensor parameters of one dtype, m and v as views into flat arrays (see
+        flat_state.py), so that a step is a dozen NumPy calls for the whole model."""
+        if any(isinstance(p.data, float) for p in self.params):
+            return None  # Values: plain floats, no NumPy
+        from .flat_state import FlatState
+
+        if not FlatState.fits(self.params):
+            return None
+        flat = FlatState([p.data for p in self.params])
+        self._m_flat, self._m = flat.zeros()
+        self._v_flat, self._v = flat.zeros()
+        self._g_flat, self._scratch = flat.zeros()[0], flat.zeros()[0]
+        return flat
 
     def step(self) -> None:
+        if self._flat is not None:
+            if all(p.grad is not None for p in self.params):
+                self._step_flat()
+                return
+            # Some parameter has no gradient: from now on the parameters may have taken
+            # different numbers of steps, so each gets its own arrays (copies of its
+            # views) and the per-parameter update below.
+            self._m = [m.copy() for m in self._m]
+            self._v = [v.copy() for v in self._v]
+            self._flat = None
         beta1, beta2 = self.betas
         for i, p, g in self._gradients(self.weight_decay):
             t = self._steps[i] = self._steps[i] + 1
@@ -115,4 +141,26 @@ class Adam(Optimizer):
             v = self._v[i] = beta2 * self._v[i] + (1.0 - beta2) * (g * g)
             step_size = self.lr / (1.0 - beta1**t)
             correction2_sqrt = math.sqrt(1.0 - beta2**t)
-            p.data -= step_size * m / ((v**0.5) / correction2_sqrt + self.eps)
+            p.data -= step_size * (m / ((v**0.5) / correction2_sqrt + self.eps))
+
+    def _step_flat(self) -> None:
+        """The update above for every parameter at once, on the flat arrays (every
+        parameter has a gradient, so all have taken the same number of steps)."""
+        flat = self._flat
+        beta1, beta2 = self.betas
+        t = self._steps[0] + 1
+        self._steps = [t] * len(self.params)
+        g = flat.gather([p.grad for p in self.params], self._g_flat)
+        if self.weight_decay:
+            g += self.weight_decay * flat.gather([p.data for p in self.params], self._scratch)
+        m, v = self._m_flat, self._v_flat
+        m *= beta1
+        m += (1.0 - beta1) * g
+        v *= beta2
+        v += (1.0 - beta2) * (g * g)
+        denom = v**0.5
+        denom /= math.sqrt(1.0 - beta2**t)
+        denom += self.eps
+        update = m / denom
+        update *= self.lr / (1.0 - beta1**t)
+        flat.subtract_from([p.data for p in self.params], update)
