@@ -75,21 +75,24 @@ def micrograd_loss(model: Any, X: np.ndarray, y: np.ndarray) -> Any:
     return data_loss + reg_loss
 
 
-def micrograd_train(model: Any, X: np.ndarray, y: np.ndarray, steps: int) -> dict[str, Any]:
-    """The notebook's optimisation loop; returns the loss curve and per-step CPU seconds."""
-    losses: list[float] = []
-    step_seconds: list[float] = []
-    for k in range(steps):
-        start = time.process_time()
-        total_loss = micrograd_loss(model, X, y)
-        model.zero_grad()
-        total_loss.backward()
-        learning_rate = demo_lr(k)
-        for p in model.parameters():
-            p.data -= learning_rate * p.grad
-        step_seconds.append(time.process_time() - start)
-        losses.append(float(total_loss.data))
-    return {"losses": losses, "step_seconds": step_seconds}
+def micrograd_stepper(model: Any, X: np.ndarray, y: np.ndarray, paused: bool):
+    """One step of the notebook's optimisation loop per call (step k); with ``paused`` the
+    step runs with the cyclic collector off (its garbage is collected before the next)."""
+    from modelwright_autograd import collection_paused
+
+    params = model.parameters()
+
+    def step(k: int) -> float:
+        with collection_paused() if paused else contextlib.nullcontext():
+            total_loss = micrograd_loss(model, X, y)
+            model.zero_grad()
+            total_loss.backward()
+            learning_rate = demo_lr(k)
+            for p in params:
+                p.data -= learning_rate * p.grad
+            return float(total_loss.data)
+
+    return step
 
 
 # --------------------------------------------------------------------------- our step
@@ -163,15 +166,19 @@ def floor_stepper(weights: list[float], sizes: tuple[int, ...], X: list, y: list
 
 
 def interleaved_steps(
-    steppers: dict[str, Callable[[int], float]], steps: int
+    steppers: dict[str, Callable[[int], float]], steps: int, collect: bool = False
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Run step k of every stepper before step k + 1 of any, timing each in CPU time
     (``process_time``: other processes on the machine are not billed, and whatever drifts
-    drifts for all alike). Returns (seconds per step, loss curve) for each name."""
+    drifts for all alike). With ``collect``, a full collection (untimed) before each step
+    keeps one engine's cyclic garbage from being billed to the next. Returns (seconds per
+    step, loss curve) for each name."""
     times: dict[str, list[float]] = {name: [] for name in steppers}
     curves: dict[str, list[float]] = {name: [] for name in steppers}
     for k in range(steps):
         for name, step in steppers.items():
+            if collect:
+                gc.collect()
             start = time.process_time()
             loss = step(k)
             times[name].append(time.process_time() - start)
@@ -207,9 +214,16 @@ VARIANTS = {
     "ours (fused, loss helpers, collector paused)": (True, ours_loss, True),
     "ours (fused, loss helpers, collector on)": (True, ours_loss, False),
     "ours (fused, micrograd-style loop)": (True, ours_loss_micrograd_style, False),
-    "ours (unfused)": (False, ours_loss, False),
+    "ours (unfused, collector on)": (False, ours_loss, False),
+    "ours (unfused, collector paused)": (False, ours_loss, True),
 }
 FLOOR = "pure-Python floor"
+MICROGRAD = "micrograd 0.1.0"
+MICROGRAD_PAUSED = "micrograd 0.1.0 (collector paused)"
+
+
+def _find_row(rows: list[dict[str, Any]], engine: str) -> dict[str, Any]:
+    return next(row for row in rows if row["engine"] == engine)
 
 
 def run(sizes: Sizes) -> dict[str, Any]:
@@ -246,39 +260,39 @@ def run(sizes: Sizes) -> dict[str, Any]:
             )
         rows.append(row)
 
-    mg_times: list[float] = []
-    mg_out: dict[str, Any] = {}
-    for r in range(sizes.micrograd_repeats):
-        model = micrograd_model()
-        log(
-            f"scalar: micrograd, {sizes.micrograd_steps} steps, repeat "
-            f"{r + 1}/{sizes.micrograd_repeats} (about 1-3 s a step)"
-        )
-        gc.collect()  # the garbage of the runs above is not billed to micrograd
-        mg_out = micrograd_train(model, X, y, sizes.micrograd_steps)
-        mg_times += mg_out["step_seconds"]
-        gc.collect()  # micrograd's graphs are reference cycles: free them before going on
-    curves["micrograd"] = mg_out["losses"]
+    log(
+        f"scalar: micrograd, {sizes.micrograd_steps} interleaved steps with the collector on "
+        "and paused (about 1 s a step on)"
+    )
+    mg_steppers = {
+        name: micrograd_stepper(micrograd_model(), X, y, paused)
+        for name, paused in ((MICROGRAD, False), (MICROGRAD_PAUSED, True))
+    }
+    mg_times, mg_curves = interleaved_steps(mg_steppers, sizes.micrograd_steps, collect=True)
+    gc.collect()  # micrograd's graphs are reference cycles: free them before going on
+    curves.update(mg_curves)
     mem_model = micrograd_model()
     memory = graph_memory(lambda: micrograd_loss(mem_model, X, y), len(mem_model.parameters()))
-    rows.append(
-        {
-            "engine": "micrograd 0.1.0",
-            "steps": sizes.micrograd_steps,
-            "seconds_per_step": summarize(mg_times),
-            "step0_loss": curves["micrograd"][0],
-            **memory,
-        }
-    )
+    for name in mg_steppers:
+        rows.append(
+            {
+                "engine": name,
+                "steps": sizes.micrograd_steps,
+                "seconds_per_step": summarize(mg_times[name]),
+                "step0_loss": curves[name][0],
+                **memory,
+            }
+        )
 
     floor_per_step = rows[0]["seconds_per_step"]["median"]
-    mg_per_step = rows[-1]["seconds_per_step"]["median"]
+    mg_per_step = _find_row(rows, MICROGRAD)["seconds_per_step"]["median"]
     for row in rows:
-        key = "micrograd" if row["engine"].startswith("micrograd") else row["engine"]
         per_step = row["seconds_per_step"]["median"]
         row["ratio_vs_floor"] = per_step / floor_per_step
         row["ratio_vs_micrograd"] = per_step / mg_per_step
-        row["max_abs_loss_diff_vs_micrograd"] = max_abs_diff(curves[key], curves["micrograd"])
+        row["max_abs_loss_diff_vs_micrograd"] = max_abs_diff(
+            curves[row["engine"]], curves[MICROGRAD]
+        )
         row["compared_steps"] = min(row["steps"], sizes.micrograd_steps)
     return {
         "title": "Scalar engine vs its pure-Python floor and micrograd 0.1.0 (make_moons demo)",
@@ -287,7 +301,8 @@ def run(sizes: Sizes) -> dict[str, Any]:
             "SVM loss + 1e-4 L2, lr = 1.0 - 0.9*k/100, identical starting weights"
         ),
         "clock": "CPU time (time.process_time) per step; our variants and the floor "
-        "interleaved step by step; micrograd alone afterwards",
+        "interleaved step by step, then micrograd's two variants interleaved with a full "
+        "collection (untimed) before each step",
         "demo_step0_loss": DEMO_STEP0_LOSS,
         "loss_tolerance": LOSS_TOLERANCE,
         "loss_curves": curves,

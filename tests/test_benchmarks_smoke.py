@@ -59,8 +59,10 @@ def test_smoke_scalar_section_agrees_with_micrograd(smoke: tuple[str, dict, Path
         "ours (fused, loss helpers, collector paused)",
         "ours (fused, loss helpers, collector on)",
         "ours (fused, micrograd-style loop)",
-        "ours (unfused)",
+        "ours (unfused, collector on)",
+        "ours (unfused, collector paused)",
         "micrograd 0.1.0",
+        "micrograd 0.1.0 (collector paused)",
     ]
     table = _table_rows(markdown, "## 1.")
     assert [row[0] for row in table] == engines
@@ -71,12 +73,12 @@ def test_smoke_scalar_section_agrees_with_micrograd(smoke: tuple[str, dict, Path
         if row["engine"] != "pure-Python floor":
             assert row["graph_nodes_per_step"] > row["values_created_per_step"] > 0
     curves = sec["loss_curves"]
-    assert len(curves["micrograd"]) == 2
-    for name in engines[:-1]:
-        assert len(curves[name]) == data["config"]["steps"]
-        assert max(abs(a - b) for a, b in zip(curves[name], curves["micrograd"])) <= 1e-9
+    assert len(curves["micrograd 0.1.0"]) == 2
+    for name in engines:
+        assert len(curves[name]) == 2 == data["config"]["steps"]
+        assert max(abs(a - b) for a, b in zip(curves[name], curves["micrograd 0.1.0"])) <= 1e-9
     # micrograd's unfused neuron is 2 nodes per input; both build the same-size graph
-    unfused, micrograd = sec["rows"][-2], sec["rows"][-1]
+    unfused, micrograd = sec["rows"][-3], sec["rows"][-2]
     assert unfused["graph_nodes_per_step"] <= micrograd["graph_nodes_per_step"]
 
 
@@ -146,7 +148,7 @@ def test_smoke_header_targets_and_atomic_json(smoke: tuple[str, dict, Path]) -> 
     assert "threadpoolctl: kernel" in markdown and "SMOKE sizes" in markdown
     assert data["machine"]["blas"]["threads"] >= 1
     assert {c["status"] for c in data["targets"]} <= {"PASS", "MISS", "n/a"}
-    assert len(data["targets"]) == len(_table_rows(markdown, "## Targets")) == 17
+    assert len(data["targets"]) == len(_table_rows(markdown, "## Targets")) == 18
     assert sorted(p.name for p in out.parent.iterdir()) == ["smoke.json"]  # no temp left
 
 
