@@ -148,7 +148,9 @@ def ours_stepper(
             lr = demo_lr(k)
             for p in params:
                 p.data -= lr * p.grad
-            return loss.data
+            value = loss.data
+            del loss  # drop the graph before the collector is back on (see collector.py)
+        return value
 
     return step
 

@@ -4,12 +4,20 @@ Neither engine makes reference cycles (a backward rule is a function shared by a
 of its op, not a closure over its own node), so reference counting frees every dropped
 graph at once and the cyclic collector never finds anything in one. CPython runs it
 anyway: every 700 net allocations of container objects trigger a young collection, and a
-step allocates thousands of nodes, so it keeps scanning live graphs for nothing (about a
-tenth of a scalar demo step; more on larger graphs, since the older generations hold the
-whole live graph). Pausing it for the step is therefore safe: no memory waits for it that
-would not wait anyway, and cycles made elsewhere (user code) are collected once it is back
-on. Pausing only ``backward()`` would not pay: the allocations, and so the collections,
-happen in the forward pass.
+step allocates thousands of nodes, so it keeps scanning live graphs for nothing, and the
+more so the larger the graph, since the older generations hold all of it (the README's
+Performance section has the measured share, from ``python -m benchmarks``). Pausing it
+for the step is therefore safe: no memory waits for it that would not wait anyway, and
+cycles made elsewhere (user code) are collected once it is back on. Two things decide
+whether it pays:
+
+* the block must cover the forward pass, where the allocations (and so the collections)
+  happen; pausing only ``backward()`` saves nothing;
+* the graph must be dropped inside the block (``del loss`` at its end): the collector
+  counts allocations while paused, and the first allocation after it is back on starts a
+  young collection over everything still alive from the step. If the graph is gone by
+  then, that collection is cheap; if not, it scans the whole graph once, which costs about
+  what the pause saved.
 """
 
 from __future__ import annotations
@@ -22,8 +30,9 @@ from contextlib import contextmanager
 @contextmanager
 def collection_paused() -> Iterator[None]:
     """Disable the cyclic garbage collector inside the block (one training step: forward,
-    backward, update) and restore its previous state on the way out, exceptions included.
-    Nests: an inner block leaves the collector as the outer one set it."""
+    backward, update, then ``del`` the loss) and restore its previous state on the way
+    out, exceptions included. Nests: an inner block leaves the collector as the outer one
+    set it."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
