@@ -18,7 +18,6 @@ class Sizes:
     repeats: int = 3
     steps: int = 100  # our scalar engine's steps on the demo workload
     micrograd_steps: int = 100
-    micrograd_repeats: int = 1  # micrograd's 100 steps take minutes: one run by default
     chain_mults: int = 1_000_000
     small_chain_mults: int = 900
     wide_leaves: int = 1_000_000
@@ -38,7 +37,6 @@ class Sizes:
             repeats=1,
             steps=2,
             micrograd_steps=2,
-            micrograd_repeats=1,
             chain_mults=10_000,
             small_chain_mults=900,
             wide_leaves=10_000,

@@ -52,8 +52,10 @@ def _header(results: dict[str, Any]) -> list[str]:
         f"- torch {m['torch']} ({torch_threads} threads), micrograd {m['micrograd']}, "
         f"modelwright-autograd {m['modelwright_autograd']} at {m['git_commit']}{dirty}",
         f"- Run: {m['date']}; {'SMOKE sizes; ' if cfg['smoke'] else ''}times are medians "
-        f"(min–max) over {cfg['repeats']} repeats (micrograd's demo: "
-        f"{cfg['micrograd_repeats']}); total {_time(results['elapsed_seconds'])}; load "
+        f"(min–max): of {cfg['steps']} steps each (scalar demo; micrograd "
+        f"{cfg['micrograd_steps']}), {cfg['sweep_rounds']} steps (sweep), {cfg['repeats']} "
+        f"repeats (graph scale), {cfg['tensor_repeats']} epochs or runs (tensor); total "
+        f"{_time(results['elapsed_seconds'])}; load "
         f"average (1/5/15 min) {_load(m['load_average_start'])} at start, "
         f"{_load(m.get('load_average_end'))} at end",
     ]

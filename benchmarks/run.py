@@ -46,15 +46,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(SECTIONS),
         help=f"comma-separated subset of {','.join(SECTIONS)} (default: all)",
     )
-    p.add_argument("--repeats", type=_positive, help="repeats per measurement (default 3)")
-    p.add_argument("--steps", type=_positive, help="our engine's demo steps (default 100)")
+    p.add_argument(
+        "--repeats", type=_positive, help="repeats of each graph-scale measurement (default 3)"
+    )
+    p.add_argument(
+        "--steps", type=_positive, help="interleaved demo steps of the floor and ours (default 100)"
+    )
     p.add_argument(
         "--micrograd-steps",
         type=_positive,
-        help="micrograd's demo steps (default 100, ~2 minutes); ratios are per step",
-    )
-    p.add_argument(
-        "--micrograd-repeats", type=_positive, help="runs of micrograd's demo (default 1)"
+        help="micrograd's demo steps, collector on and paused (default 100, ~3 minutes)",
     )
     p.add_argument("--chain", type=_positive, help="products in the long chain (default 1,000,000)")
     p.add_argument("--dtype", choices=["float64", "float32"], help="tensor section dtype")
@@ -67,7 +68,6 @@ def sizes_from(args: argparse.Namespace) -> Sizes:
         "repeats": args.repeats,
         "steps": args.steps,
         "micrograd_steps": args.micrograd_steps,
-        "micrograd_repeats": args.micrograd_repeats,
         "chain_mults": args.chain,
         "dtype": args.dtype,
     }
