@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .checks import describe, positive_int
-from .engine import Operand, Value, _dot, _lift
+from .engine import Operand, Value, _dot, _dot_relu, _lift
 from .seeding import scalar_rng
 
 #: The hidden-layer nonlinearities both engines' nets offer (a ``Value``/``Tensor`` method each).
@@ -148,6 +148,8 @@ class Neuron(Module):
 
     def _forward(self, xs: list[Value]) -> Value:
         """The neuron on inputs already checked and lifted to Values (Layer's hot path)."""
+        if self.fused and self.activation == "relu":  # the whole neuron as one node
+            return _dot_relu(self.w, xs, self.b)
         if self.fused:  # one node for the whole pre-activation (see Value.dot)
             act = _dot(self.w, xs, self.b)
         else:  # the textbook form: a chain of products and sums, 2n nodes
