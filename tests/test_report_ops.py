@@ -112,8 +112,9 @@ class _TorchValue:
         return torch.stack(list(xs)).sum()
 
     @staticmethod
-    def dot(ws, xs, b):
-        return b + (torch.stack(list(ws)) * torch.stack(list(xs))).sum()
+    def dot(ws, xs, b, relu=False):
+        out = b + (torch.stack(list(ws)) * torch.stack(list(xs))).sum()
+        return torch.relu(out) if relu else out
 
 
 def _run_engine(spec: dict, point: dict[str, float], upstream: float = 1.0):

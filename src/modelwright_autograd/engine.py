@@ -122,6 +122,31 @@ def _log_any(x: Num) -> Num:
     return _ieee_log(x) if type(x) is float else x.log()
 
 
+_new = object.__new__
+
+
+def _node(
+    data: float, prev: tuple[Value, ...], op: str, rule: Callable[..., Grads] | None
+) -> Value:
+    """An op's result, built without ``Value()``'s argument checks (``data`` is already a
+    float, there is no label): the same object, made faster on the hot path (the
+    arithmetic operators, relu and the fused ops). Under no_grad() it records no history,
+    as ``Value()`` does."""
+    out = _new(Value)
+    out.data = data
+    out.grad = 0.0
+    out.label = ""
+    if _GradMode.enabled:
+        out._prev = prev
+        out._op = op
+        out._backward = rule
+    else:
+        out._prev = ()
+        out._op = ""
+        out._backward = None
+    return out
+
+
 def _lift(x: Operand, op: str) -> Value:
     """Return x as a Value: Values pass through, real numbers become constants."""
     if isinstance(x, Value):
@@ -150,7 +175,7 @@ def _compared(x: object) -> float | None:
 
 def _add(a: Value, b: Operand) -> Value:
     b = _lift(b, "+")
-    return Value(a.data + b.data, (a, b), "+", _add_backward)
+    return _node(a.data + b.data, (a, b), "+", _add_backward)
 
 
 def _add_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
@@ -160,7 +185,7 @@ def _add_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _mul(a: Value, b: Operand) -> Value:
     b = _lift(b, "*")
-    return Value(a.data * b.data, (a, b), "*", _mul_backward)
+    return _node(a.data * b.data, (a, b), "*", _mul_backward)
 
 
 def _mul_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
@@ -254,7 +279,7 @@ def _tanh_backward(g: Num, out: Num, a: Num) -> Grads:
 def _relu(a: Value) -> Value:
     """max(0, a). ``< 0`` rather than ``> 0`` so that relu(nan) is nan and relu(-0.0) is
     -0.0, as in torch."""
-    return Value(0.0 if a.data < 0.0 else a.data, (a,), "relu", _relu_backward)
+    return _node(0.0 if a.data < 0.0 else a.data, (a,), "relu", _relu_backward)
 
 
 def _relu_backward(g: Num, out: Num, a: Num) -> Grads:
@@ -283,7 +308,7 @@ def _sum(values: Iterable[Operand]) -> Value:
     total = 0.0
     for v in inputs:  # left to right, the order a chain of + would use
         total += v.data
-    return Value(total, inputs, "sum", _sum_backward)
+    return _node(total, inputs, "sum", _sum_backward)
 
 
 def _sum_backward(g: Num, out: Num, *xs: Num) -> Grads:
@@ -297,7 +322,7 @@ def _dot(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
     total = b.data
     for w, x in zip(ws, xs):  # the order micrograd's sum(w*x, b) uses, bit for bit
         total += w.data * x.data
-    return Value(total, (*ws, *xs, b), "dot", _dot_backward)
+    return _node(total, (*ws, *xs, b), "dot", _dot_backward)
 
 
 def _dot_backward(g: Num, out: Num, *inputs: Num) -> Grads | list[Num]:
@@ -327,8 +352,8 @@ def _dot_relu(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
         total += w.data * x.data
     out = 0.0 if total < 0.0 else total  # relu, as _relu writes it
     if -_INF < total <= 0.0:  # inactive with finite inputs: no gradient flows back
-        return Value(out, (*ws, *xs, b), "dot_relu")
-    return Value(out, (*ws, *xs, b), "dot_relu", _dot_relu_backward)
+        return _node(out, (*ws, *xs, b), "dot_relu", None)
+    return _node(out, (*ws, *xs, b), "dot_relu", _dot_relu_backward)
 
 
 def _dot_relu_backward(g: Num, out: Num, *inputs: Num) -> Grads | list[Num]:
@@ -445,17 +470,24 @@ class Value:
     sum = staticmethod(_sum)
 
     @staticmethod
-    def dot(weights: Sequence[Operand], inputs: Sequence[Operand], bias: Operand = 0.0) -> Value:
-        """bias + w1*x1 + ... + wn*xn as one node: a neuron's pre-activation.
+    def dot(
+        weights: Sequence[Operand],
+        inputs: Sequence[Operand],
+        bias: Operand = 0.0,
+        relu: bool = False,
+    ) -> Value:
+        """bias + w1*x1 + ... + wn*xn as one node: a neuron's pre-activation; with
+        ``relu=True``, relu of it, still one node: a whole ReLU neuron.
 
-        Unfused, a 16-input neuron is 32 nodes (16 products, 16 additions); fused, it is one
-        node whose backward loop does the same arithmetic with no per-node overhead.
+        Unfused, a 16-input neuron is 32 nodes (16 products, 16 additions) and its relu
+        one more; fused, it is one node whose backward loop does the same arithmetic with
+        no per-node overhead.
         """
         if len(weights) != len(inputs):
             raise ValueError(f"dot: {len(weights)} weights but {len(inputs)} inputs")
         ws = [_lift(w, "dot") for w in weights]
         xs = [_lift(x, "dot") for x in inputs]
-        return _dot(ws, xs, _lift(bias, "dot"))
+        return (_dot_relu if relu else _dot)(ws, xs, _lift(bias, "dot"))
 
     # ------------------------------------------------------------------ the backward pass
     def _input_grads(self, upstream: float | None = None) -> list[float]:
@@ -476,7 +508,7 @@ class Value:
         """
         if not (create_graph and isinstance(gradient, Value)):
             gradient = _as_float(gradient, "backward(gradient)")
-        order = topological_order(self)
+        order = topological_order(self, leaves=False)  # a leaf has no rule to run
         for node in order:
             if node._prev:
                 node.grad = 0.0

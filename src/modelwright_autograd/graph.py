@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 
-def topological_order(root: Any) -> list[Any]:
+def topological_order(root: Any, leaves: bool = True) -> list[Any]:
     """Return every node ``root`` depends on, each listed after all of its inputs.
 
     An explicit stack replaces recursion, so depth is limited by memory, not by Python's
@@ -19,6 +19,11 @@ def topological_order(root: Any) -> list[Any]:
     iterator over its inputs: the node is emitted (post-order) once that iterator is
     exhausted, which is exactly when all its inputs have been emitted. ``visited`` makes
     shared nodes appear once however many paths lead to them.
+
+    ``leaves=False`` leaves out the inputs that have no inputs themselves (parameters,
+    constants; ``root`` is always listed): the scalar ``backward()`` has nothing to do at a
+    leaf but receive gradient, and skipping them spares the walk a set lookup for every
+    edge into one, a third of a neural net's edges.
     """
     order: list[Any] = []
     visited = {root}
@@ -26,7 +31,7 @@ def topological_order(root: Any) -> list[Any]:
     while stack:
         node, inputs = stack[-1]
         for parent in inputs:
-            if parent not in visited:
+            if (leaves or parent._prev) and parent not in visited:
                 visited.add(parent)
                 stack.append((parent, iter(parent._prev)))
                 break
