@@ -75,26 +75,6 @@ def micrograd_loss(model: Any, X: np.ndarray, y: np.ndarray) -> Any:
     return data_loss + reg_loss
 
 
-def micrograd_stepper(model: Any, X: np.ndarray, y: np.ndarray, paused: bool):
-    """One step of the notebook's optimisation loop per call (step k); with ``paused`` the
-    step runs with the cyclic collector off (its garbage is collected before the next)."""
-    from modelwright_autograd import collection_paused
-
-    params = model.parameters()
-
-    def step(k: int) -> float:
-        with collection_paused() if paused else contextlib.nullcontext():
-            total_loss = micrograd_loss(model, X, y)
-            model.zero_grad()
-            total_loss.backward()
-            learning_rate = demo_lr(k)
-            for p in params:
-                p.data -= learning_rate * p.grad
-            return float(total_loss.data)
-
-    return step
-
-
 # --------------------------------------------------------------------------- our step
 def ours_model(weights: list[float], fused: bool, sizes: tuple[int, ...] = DEMO_SIZES) -> Any:
     """``modelwright_autograd.MLP`` with the given starting weights (micrograd's for the demo)."""
@@ -131,11 +111,12 @@ def ours_loss_micrograd_style(model: Any, X: list[list[float]], y: list[float]) 
     return data_loss + reg_loss
 
 
-def ours_stepper(
-    model: Any, loss_fn: Callable[..., Any], X: list, y: list, paused: bool
+def sgd_stepper(
+    model: Any, loss_fn: Callable[..., Any], X: Any, y: Any, paused: bool
 ) -> Callable[[int], float]:
-    """One demo SGD step of our engine per call (step k); with ``paused`` the step runs
-    inside ``collection_paused()``, as ``train.fit`` runs its steps."""
+    """One demo SGD step per call (step k), for either engine (ours or micrograd: both have
+    ``parameters()``, ``zero_grad()`` and ``backward()``); with ``paused`` the step runs
+    inside ``collection_paused()``, as the training loop runs its steps."""
     from modelwright_autograd import collection_paused
 
     params = model.parameters()
@@ -148,7 +129,7 @@ def ours_stepper(
             lr = demo_lr(k)
             for p in params:
                 p.data -= lr * p.grad
-            value = loss.data
+            value = float(loss.data)
             del loss  # drop the graph before the collector is back on (see collector.py)
         return value
 
@@ -238,7 +219,7 @@ def run(sizes: Sizes) -> dict[str, Any]:
     models = {}
     for name, (fused, loss_fn, paused) in VARIANTS.items():
         models[name] = ours_model(weights, fused)
-        steppers[name] = ours_stepper(models[name], loss_fn, X_list, y_list, paused)
+        steppers[name] = sgd_stepper(models[name], loss_fn, X_list, y_list, paused)
     log(f"scalar: demo, {sizes.steps} interleaved steps of {len(steppers)} variants")
     gc.collect()
     times, curves = interleaved_steps(steppers, sizes.steps)
@@ -267,7 +248,7 @@ def run(sizes: Sizes) -> dict[str, Any]:
         "and paused (about 1 s a step on)"
     )
     mg_steppers = {
-        name: micrograd_stepper(micrograd_model(), X, y, paused)
+        name: sgd_stepper(micrograd_model(), micrograd_loss, X, y, paused)
         for name, paused in ((MICROGRAD, False), (MICROGRAD_PAUSED, True))
     }
     mg_times, mg_curves = interleaved_steps(mg_steppers, sizes.micrograd_steps, collect=True)
@@ -333,7 +314,7 @@ def sweep(sizes: Sizes) -> dict[str, Any]:
             model = ours_model(weights, True, shape)
             steppers = {
                 FLOOR: floor_stepper(weights, shape, X, y),
-                "ours": ours_stepper(model, ours_loss, X, y, True),
+                "ours": sgd_stepper(model, ours_loss, X, y, True),
             }
             log(f"scalar: sweep n={n} width={width}, {sizes.sweep_rounds} interleaved steps")
             times, curves = interleaved_steps(steppers, sizes.sweep_rounds)
