@@ -2,9 +2,11 @@
 
 The same MLP (ReLU hidden layers, linear output), the same SVM loss with 1e-4 L2 and the
 same arithmetic order as the engine, but on plain floats in nested lists, with the
-derivatives worked out on paper instead of recorded in a graph. Nothing a graph engine in
-pure Python does can be cheaper than this, so "engine time / floor time" measures what the
-graph costs. tests/test_benchmarks_floor.py checks that its gradients equal the engine's.
+derivatives worked out on paper instead of recorded in a graph, so "engine time / floor
+time" measures what the graph costs. It does every multiplication of the unfused rules,
+zero gradients included (the engine skips the backward of an inactive ReLU neuron, where
+all of them are exactly 0). tests/test_benchmarks_floor.py checks that its gradients equal
+the engine's.
 
 Weights are ``weights[layer][neuron][input]`` and ``biases[layer][neuron]``; ``flat`` turns
 them into the order of ``MLP.parameters()`` (layer by layer, neuron by neuron, weights then
