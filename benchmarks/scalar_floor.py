@@ -54,8 +54,7 @@ class FloorMLP:
         Per sample: the forward keeps every layer's output; the backward walks the layers
         in reverse, d(out) flowing to a neuron's weights (times the input), its bias (times
         1) and its inputs (times the weight); a ReLU whose output is 0 passes 0. Like the
-        engine's rules, it does every multiplication even when the gradient is 0, so the
-        ratio to it measures the graph's bookkeeping, not a cleverer algorithm.
+        unfused rules, it does every multiplication even when the gradient is 0.
         """
         n = len(X)
         last = len(self.weights) - 1
