@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,15 @@ def summarize(samples: Sequence[float]) -> dict[str, Any]:
         "n": len(values),
         "samples": values,
     }
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Run fn once after a full collection (so earlier garbage is not billed to it) and
+    return (seconds, result). The cyclic GC stays enabled: its cost is part of the engine."""
+    gc.collect()
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

@@ -272,6 +272,11 @@ SCALAR_ROWS = {
         lambda a, b, c: c + a * b + b * c,
         [0.9, 1.7, -0.4],
     ),
+    "_dot_relu_backward": (
+        lambda a, b, c: Value.dot([a, b], [b, c], c, relu=True),
+        lambda a, b, c: (c + a * b + b * c).relu(),
+        [0.9, 1.7, -0.4],
+    ),
 }
 
 
