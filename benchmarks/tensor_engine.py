@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from modelwright_autograd import collection_paused, tensor_nn
 from modelwright_autograd import functional as F
-from modelwright_autograd import tensor_nn
 from modelwright_autograd.optim import Adam
 from modelwright_autograd.tensor import Tensor
 
@@ -258,31 +258,37 @@ def ours_mlp(layers: Layers) -> tensor_nn.MLP:
 
 
 def ours_digits_epoch(model: tensor_nn.MLP, opt: Adam, X, y, batches) -> list[float]:
+    """One epoch, each step inside ``collection_paused()`` as the training loop runs it."""
     losses = []
     for idx in batches:
-        loss = F.cross_entropy(model(Tensor(X[idx])), y[idx])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        losses.append(float(loss.data))
+        with collection_paused():
+            loss = F.cross_entropy(model(Tensor(X[idx])), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.data))
+            del loss  # drop the graph before the collector is back on
     return losses
 
 
 def ours_moons_run(layers: Layers, X, y, steps: int) -> list[float]:
+    """``steps`` SGD steps, each inside ``collection_paused()`` as the training loop runs it."""
     model = ours_mlp(layers)
     params = model.parameters()
     x, y_col = Tensor(X), Tensor(y[:, None])
     losses = []
     for k in range(steps):
-        scores = model(x)
-        data_loss = (1 - y_col * scores).relu().mean()
-        loss = data_loss + L2 * sum((p * p).sum() for p in params)
-        model.zero_grad()
-        loss.backward()
-        lr = demo_lr(k)
-        for p in params:
-            p.data -= lr * p.grad
-        losses.append(float(loss.data))
+        with collection_paused():
+            scores = model(x)
+            data_loss = (1 - y_col * scores).relu().mean()
+            loss = data_loss + L2 * sum((p * p).sum() for p in params)
+            model.zero_grad()
+            loss.backward()
+            lr = demo_lr(k)
+            for p in params:
+                p.data -= lr * p.grad
+            losses.append(float(loss.data))
+            del loss, scores, data_loss
     return losses
 
 
