@@ -181,3 +181,20 @@ def test_forward_vs_reverse_smoke(tmp_path: Path) -> None:
         assert r["seconds"]["n"] == 1 and r["seconds"]["median"] > 0
     assert len(_table_rows(proc.stdout, "# Forward mode")) == 2 * len(data["sizes"])
     assert png.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.slow
+def test_smoke_conv_benchmark_runs_and_writes_every_row(tmp_path: Path) -> None:
+    """benchmarks.conv on tiny sizes: each row timed on both engines (the pair's results
+    are checked equal before timing), printed and written to JSON."""
+    out = tmp_path / "conv.json"
+    proc = _run("-m", "benchmarks.conv", "--smoke", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert data["smoke"] and data["threads"] == 1
+    names = [row["workload"] for row in data["rows"]]
+    assert len(names) == 3 and names[-1].startswith("digits CNN")
+    for row in data["rows"]:
+        assert row["ours_s"]["median"] > 0 and row["torch_s"]["median"] > 0
+        assert row["ratio"] == row["ours_s"]["median"] / row["torch_s"]["median"]
+        assert row["workload"] in proc.stdout

@@ -85,38 +85,62 @@ class Architecture:
     nouts: tuple[int, ...]
     activation: str
     dtype: str = "float64"  # the tensor engine's parameter dtype; Values are always float64
+    #: "mlp", or "cnn" for a ``tensor_nn.CNN``: then nin is the pixels of its square
+    #: images and nouts are its two conv layers' channels and its classes.
+    model: str = "mlp"
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"nin": self.nin, "nouts": list(self.nouts)}
         d["activation"] = self.activation
         if self.engine == "tensor":
             d["dtype"] = self.dtype
+        if self.model != "mlp":
+            d["model"] = self.model
         return d
 
     def describe(self) -> str:
+        if self.model == "cnn":
+            c1, c2, classes = self.nouts
+            side = math.isqrt(self.nin)
+            return f"tensor CNN {side}x{side} conv {c1}-{c2} -> {classes}"
         sizes = "-".join(str(n) for n in (self.nin, *self.nouts))
         return f"{self.engine} MLP {sizes} ({self.activation})"
 
     def num_parameters(self) -> int:
-        """How many weights the model has, from the sizes alone: each layer is a
-        (nout, nin) weight matrix and nout biases, so (nin + 1) * nout."""
+        """How many numbers the state_dict holds, from the sizes alone. An MLP layer is a
+        (nout, nin) weight matrix and nout biases, so (nin + 1) * nout. A CNN's conv layer
+        has cout * (cin * 9 + 1) and its batch norm 4 * cout + 1 (weight, bias, running
+        mean and variance, the batch count); its head sees cout * (side/4)**2 inputs."""
+        if self.model == "cnn":
+            c1, c2, classes = self.nouts
+            flat = c2 * (math.isqrt(self.nin) // 4) ** 2
+            convs = sum(cout * (cin * 9 + 1) + 4 * cout + 1 for cin, cout in ((1, c1), (c1, c2)))
+            return convs + (flat + 1) * classes
         sizes = (self.nin, *self.nouts)
         return sum((nin + 1) * nout for nin, nout in pairwise(sizes))
 
 
 def architecture_of(model: Any) -> Architecture:
-    """The architecture of a model this module can save: an ``nn.MLP`` or ``tensor_nn.MLP``."""
+    """The architecture of a model this module can save: an ``nn.MLP``, a ``tensor_nn.MLP``
+    or a ``tensor_nn.CNN``."""
+    if isinstance(model, tensor_nn.CNN):
+        nouts = (*model.channels, model.classes)
+        dtype = str(model.head.weight.dtype)
+        return Architecture("tensor", model.side**2, nouts, "relu", dtype, "cnn")
     if isinstance(model, MLP):
         return Architecture("scalar", model.nin, tuple(model.nouts), model.activation)
     if isinstance(model, tensor_nn.MLP):
         nouts = tuple(layer.out_features for layer in model.layers)
         dtype = str(model.layers[0].weight.dtype)
         return Architecture("tensor", model.layers[0].in_features, nouts, model.activation, dtype)
-    raise TypeError(f"cannot checkpoint a {type(model).__name__}; expected an MLP")
+    raise TypeError(f"cannot checkpoint a {type(model).__name__}; expected an MLP or a CNN")
 
 
 def build_model(arch: Architecture) -> Any:
     """A fresh model of this architecture (its weights are then overwritten by a load)."""
+    if arch.model == "cnn":
+        side, (c1, c2, classes) = math.isqrt(arch.nin), arch.nouts
+        return tensor_nn.CNN(side, (c1, c2), classes, seed=0, dtype=arch.dtype)
     if arch.engine == "scalar":
         return MLP(arch.nin, list(arch.nouts), arch.activation, seed=0)
     return tensor_nn.MLP(arch.nin, list(arch.nouts), arch.activation, seed=0, dtype=arch.dtype)
@@ -267,7 +291,21 @@ def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
     dtype = arch.get("dtype", "float64") if engine == "tensor" else "float64"
     if dtype not in _DTYPES:
         raise CheckpointError(path, f"unsupported dtype {shown(dtype)}; expected one of {_DTYPES}")
-    found = Architecture(engine, nin, tuple(nouts), activation, dtype)
+    model = arch.get("model", "mlp")
+    if model not in ("mlp", "cnn"):
+        raise CheckpointError(path, f"unknown model {shown(model)}; expected 'mlp' or 'cnn'")
+    if model == "cnn":
+        side = math.isqrt(nin)
+        if engine != "tensor" or side * side != nin or side % 4 or len(nouts) != 3:
+            raise CheckpointError(
+                path,
+                "a CNN architecture needs the tensor engine, nin a square image of a side "
+                f"divisible by 4 and nouts [channels1, channels2, classes], got nin "
+                f"{shown(nin)} and nouts {shown(nouts)}",
+            )
+        if activation != "relu":
+            raise CheckpointError(path, f"a CNN uses relu, not {shown(activation)}")
+    found = Architecture(engine, nin, tuple(nouts), activation, dtype, model)
     if found.num_parameters() > MAX_PARAMETERS[engine]:
         raise CheckpointError(
             path,
@@ -536,11 +574,17 @@ _TORCH_ACTIVATIONS = {"relu": "ReLU", "tanh": "Tanh", "sigmoid": "Sigmoid"}
 
 def to_torch(model: Any) -> Any:
     """The ``torch.nn.Sequential(Linear, act, ..., Linear)`` equal to ``model`` (either
-    engine's MLP), in its dtype, with its weights. Imports torch (ImportError if missing)."""
+    engine's MLP), or for a CNN the Sequential of named layers in ``_torch_cnn``, in its
+    dtype, with its weights. Imports torch (ImportError if missing)."""
     import torch
 
     arch = architecture_of(model)
     dtype = getattr(torch, arch.dtype)
+    if arch.model == "cnn":
+        torch_model = _torch_cnn(torch, arch, dtype)
+        state = {k: torch.tensor(np.asarray(v)) for k, v in model.state_dict().items()}
+        torch_model.load_state_dict(state)
+        return torch_model
     modules = []
     for i, (nin, nout) in enumerate(pairwise((arch.nin, *arch.nouts))):
         if i:
@@ -550,6 +594,24 @@ def to_torch(model: Any) -> Any:
     state = {k: torch.tensor(np.asarray(v, arch.dtype)) for k, v in model.state_dict().items()}
     torch_model.load_state_dict(state)
     return torch_model
+
+
+def _torch_cnn(torch: Any, arch: Architecture, dtype: Any) -> Any:
+    """``tensor_nn.CNN`` in torch: a Sequential whose layer names (conv1, bn1, ..., head)
+    make its state_dict keys the same as ours."""
+    from collections import OrderedDict
+
+    nn = torch.nn
+    (c1, c2, classes), side = arch.nouts, math.isqrt(arch.nin)
+    layers = OrderedDict(unflatten=nn.Unflatten(1, (1, side, side)))
+    for i, (cin, cout) in enumerate(((1, c1), (c1, c2)), start=1):
+        layers[f"conv{i}"] = nn.Conv2d(cin, cout, 3, padding=1, dtype=dtype)
+        layers[f"bn{i}"] = nn.BatchNorm2d(cout, dtype=dtype)
+        layers[f"relu{i}"] = nn.ReLU()
+        layers[f"pool{i}"] = nn.MaxPool2d(2)
+    layers["flatten"] = nn.Flatten()
+    layers["head"] = nn.Linear(c2 * (side // 4) ** 2, classes, dtype=dtype)
+    return nn.Sequential(layers)
 
 
 def export_torch(source: Any, out: str | os.PathLike[str]) -> None:

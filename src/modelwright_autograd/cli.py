@@ -34,10 +34,13 @@ from .training.evaluate import evaluate_checkpoint
 from .training.loop import run_training
 from .training.outputs import OutputError, RunFolder
 from .training.settings import (
+    CNN_CHANNELS,
+    CNN_STEPS,
     LOSS_NAMES,
     MAX_SAMPLES,
     MAX_STEPS,
     MIN_SAMPLES,
+    MODELS,
     OPTIMIZERS,
     WORK_LIMITS,
     TrainingDiverged,
@@ -189,6 +192,14 @@ def add_train(subparsers: Subparsers) -> None:
         help="hidden layer sizes, comma-separated (default: 16,16; digits 128,64); the MLP "
         f"may have at most {MAX_PARAMETERS['scalar']:,} weights with the scalar engine, "
         f"{MAX_PARAMETERS['tensor']:,} with the tensor engine (what a checkpoint holds)",
+    )
+    p.add_argument(
+        "--model",
+        choices=MODELS,
+        default="mlp",
+        help="mlp (default) or cnn: two 3x3 conv layers with ReLU and 2x2 max pooling, then "
+        "a linear head (--dataset digits only; --hidden gives the conv channels, default "
+        f"{','.join(map(str, CNN_CHANNELS))}; {CNN_STEPS} steps)",
     )
     p.add_argument(
         "--activation",

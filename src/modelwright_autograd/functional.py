@@ -1,7 +1,8 @@
 """Functions on Tensors, named as in ``torch.nn.functional`` (import it as ``F``).
 
 Activations and softmax forward to the Tensor methods; ``linear``, ``leaky_relu``,
-``softplus``, ``gelu`` and ``pad`` are ops of tensor.py, where each sits beside its rule.
+``softplus``, ``gelu`` and ``pad`` are ops of tensor.py, where each sits beside its rule;
+convolution, pooling, dropout, normalisation and embedding come from nn_ops.py.
 The losses each reduce to the mean over the batch, as torch's default.
 ``cross_entropy`` and ``binary_cross_entropy_with_logits`` are fused single nodes: their
 gradients have short closed forms ((softmax - onehot)/N and (sigmoid - y)/N), cheaper and
@@ -15,6 +16,16 @@ from collections.abc import Callable
 import numpy as np
 
 from .checks import describe
+from .nn_ops import (
+    avg_pool2d,
+    batch_norm,
+    conv1d,
+    conv2d,
+    dropout,
+    embedding,
+    layer_norm,
+    max_pool2d,
+)
 from .tensor import (
     Arr,
     Grads,
@@ -33,12 +44,20 @@ from .tensor import sigmoid as sigmoid_any  # the kit's: NumPy on arrays, the op
 
 __all__ = [
     "LOSSES",
+    "avg_pool2d",
+    "batch_norm",
     "binary_cross_entropy_with_logits",
+    "conv1d",
+    "conv2d",
     "cross_entropy",
+    "dropout",
+    "embedding",
     "gelu",
+    "layer_norm",
     "leaky_relu",
     "linear",
     "log_softmax",
+    "max_pool2d",
     "mse_loss",
     "pad",
     "relu",

@@ -34,6 +34,10 @@ class Learner(Protocol):
 
     def loss_value(self, loss: Any) -> float: ...
 
+    def train(self, mode: bool) -> None:
+        """Training mode (True, for fit) or evaluation mode (False, for scoring)."""
+        ...
+
     def scores(self, X: np.ndarray) -> np.ndarray:
         """The raw score of every row, without recording a graph."""
         ...
@@ -72,6 +76,9 @@ class ScalarLearner:
     def loss_value(self, loss: Value) -> float:
         return loss.data
 
+    def train(self, mode: bool) -> None:
+        """An MLP of Values behaves the same in both modes."""
+
     def scores(self, X: np.ndarray) -> np.ndarray:
         """The raw score of every row, without recording a graph."""
         with no_grad():
@@ -80,12 +87,16 @@ class ScalarLearner:
 
 class TensorLearner:
     """A ``tensor_nn.MLP``: one output score for the two-class sets (as ScalarLearner, with
-    the same losses from ``functional``), ten logits and cross-entropy for digits."""
+    the same losses from ``functional``), ten logits and cross-entropy for digits; or, with
+    ``--model cnn``, a ``tensor_nn.CNN`` on the digits."""
 
     def __init__(
         self, config: TrainConfig, nin: int, num_classes: int, model: tensor_nn.MLP | None = None
     ) -> None:
-        if model is None:
+        if model is None and config.model == "cnn":
+            side = round(nin**0.5)  # the digits' rows are 8x8 images
+            model = tensor_nn.CNN(side, config.hidden, num_classes, seed=config.seed)
+        elif model is None:
             nouts = [*config.hidden, num_classes if config.loss == "ce" else 1]
             model = tensor_nn.MLP(nin, nouts, config.activation, seed=config.seed)
         self.model = model
@@ -113,6 +124,10 @@ class TensorLearner:
 
     def loss_value(self, loss: Tensor) -> float:
         return loss.item()
+
+    def train(self, mode: bool) -> None:
+        """The CNN's batch norms use batch statistics in training, running ones after."""
+        self.model.train(mode)
 
     def scores(self, X: np.ndarray) -> np.ndarray:
         """The raw score of every row (two-class models), without recording a graph."""

@@ -59,6 +59,7 @@ def fit(learner: Learner, data: Dataset, config: TrainConfig, progress: Any) -> 
         len(data.y_train), config.batch_size, np.random.default_rng([config.seed, 1])
     )
     history = History([], [], 0.0)
+    learner.train(True)
     start = time.perf_counter()
     for step in range(config.steps):
         idx = next(batches)
@@ -103,7 +104,8 @@ class Score:
 
 def score(learner: Learner, X: np.ndarray, y: np.ndarray) -> tuple[Score, np.ndarray]:
     """The training objective and accuracy on (X, y), computed without a graph, and the
-    predicted classes."""
+    predicted classes, in evaluation mode."""
+    learner.train(False)
     with no_grad():
         loss, predicted = learner.forward(X, y)
     correct = int(np.sum(predicted == y))

@@ -264,6 +264,11 @@ def _write(out: Path, name: str, write: Callable[[Path], Any]) -> None:
 
 
 def _title(config: TrainConfig, data: Dataset) -> str:
+    if config.model == "cnn":
+        channels = "-".join(str(n) for n in config.hidden)
+        return (
+            f"{config.dataset}: tensor CNN conv {channels}, {config.loss} loss, {config.optimizer}"
+        )
     outputs = data.num_classes if config.loss == "ce" else 1
     sizes = "-".join(str(n) for n in (data.num_features, *config.hidden, outputs))
     return (

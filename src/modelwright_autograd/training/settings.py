@@ -18,6 +18,8 @@ from ..checkpoint import MAX_PARAMETERS, Architecture
 BINARY_LOSS_NAMES = tuple(losses.LOSSES)
 LOSS_NAMES = (*BINARY_LOSS_NAMES, "ce")
 OPTIMIZERS = ("sgd", "momentum", "adam")
+#: --model names: an MLP for every dataset, a small CNN (tensor_nn.CNN) for the digits.
+MODELS = ("mlp", "cnn")
 
 
 #: Starting learning rates when --lr is not given, chosen by training moons with every
@@ -34,8 +36,17 @@ DEFAULT_LR = {
     ("digits", "sgd"): 0.1,
     ("digits", "momentum"): 0.01,
     ("digits", "adam"): 1e-3,
+    # --model cnn: Adam's rate chosen by trials on seeds 1-5 (docs/training.md); the
+    # others are the MLP's, not tuned for the CNN.
+    ("digits-cnn", "sgd"): 0.1,
+    ("digits-cnn", "momentum"): 0.01,
+    ("digits-cnn", "adam"): 2e-3,
 }
 MOMENTUM = 0.9
+#: --model cnn's defaults: the two convolutions' channels and the optimiser steps
+#: (docs/training.md says how they were chosen).
+CNN_CHANNELS = (32, 64)
+CNN_STEPS = 1500
 LR_DECAY_TO = 0.1  # plain SGD ends at this fraction of its starting learning rate
 #: --samples bounds, also applied to a checkpoint's stored data settings. A million 2-D
 #: points is 16 MB for NumPy; far more is a typo (or a corrupt file) that ends in a
@@ -95,6 +106,7 @@ class TrainConfig:
     l2: float = 1e-4
     seed: int = 1337
     engine: str = "scalar"
+    model: str = "mlp"  # "cnn": tensor_nn.CNN with ``hidden`` as its two channel counts
 
     @property
     def lr_decay(self) -> bool:
@@ -125,6 +137,14 @@ class TrainConfig:
 def resolve_config(args: argparse.Namespace) -> TrainConfig:
     """Fill in the defaults that depend on the dataset and check the options together."""
     digits = args.dataset == "digits"
+    cnn = args.model == "cnn"
+    if cnn:
+        if not digits:
+            raise UsageError("--model", "cnn needs images: use it with --dataset digits")
+        if args.hidden is not None and len(args.hidden) != 2:
+            raise UsageError("--hidden", "--model cnn takes two sizes, the conv layers' channels")
+        if args.activation != "relu":
+            raise UsageError("--activation", "--model cnn uses relu")
     if digits:
         for option, value in (("--samples", args.samples), ("--noise", args.noise)):
             if value is not None:
@@ -144,27 +164,30 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
         dataset=args.dataset,
         samples=None if digits else (args.samples if args.samples is not None else 100),
         noise=None if digits else (args.noise if args.noise is not None else 0.1),
-        hidden=args.hidden or ((128, 64) if digits else (16, 16)),
+        hidden=args.hidden or (CNN_CHANNELS if cnn else (128, 64) if digits else (16, 16)),
         activation=args.activation,
         loss=loss,
         optimizer=optimizer,
         lr=args.lr
         if args.lr is not None
-        else DEFAULT_LR[_lr_family(args.dataset, loss), optimizer],
-        steps=args.steps if args.steps is not None else (1000 if digits else 100),
+        else DEFAULT_LR[_lr_family(args.dataset, loss, args.model), optimizer],
+        steps=args.steps
+        if args.steps is not None
+        else (CNN_STEPS if cnn else 1000 if digits else 100),
         batch_size=args.batch_size if args.batch_size is not None else (32 if digits else None),
         l2=args.l2,
         seed=args.seed,
         engine=args.engine or ("tensor" if digits else "scalar"),
+        model=args.model,
     )
     check_work(config)
     return config
 
 
-def _lr_family(dataset: str, loss: str) -> str:
+def _lr_family(dataset: str, loss: str, model: str) -> str:
     """Which row of DEFAULT_LR a run's default learning rate comes from."""
     if dataset == "digits":
-        return "digits"
+        return "digits-cnn" if model == "cnn" else "digits"
     return "2d-mse" if loss == "mse" else "2d"
 
 
@@ -176,6 +199,13 @@ def check_work(config: TrainConfig) -> None:
     nin = DIGITS_FEATURES if digits else 2
     widths = (nin, *config.hidden, DIGITS_CLASSES if config.loss == "ce" else 1)
     weights = Architecture(config.engine, nin, widths[1:], config.activation).num_parameters()
+    macs = weights  # an MLP uses each weight once per point
+    if config.model == "cnn":  # a conv weight is used at every position: 8x8, then 4x4
+        c1, c2 = config.hidden
+        cnn = Architecture("tensor", nin, (c1, c2, DIGITS_CLASSES), "relu", model="cnn")
+        weights = cnn.num_parameters()
+        macs = 9 * c1 * 64 + 9 * c1 * c2 * 16 + 4 * c2 * DIGITS_CLASSES
+        widths = (nin, 64 * c1, 16 * c1, 16 * c2, 4 * c2, DIGITS_CLASSES)
     engine = f"the {config.engine} engine"
     if weights > MAX_PARAMETERS[config.engine]:
         sizes = ",".join(map(str, config.hidden))
@@ -183,7 +213,8 @@ def check_work(config: TrainConfig) -> None:
             sizes = f"{sizes[:37]}..."
         raise UsageError(
             "--hidden",
-            f"{sizes} makes an MLP of {weights:,} weights; a {config.engine} checkpoint "
+            f"{sizes} makes a {config.model.upper()} of {weights:,} weights; a {config.engine} "
+            "checkpoint "
             f"holds at most {MAX_PARAMETERS[config.engine]:,}",
         )
     limits = WORK_LIMITS[config.engine]
@@ -192,7 +223,7 @@ def check_work(config: TrainConfig) -> None:
     if config.engine == "scalar":
         smaller += " (or --engine tensor)"
     size_option = "--hidden" if digits else "--samples"
-    per_pass = points * weights
+    per_pass = points * macs
     if per_pass > limits["pass"]:
         raise UsageError(
             size_option,
@@ -208,7 +239,7 @@ def check_work(config: TrainConfig) -> None:
             f"use {smaller}",
         )
     batch = min(config.batch_size or points, points)
-    for what, per_step in (("run", weights), ("run activations", sum(widths))):
+    for what, per_step in (("run", macs), ("run activations", sum(widths))):
         total = config.steps * batch * per_step
         if total > limits.get(what, total):
             unit = "multiply-adds" if what == "run" else "activation floats"
@@ -229,7 +260,7 @@ UNUSUAL_NOISE, UNUSUAL_L2, UNUSUAL_LR_FACTOR = 1.0, 1.0, 10.0
 def divergence_advice(config: TrainConfig) -> str:
     """What to change after the loss became non-finite: the settings that are unusually
     large, or, when none is, every setting that can cause it."""
-    default_lr = DEFAULT_LR[_lr_family(config.dataset, config.loss), config.optimizer]
+    default_lr = DEFAULT_LR[_lr_family(config.dataset, config.loss, config.model), config.optimizer]
     settings = {"--lr": config.lr, "--noise": config.noise, "--l2": config.l2}
     unusual = {
         "--lr": config.lr > UNUSUAL_LR_FACTOR * default_lr,
