@@ -96,11 +96,11 @@ def test_cnn_run_writes_every_output_and_evaluate_reproduces_it_bit_for_bit(tmp_
         "model.json",
     ]
     config = metrics["config"]
-    assert (config["model"], config["hidden"], config["engine"]) == ("cnn", [16, 32], "tensor")
+    assert (config["model"], config["hidden"], config["engine"]) == ("cnn", [32, 64], "tensor")
     assert len(metrics["loss"]) == 4
     capsys.readouterr()
     assert cli.main(["evaluate", "--checkpoint", str(out / "model.json")]) == 0
-    assert "tensor CNN 8x8 conv 16-32 -> 10" in capsys.readouterr().out
+    assert "tensor CNN 8x8 conv 32-64 -> 10" in capsys.readouterr().out
     result = evaluate_checkpoint(out / "model.json")
     assert result.scores["test"].loss == metrics["test_loss"]  # bit for bit
     assert result.scores["train"].loss == metrics["final_loss"]

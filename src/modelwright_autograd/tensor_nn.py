@@ -397,14 +397,7 @@ class Flatten(Module):
         self.start_dim, self.end_dim = start_dim, end_dim
 
     def forward(self, x: Tensor) -> Tensor:
-        shape = x.shape
-        start, end = (d + len(shape) if d < 0 else d for d in (self.start_dim, self.end_dim))
-        if not 0 <= start <= end < len(shape):
-            raise ValueError(
-                f"Flatten: start_dim {self.start_dim} and end_dim {self.end_dim} do not fit "
-                f"an input of shape {shape}"
-            )
-        return x.reshape(*shape[:start], -1 if x.numel() else 0, *shape[end + 1 :])
+        return x.flatten(self.start_dim, self.end_dim)
 
     def __repr__(self) -> str:
         return f"Flatten(start_dim={self.start_dim}, end_dim={self.end_dim})"
