@@ -10,8 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-from modelwright_autograd import cli
-from modelwright_autograd.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from modelwright_autograd import Tensor, cli
+from modelwright_autograd.checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    save_checkpoint,
+    to_torch,
+)
 from modelwright_autograd.data import load_dataset
 from modelwright_autograd.optim import Adam
 from modelwright_autograd.tensor_nn import CNN
@@ -115,6 +120,13 @@ def test_cnn_checkpoint_round_trip_and_bad_architectures(tmp_path):
     assert isinstance(loaded, CNN) and loaded.channels == (3, 5)
     for name, value in model.state_dict().items():
         np.testing.assert_array_equal(loaded.state_dict()[name], value)
+    # to_torch rebuilds it; after a training-mode pass (running statistics move) both agree
+    X = load_dataset("digits", None, None, 0).X_test[:50]
+    model(Tensor(X))
+    ref = to_torch(model)
+    model.eval(), ref.eval()
+    expected = ref(torch.tensor(X)).detach().numpy()
+    np.testing.assert_allclose(model(Tensor(X)).data, expected, rtol=0, atol=1e-12)
     doc = json.loads(path.read_text())
     for change, message in (
         ({"nin": 63}, "a CNN architecture needs"),
