@@ -24,18 +24,20 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.common import log, write_json_atomic
+from modelwright_autograd.training.settings import CNN_CHANNELS
 
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "conv.json"
 TARGET = 2.0  # ours / torch: the goal for every row
 
-#: (name, input shape, weight shape, padding)
+C1, C2 = CNN_CHANNELS  # the digits CNN's, as train --model cnn builds it
+#: (name, input shape, weight shape, padding); the digits batches are 32 images
 CONV_SHAPES = [
-    ("digits CNN conv1", (32, 1, 8, 8), (16, 1, 3, 3), 1),
-    ("digits CNN conv2", (32, 16, 4, 4), (32, 16, 3, 3), 1),
+    ("digits CNN conv1", (32, 1, 8, 8), (C1, 1, 3, 3), 1),
+    ("digits CNN conv2", (32, C1, 4, 4), (C2, C1, 3, 3), 1),
     ("28x28, 32 channels", (16, 32, 28, 28), (32, 32, 3, 3), 1),
 ]
 SMOKE_SHAPES = [
-    ("digits CNN conv1", (4, 1, 8, 8), (16, 1, 3, 3), 1),
+    ("digits CNN conv1", (4, 1, 8, 8), (C1, 1, 3, 3), 1),
     ("28x28, 32 channels (smoke: 4x4)", (2, 32, 4, 4), (32, 32, 3, 3), 1),
 ]
 
@@ -94,6 +96,7 @@ def digits_epoch_pair(batches: int | None):
 
     from modelwright_autograd import Adam, Tensor
     from modelwright_autograd import functional as F
+    from modelwright_autograd.checkpoint import to_torch
     from modelwright_autograd.data import load_digits_split
     from modelwright_autograd.tensor_nn import CNN
 
@@ -101,24 +104,11 @@ def digits_epoch_pair(batches: int | None):
     X, y = data.X_train, data.y_train
     order = np.random.default_rng(0).permutation(len(y))
     steps = [order[i : i + 32] for i in range(0, len(y), 32)][:batches]
-    model = CNN(8, (16, 32), 10, seed=0)
-    ref = torch.nn.Sequential(
-        torch.nn.Conv2d(1, 16, 3, padding=1, dtype=torch.float64),
-        torch.nn.BatchNorm2d(16, dtype=torch.float64),
-        torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2),
-        torch.nn.Conv2d(16, 32, 3, padding=1, dtype=torch.float64),
-        torch.nn.BatchNorm2d(32, dtype=torch.float64),
-        torch.nn.ReLU(),
-        torch.nn.MaxPool2d(2),
-        torch.nn.Flatten(),
-        torch.nn.Linear(128, 10, dtype=torch.float64),
-    )
-    state = [torch.from_numpy(np.asarray(v)) for v in model.state_dict().values()]
-    ref.load_state_dict(dict(zip(ref.state_dict(), state)))
+    model = CNN(8, CNN_CHANNELS, 10, seed=0)
+    ref = to_torch(model)  # the same layers in torch, with the same weights
     opt = Adam(model.parameters(), lr=1e-3)
     topt = torch.optim.Adam(ref.parameters(), lr=1e-3)
-    tX, ty = torch.tensor(X.reshape(-1, 1, 8, 8)), torch.tensor(y)
+    tX, ty = torch.tensor(X), torch.tensor(y)
 
     def ours():
         for idx in steps:
