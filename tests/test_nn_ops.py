@@ -115,6 +115,7 @@ def test_conv2d_hypothesis_shapes(n, groups, cin, cout, h, w, k, stride, dilatio
                 Tensor(np.zeros((o, cin, *k))),
                 padding=padding,
                 dilation=dilation,
+                groups=groups,
             )
         return
     kw = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
