@@ -107,7 +107,9 @@ def evaluate_checkpoint(
         if wanted["dataset"] == stored["dataset"]:  # its own data settings do not fit its model
             raise CheckpointError(path, f"its data settings do not fit its model: {problem}")
         raise UsageError("--dataset", problem)
-    config = TrainConfig(loss=loss_name, l2=float(l2), engine=arch.engine, **wanted)
+    config = TrainConfig(
+        loss=loss_name, l2=float(l2), engine=arch.engine, model=arch.model, **wanted
+    )
     learner = make_learner(config, data, checkpoint.model)
     scores = {"train": score(learner, data.X_train, data.y_train)[0]}
     if data.X_test is not None:
@@ -129,6 +131,7 @@ def _check_cost(
         loss=loss_name,
         steps=1,
         engine=arch.engine,
+        model=arch.model,
     )
     try:
         check_work(config)
