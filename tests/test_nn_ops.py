@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwright_autograd.functional as F
-from modelwright_autograd import Tensor, gradcheck
+from modelwright_autograd import Tensor, gradcheck, nn_ops
+from modelwright_autograd.graph import topological_order
 
 FWD, GRAD = 1e-9, 1e-6
 pytestmark = pytest.mark.filterwarnings(
@@ -313,6 +314,25 @@ def test_create_graph_second_derivatives_match_torch(name):
         expected = np.zeros(t.shape) if s is None else s.numpy()
         got = np.zeros(t.shape) if t.grad is None else t.grad
         np.testing.assert_allclose(got, expected, rtol=0, atol=GRAD)
+
+
+def test_every_nn_ops_rule_is_differentiated_twice():
+    """Every backward rule in nn_ops.py (conv2d's, batch_norm's, unfold's and fold's) is
+    reached by a row of SECOND, in the first pass or in the gradient's own graph."""
+    reached = set()
+    for ours, _, shapes in SECOND.values():
+        ts = [Tensor(a, requires_grad=True) for a in _shapes(*shapes)]
+        out = ours(*ts)
+        out.backward(np.ones(out.shape), create_graph=True)
+        roots = [out, *(t.grad for t in ts if isinstance(t.grad, Tensor))]
+        for root in roots:
+            reached |= {node._backward for node in topological_order(root)}
+    rules = {
+        obj
+        for name, obj in vars(nn_ops).items()
+        if name.startswith("_") and name.endswith("_backward")
+    }
+    assert rules and not rules - reached, sorted(r.__name__ for r in rules - reached)
 
 
 # ---------------------------------------------------------------------- gradcheck
