@@ -13,6 +13,7 @@ from modelwright_autograd import (
     Tensor,
     Value,
     binary_cross_entropy_with_logits,
+    cross_entropy,
     functional,
     is_grad_enabled,
     losses,
@@ -166,9 +167,14 @@ TORCH_LOSSES = {
 }
 
 
+def test_both_engines_have_one_loss_table_with_the_same_names():
+    assert list(losses.LOSSES) == list(functional.LOSSES) == [*TORCH_LOSSES, "ce"]
+    for name in losses.LOSSES:
+        assert losses.LOSSES[name].__name__ == functional.LOSSES[name].__name__
+
+
 @pytest.mark.parametrize("name", sorted(TORCH_LOSSES))
-def test_both_engines_loss_tables_hold_the_same_losses_under_the_same_names(name):
-    assert set(losses.LOSSES) == set(functional.LOSSES) == set(TORCH_LOSSES)
+def test_both_engines_two_class_losses_match_torch(name):
     scalar, tensor = losses.LOSSES[name], functional.LOSSES[name]
     assert scalar.__name__ == tensor.__name__
     scores = [0.3, -2.0, 1.7, -0.4, 0.99]
@@ -182,6 +188,63 @@ def test_both_engines_loss_tables_hold_the_same_losses_under_the_same_names(name
     texpected.backward()
     assert loss.item() == pytest.approx(texpected.item(), rel=1e-12, abs=1e-15)
     np.testing.assert_allclose(t.grad, expected.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+CE_CASES = {
+    "moderate": (
+        [[0.3, -2.0, 1.7], [0.0, 0.5, -0.5], [2.0, 2.0, 2.0], [-1.0, 3.0, 0.1]],
+        [2, 0, 1, 1],
+    ),
+    "plus-minus-1000": ([[1000.0, -1000.0], [-1000.0, 1000.0], [0.0, 0.0]], [1, 1, 0]),
+    "one-example": ([[0.25, -0.75, 1.5, 0.0]], [3]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CE_CASES))
+def test_cross_entropy_on_values_and_tensors_matches_torch(case):
+    rows, targets = CE_CASES[case]
+    leaves = [[Value(x) for x in row] for row in rows]
+    loss = cross_entropy(leaves, targets)
+    loss.backward()
+    t = torch.tensor(rows, dtype=torch.float64, requires_grad=True)
+    tloss = F.cross_entropy(t, torch.tensor(targets))
+    tloss.backward()
+    assert math.isfinite(loss.data)
+    assert loss.data == pytest.approx(tloss.item(), rel=1e-12, abs=1e-12)
+    got = np.array([[v.grad for v in row] for row in leaves])
+    np.testing.assert_allclose(got, t.grad.numpy(), rtol=1e-9, atol=1e-15)
+    x = Tensor(rows, requires_grad=True)
+    tensor_loss = functional.LOSSES["ce"](x, np.array(targets))
+    tensor_loss.backward()
+    assert tensor_loss.item() == pytest.approx(tloss.item(), rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(x.grad, t.grad.numpy(), rtol=1e-9, atol=1e-15)
+
+
+def test_cross_entropy_by_hand():
+    # two equal scores: loss = log 2, gradient (softmax - onehot) = (1/2 - 1, 1/2)
+    a, b = Value(0.7), Value(0.7)
+    loss = cross_entropy([[a, b]], [0])
+    loss.backward()
+    assert loss.data == pytest.approx(math.log(2.0), rel=1e-15)
+    assert (a.grad, b.grad) == (-0.5, 0.5)
+
+
+def test_cross_entropy_refuses_bad_input():
+    row = [Value(1.0), Value(2.0)]
+    with pytest.raises(ValueError, match="2 predictions but 1 targets"):
+        cross_entropy([row, row], [0])
+    with pytest.raises(ValueError, match="at least one"):
+        cross_entropy([], [])
+    with pytest.raises(ValueError, match="holds no scores"):
+        cross_entropy([[]], [0])
+    with pytest.raises(ValueError, match="rows of 2 and 1 scores"):
+        cross_entropy([row, row[:1]], [0, 0])
+    with pytest.raises(IndexError, match="target 2 is out of range for 2 classes"):
+        cross_entropy([row], [2])
+    with pytest.raises(TypeError, match="class index"):
+        cross_entropy([row], [1.0])
+    with pytest.raises(TypeError, match="class index"):
+        cross_entropy([row], [True])
 
 
 # ------------------------------------------------------------------ no_grad

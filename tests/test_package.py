@@ -108,7 +108,7 @@ for _ in range(20):
     loss.backward()
     opt.step()
 assert loss.data < first, (first, loss.data)
-assert set(LOSSES) == {"svm", "mse", "bce"}
+assert set(LOSSES) == {"svm", "mse", "bce", "ce"}
 assert gradcheck(lambda x, y: x * y.tanh(), [0.5, -1.5])
 try:
     modelwright_autograd.draw_graph

@@ -20,7 +20,7 @@ from .collector import collection_paused
 from .engine import Value
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import enable_grad, is_grad_enabled, no_grad
-from .losses import binary_cross_entropy_with_logits, mse_loss, svm_loss
+from .losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, svm_loss
 from .nn import MLP, Layer, Module, Neuron
 from .optim import SGD, Adam
 
@@ -64,6 +64,7 @@ __all__ = [
     "binary_cross_entropy_with_logits",
     "cat",
     "collection_paused",
+    "cross_entropy",
     "draw_graph",
     "einsum",
     "enable_grad",

@@ -209,9 +209,11 @@ def _bce_with_logits_backward(g: Arr, out: Arr, ctx: None, need: Need, z: Arr, y
     return gz, (z * -scale if need[1] else None)
 
 
-#: The two-class losses by their ``--loss`` name, as ``losses.LOSSES`` for Values.
+#: The losses by their ``--loss`` name, the same names as ``losses.LOSSES`` for Values.
+#: ``ce`` takes (N, C) logits and class indices, the others (N,) scores.
 LOSSES: dict[str, Callable[[Tensor, object], Tensor]] = {
     "svm": svm_loss,
     "mse": mse_loss,
     "bce": binary_cross_entropy_with_logits,
+    "ce": cross_entropy,
 }

@@ -1,13 +1,15 @@
 """Losses on lists of Values, each the mean over the batch (as torch's default).
 
 The same losses under the same names as ``functional`` has for Tensors; ``LOSSES`` maps
-the training command's ``--loss`` names to them.
+the training command's ``--loss`` names to them, the same names as ``functional.LOSSES``.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 
+from .checks import describe
 from .engine import Operand, Value, _lift
 
 
@@ -50,9 +52,39 @@ def binary_cross_entropy_with_logits(logits: Sequence[Value], labels: Sequence[f
     return mean(terms)
 
 
-#: The losses by their ``--loss`` name; ``functional.LOSSES`` has the same for Tensors.
+def cross_entropy(logits: Sequence[Sequence[Operand]], targets: Sequence[int]) -> Value:
+    """Mean over the batch of -log softmax(row)[target], as torch's ``cross_entropy`` with
+    integer class targets: one row of C scores and one class index per example.
+
+    Each term is ``log(sum_j e^(x_j - m)) + m - x_t`` with m the row's largest score (a
+    constant, so no gradient flows through it): scores of +-1000 give finite losses.
+    """
+    _check_sizes("cross_entropy", logits, targets)  # type: ignore[arg-type]
+    classes = len(logits[0])
+    if classes == 0:
+        raise ValueError("cross_entropy: a row of logits holds no scores")
+    terms = []
+    for row, t in zip(logits, targets):
+        if len(row) != classes:
+            raise ValueError(f"cross_entropy: rows of {classes} and {len(row)} scores")
+        if isinstance(t, bool) or not isinstance(t, numbers.Integral):
+            raise TypeError(f"cross_entropy: a target must be a class index, got {describe(t)}")
+        if not 0 <= t < classes:
+            raise IndexError(
+                f"cross_entropy: target {t} is out of range for {classes} classes "
+                f"(valid 0 to {classes - 1})"
+            )
+        xs = [_lift(x, "cross_entropy") for x in row]
+        m = max(x.data for x in xs)
+        terms.append(Value.sum([(x - m).exp() for x in xs]).log() + m - xs[t])
+    return mean(terms)
+
+
+#: The losses by their ``--loss`` name; ``functional.LOSSES`` has the same names for
+#: Tensors. ``ce`` takes a row of class scores per example, the others one score.
 LOSSES: dict[str, Callable[..., Value]] = {
     "svm": svm_loss,
     "mse": mse_loss,
     "bce": binary_cross_entropy_with_logits,
+    "ce": cross_entropy,
 }

@@ -110,14 +110,14 @@ class TensorLearner:
         """The loss graph on a batch (data loss + l2 * sum of squared weights) and the
         predicted classes: the whole batch goes through each layer as one matrix product."""
         out = self.model(Tensor(X))
-        if self.loss_name == "ce":
-            loss = F.cross_entropy(out, y)
+        if self.loss_name == "ce":  # (N, C) logits, class indices
+            scores, target = out, y
             predicted = np.argmax(out.data, axis=1)
-        else:
-            s = out.reshape(-1)  # (N, 1) scores -> (N,)
-            target = y if self.loss_name == "bce" else 2 * y - 1  # 0/1 or -1/+1
-            loss = F.LOSSES[self.loss_name](s, target.astype(np.float64))
-            predicted = (s.data > 0.0).astype(np.int64)
+        else:  # (N, 1) scores -> (N,); targets 0/1 for bce, -1/+1 for the others
+            scores = out.reshape(-1)
+            target = (y if self.loss_name == "bce" else 2 * y - 1).astype(np.float64)
+            predicted = (scores.data > 0.0).astype(np.int64)
+        loss = F.LOSSES[self.loss_name](scores, target)
         if self.l2:
             loss = loss + self.l2 * sum((p * p).sum() for p in self.model.parameters())
         return loss, predicted

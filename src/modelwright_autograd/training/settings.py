@@ -13,10 +13,10 @@ from typing import Any
 from .. import losses
 from ..checkpoint import MAX_PARAMETERS, Architecture
 
-#: --loss names: the two-class losses of ``losses.LOSSES`` (and ``functional.LOSSES``),
-#: and cross-entropy for digits.
-BINARY_LOSS_NAMES = tuple(losses.LOSSES)
-LOSS_NAMES = (*BINARY_LOSS_NAMES, "ce")
+#: --loss names: the keys of ``losses.LOSSES`` and ``functional.LOSSES`` (the same set).
+#: ``ce`` (cross-entropy) is the multi-class loss, for digits; the others score two classes.
+LOSS_NAMES = tuple(losses.LOSSES)
+BINARY_LOSS_NAMES = tuple(name for name in LOSS_NAMES if name != "ce")
 OPTIMIZERS = ("sgd", "momentum", "adam")
 #: --model names: an MLP for every dataset, a small CNN (tensor_nn.CNN) for the digits.
 MODELS = ("mlp", "cnn")
