@@ -5,7 +5,7 @@ Node counts are every Value object created, leaves and constants included:
 * chain: ``x = x * c`` repeated m times with one shared constant ``c = Value(1.000001)``,
   so m + 2 Values (the leaf x, c, and m products) and a graph m + 1 deep; d(out)/dx must
   come out as 1.000001 ** m.
-* sum: ``Value.sum`` of n leaves: n + 1 Values, one node with n inputs (ours only:
+* sum: ``sum_values`` of n leaves: n + 1 Values, one node with n inputs (ours only:
   micrograd has no n-ary sum, its ``sum()`` is a chain of additions).
 * tree: a balanced binary tree of ``+`` over n leaves (a power of two): 2n - 1 Values,
   log2(n) deep, so micrograd's recursive walk can handle it too.
@@ -44,9 +44,11 @@ def _chain(Value: type, mults: int) -> Callable[[], tuple[Any, list[Any]]]:
 
 
 def _sum(Value: type, leaves: int) -> Callable[[], tuple[Any, list[Any]]]:
+    from modelwright_autograd import sum_values
+
     def build() -> tuple[Any, list[Any]]:
         xs = [Value(i * 1e-6) for i in range(leaves)]
-        return Value.sum(xs), xs
+        return sum_values(xs), xs
 
     return build
 
@@ -202,7 +204,9 @@ def run(sizes: Sizes) -> dict[str, Any]:
         for name, V in engines
     ]
     rows.append(
-        _ours_or_micrograd("sum", f"Value.sum of {n:,} leaves", "ours", _sum(Value, n), n + 1, 0, r)
+        _ours_or_micrograd(
+            "sum", f"sum_values of {n:,} leaves", "ours", _sum(Value, n), n + 1, 0, r
+        )
     )
     rows += [
         _ours_or_micrograd("tree", tree, name, _tree(V, t), 2 * t - 1, 0, r) for name, V in engines

@@ -184,7 +184,7 @@ def _graph(sec: dict[str, Any]) -> list[str]:
         "",
         f"Values counts every Value object created, leaves and constants included. Chain: "
         f"`x = x * c` with one shared constant `c = Value({sec['chain_factor']})` (m products: "
-        f"m + 2 Values, d out/dx = c**m). Sum: one `Value.sum` node over n leaves. Tree: a "
+        f"m + 2 Values, d out/dx = c**m). Sum: one `sum_values` node over n leaves. Tree: a "
         f"balanced binary tree of `+` (depth {sec['tree_depth']}). Bytes from tracemalloc: "
         "the built graph, and the extra peak during backward(), per Value. Python recursion "
         f"limit: {sec['recursion_limit']}.",

@@ -91,11 +91,11 @@ def ours_model(weights: list[float], fused: bool, sizes: tuple[int, ...] = DEMO_
 
 def ours_loss(model: Any, X: list[list[float]], y: list[float]) -> Any:
     """The same loss as the notebook's, written with our fused n-ary ops."""
-    from modelwright_autograd import Value
+    from modelwright_autograd import Value, sum_values
 
     scores = [model(x) for x in X]
     losses = [(1 + -yi * si).relu() for yi, si in zip(y, scores)]
-    data_loss = Value.sum(losses) * (1.0 / len(losses))
+    data_loss = sum_values(losses) * (1.0 / len(losses))
     params = model.parameters()
     reg_loss = 1e-4 * Value.dot(params, params)
     return data_loss + reg_loss

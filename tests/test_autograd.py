@@ -21,6 +21,7 @@ from modelwright_autograd import (
     hvp,
     jacobian,
     jvp,
+    sum_values,
 )
 from modelwright_autograd.nn import MLP
 from modelwright_autograd.tensor_nn import Linear
@@ -250,7 +251,7 @@ def test_scalar_mlp_loss_hessian_matches_torch():
             n.w, n.b = list(ps[i : i + len(n.w)]), ps[i + len(n.w)]
             i += len(n.w) + 1
         errs = [(model(list(map(float, x))) - float(y)) ** 2 for x, y in zip(X, Y)]
-        return Value.sum(errs) / len(errs)
+        return sum_values(errs) / len(errs)
 
     def torch_loss(*ps):
         w1 = torch.stack([torch.stack(ps[k * 3 : k * 3 + 2]) for k in range(3)])

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from modelwright_autograd import MLP, Value, svm_loss
+from modelwright_autograd import MLP, Value, sum_values, svm_loss
 
 
 def test_a_dropped_graph_leaves_nothing_for_the_cycle_collector():
@@ -38,3 +38,10 @@ def test_ints_beyond_float64_say_so():
         Value(10**400)
     with pytest.raises(OverflowError, match=r"operand of \+: int .* too large"):
         Value(1.0) + 10**400
+
+
+def test_n_values_are_combined_by_a_function_not_a_value_method():
+    # Value.sum(values) read like Tensor.sum(), which reduces one tensor: a trap (issue 10).
+    assert not hasattr(Value, "sum")
+    total = sum_values([Value(1.0), 2.0, Value(3.5)])
+    assert total.data == 6.5 and total._op == "sum" and len(total._prev) == 3

@@ -6,11 +6,12 @@ the hand result involves e, ln 2 or a square root it is written as that formula 
 compared to 1e-15 relative.
 """
 
+import inspect
 import math
 
 import pytest
 
-from modelwright_autograd import Value
+from modelwright_autograd import Value, engine, sum_values
 from modelwright_autograd.graph import topological_order
 
 
@@ -86,11 +87,11 @@ CASES = [
     ("sigmoid-0", lambda a: a.sigmoid(), [0.0], 0.5, [0.25]),
     ("sigmoid-ln3", lambda a: a.sigmoid(), [math.log(3.0)], 0.75, [0.1875]),
     ("sigmoid-minus-ln3", lambda a: a.sigmoid(), [-math.log(3.0)], 0.25, [0.1875]),
-    # Value.sum: d/dxi = 1 for each occurrence
-    ("sum", lambda a, b, c: Value.sum([a, b, c]), [1.0, 2.0, 3.0], 6.0, [1.0, 1.0, 1.0]),
+    # sum_values: d/dxi = 1 for each occurrence
+    ("sum", lambda a, b, c: sum_values([a, b, c]), [1.0, 2.0, 3.0], 6.0, [1.0, 1.0, 1.0]),
     # sum([a, a, b]) = 2a + b = 3 - 1 = 2; a appears twice so d/da = 2
-    ("sum-repeated", lambda a, b: Value.sum([a, a, b]), [1.5, -1.0], 2.0, [2.0, 1.0]),
-    ("sum-with-number", lambda a: Value.sum([a, 2.0]), [0.5], 2.5, [1.0]),
+    ("sum-repeated", lambda a, b: sum_values([a, a, b]), [1.5, -1.0], 2.0, [2.0, 1.0]),
+    ("sum-with-number", lambda a: sum_values([a, 2.0]), [0.5], 2.5, [1.0]),
     # Value.dot(w, x, b) = b + sum wi*xi: d/dwi = xi, d/dxi = wi, d/db = 1
     # w = (2, -1), x = (3, 4), b = 0.5: 0.5 + 6 - 4 = 2.5
     (
@@ -117,14 +118,21 @@ def test_op_by_hand(fn, inputs, data, grads):
 
 
 def _engine_ops():
-    """Every operation Value defines (its operators and node-building methods), read from
-    the class, so a new op without hand cases fails the test below."""
+    """Every operation Value defines (its operators and node-building methods) and the
+    engine's public node-building functions (``sum_values``), read from the class and the
+    module, so a new op without hand cases fails the test below."""
     # comparisons give plain bools and build no node (engine.py), so they are no ops here
     comparisons = {"__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__hash__"}
     not_ops = {"__init__", "__repr__", "backward", *comparisons}
     public = [n for n in vars(Value) if n.startswith("__") or not n.startswith("_")]
     names = [n for n in public if callable(vars(Value)[n]) and n not in not_ops]
-    return [{"truediv": "div"}.get(n.strip("_"), n.strip("_")) for n in names]
+    names += [
+        n
+        for n, f in vars(engine).items()
+        if not n.startswith("_") and inspect.isfunction(f) and f.__module__ == engine.__name__
+    ]
+    renamed = {"truediv": "div", "sum_values": "sum"}
+    return [renamed.get(n.strip("_"), n.strip("_")) for n in names]
 
 
 def test_every_op_has_two_hand_cases():

@@ -11,7 +11,7 @@ import math
 import pytest
 import torch
 
-from modelwright_autograd import Value
+from modelwright_autograd import Value, sum_values
 from modelwright_autograd.engine import _dot, _dot_relu
 from modelwright_autograd.nn import MLP, Neuron
 
@@ -71,7 +71,7 @@ def test_mlp_fused_and_unfused_train_identically():
     for _ in range(3):
         grads = []
         for model in (fused, plain):
-            loss = Value.sum([(1 + -model(x)).relu() for x in X])
+            loss = sum_values([(1 + -model(x)).relu() for x in X])
             model.zero_grad()
             loss.backward()
             grads.append([p.grad for p in model.parameters()])

@@ -12,7 +12,7 @@ broadcasting table, unary ops, matmul shapes, reductions over every dim, indexin
 ops, softmax, losses): an op added to those tables is checked here too, and
 ``test_every_tensor_rule_is_differentiated_twice`` fails for a rule no row reaches. The
 scalar rows are keyed by backward rule and must cover every rule engine.py has. The fused
-nodes are among the rows: Value.sum and Value.dot (scalar), linear, cross_entropy,
+nodes are among the rows: sum_values and Value.dot (scalar), linear, cross_entropy,
 log_softmax and the reductions (tensor).
 """
 
@@ -37,7 +37,7 @@ from test_tensor_ops import (
 )
 
 import modelwright_autograd.functional as F
-from modelwright_autograd import Tensor, Value, cat, einsum, grad, outer, stack
+from modelwright_autograd import Tensor, Value, cat, einsum, grad, outer, stack, sum_values
 from modelwright_autograd import functional as functional_module
 from modelwright_autograd import tensor as tensor_module
 from modelwright_autograd.graph import topological_order
@@ -263,7 +263,7 @@ SCALAR_ROWS = {
     "_relu_backward": (lambda a, b: a.relu() + b.relu(), None, [1.1, -0.9]),
     "_sigmoid_backward": (lambda a: a.sigmoid(), None, [-0.8]),
     "_sum_backward": (
-        lambda a, b: Value.sum([a, b, a]),
+        lambda a, b: sum_values([a, b, a]),
         lambda a, b: a + b + a,
         [0.8, -1.3],
     ),

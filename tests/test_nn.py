@@ -11,7 +11,7 @@ from micrograd.nn import MLP as MicroMLP
 from micrograd.nn import Neuron as MicroNeuron
 from sklearn.datasets import make_moons
 
-from modelwright_autograd import MLP, Layer, Neuron, Value, svm_loss
+from modelwright_autograd import MLP, Layer, Neuron, Value, sum_values, svm_loss
 
 # ------------------------------------------------------------------ structure
 
@@ -189,7 +189,7 @@ def _torch_params_in_engine_order(tmodel):
 def _demo_loss(model, X, y, alpha=1e-4):
     """micrograd's demo loss: mean hinge loss on the scores plus alpha * sum p**2."""
     scores = [model(x) for x in X]
-    return svm_loss(scores, y) + alpha * Value.sum([p * p for p in model.parameters()])
+    return svm_loss(scores, y) + alpha * sum_values([p * p for p in model.parameters()])
 
 
 def _compare_with_torch(model, X, y, alpha=1e-4):
@@ -235,7 +235,7 @@ def test_mlp_with_several_outputs_matches_torch():
     model = MLP(3, [5, 4, 2], activation="tanh", seed=8)
     x, target = [0.2, -0.7, 1.3], [0.5, -0.25]
     out = model(x)
-    loss = Value.sum([(o - t) ** 2 for o, t in zip(out, target)])
+    loss = sum_values([(o - t) ** 2 for o, t in zip(out, target)])
     loss.backward()
     tmodel = _torch_copy(model)
     tout = tmodel(torch.tensor(x, dtype=torch.float64))
@@ -261,7 +261,7 @@ def test_mlp_learns_make_moons():
     losses = []
     for k in range(100):
         scores = [model(x) for x in inputs]
-        loss = svm_loss(scores, labels) + 1e-4 * Value.sum([p * p for p in model.parameters()])
+        loss = svm_loss(scores, labels) + 1e-4 * sum_values([p * p for p in model.parameters()])
         model.zero_grad()
         loss.backward()
         lr = 1.0 - 0.9 * k / 100

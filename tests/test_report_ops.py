@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from modelwright_autograd import Value, engine
+from modelwright_autograd import Value, engine, sum_values
 
 DERIVATIONS = Path(__file__).resolve().parents[1] / "docs" / "derivations.md"
 _BLOCK = re.compile(r"^```derivative\n(.*?)^```", re.S | re.M)
@@ -108,19 +108,20 @@ class _TorchValue:
     """Stands in for ``Value`` when an engine expression runs on torch tensors."""
 
     @staticmethod
-    def sum(xs):
-        return torch.stack(list(xs)).sum()
-
-    @staticmethod
     def dot(ws, xs, b, relu=False):
         out = b + (torch.stack(list(ws)) * torch.stack(list(xs))).sum()
         return torch.relu(out) if relu else out
 
 
+def _torch_sum_values(xs):
+    """Stands in for ``sum_values`` on torch tensors."""
+    return torch.stack(list(xs)).sum()
+
+
 def _run_engine(spec: dict, point: dict[str, float], upstream: float = 1.0):
     """Build the node from Values, run backward(upstream); return (node, {input: grad})."""
     env = {n: (Value(x) if n in spec["inputs"] else x) for n, x in point.items()}
-    out = eval(spec["engine"], {"__builtins__": {}, "Value": Value}, env)
+    out = eval(spec["engine"], {"__builtins__": {}, "Value": Value, "sum_values": sum_values}, env)
     out.backward(upstream)
     return out, {n: env[n].grad for n in spec["inputs"]}
 
@@ -130,7 +131,8 @@ def _run_torch(spec: dict, point: dict[str, float]):
         n: torch.tensor(x, dtype=torch.float64, requires_grad=True) if n in spec["inputs"] else x
         for n, x in point.items()
     }
-    out = eval(spec["engine"], {"__builtins__": {}, "Value": _TorchValue}, env)
+    names = {"Value": _TorchValue, "sum_values": _torch_sum_values}
+    out = eval(spec["engine"], {"__builtins__": {}, **names}, env)
     out.backward()
     grads = {}
     for n in spec["inputs"]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from .autograd import grad, hessian, hvp, jacobian, jvp
 from .collector import collection_paused
-from .engine import Value
+from .engine import Value, sum_values
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import enable_grad, is_grad_enabled, no_grad
 from .losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, svm_loss
@@ -83,6 +83,7 @@ __all__ = [
     "outer",
     "save_graph",
     "stack",
+    "sum_values",
     "svm_loss",
     "where",
 ]

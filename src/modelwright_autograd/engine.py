@@ -302,9 +302,10 @@ def _sigmoid_backward(g: Num, out: Num, a: Num) -> Grads:
 # computes the same numbers; the fused node just skips the per-node overhead.
 
 
-def _sum(values: Iterable[Operand]) -> Value:
-    """x1 + x2 + ... + xn as one node rather than a chain of n - 1 additions."""
-    inputs = tuple(_lift(v, "sum") for v in values)
+def sum_values(values: Iterable[Operand]) -> Value:
+    """x1 + x2 + ... + xn: n Values (or numbers) combined into one node, rather than a chain
+    of n - 1 additions. (``Tensor.sum`` is another thing: it reduces one Tensor.)"""
+    inputs = tuple(_lift(v, "sum_values") for v in values)
     total = 0.0
     for v in inputs:  # left to right, the order a chain of + would use
         total += v.data
@@ -466,8 +467,6 @@ class Value:
     def __ne__(self, other: object) -> bool:
         o = _compared(other)
         return NotImplemented if o is None else self.data != o
-
-    sum = staticmethod(_sum)
 
     @staticmethod
     def dot(

@@ -10,7 +10,7 @@ import numbers
 from collections.abc import Callable, Sequence
 
 from .checks import describe
-from .engine import Operand, Value, _lift
+from .engine import Operand, Value, _lift, sum_values
 
 
 def _check_sizes(name: str, preds: Sequence[Value], targets: Sequence[float]) -> None:
@@ -22,7 +22,7 @@ def _check_sizes(name: str, preds: Sequence[Value], targets: Sequence[float]) ->
 
 def mean(values: Sequence[Value]) -> Value:
     """The average, written as micrograd writes it: sum(values) * (1 / n)."""
-    return Value.sum(values) * (1.0 / len(values))
+    return sum_values(values) * (1.0 / len(values))
 
 
 def svm_loss(scores: Sequence[Value], labels: Sequence[float]) -> Value:
@@ -76,7 +76,7 @@ def cross_entropy(logits: Sequence[Sequence[Operand]], targets: Sequence[int]) -
             )
         xs = [_lift(x, "cross_entropy") for x in row]
         m = max(x.data for x in xs)
-        terms.append(Value.sum([(x - m).exp() for x in xs]).log() + m - xs[t])
+        terms.append(sum_values([(x - m).exp() for x in xs]).log() + m - xs[t])
     return mean(terms)
 
 
