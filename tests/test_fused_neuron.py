@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from modelwright_autograd import Value, sum_values
-from modelwright_autograd.engine import _dot, _dot_relu
+from modelwright_autograd.engine import dot_relu_unchecked, dot_unchecked
 from modelwright_autograd.nn import MLP, Neuron
 
 INF, NAN = math.inf, math.nan
@@ -29,7 +29,7 @@ def _neuron(fused: bool, ws, xs, b, upstream: float = 1.5):
     w = [Value(v) for v in ws]
     x = [Value(v) for v in xs]
     bias = Value(b)
-    out = _dot_relu(w, x, bias) if fused else _dot(w, x, bias).relu()
+    out = dot_relu_unchecked(w, x, bias) if fused else dot_unchecked(w, x, bias).relu()
     (out * upstream).backward()
     return out.data, [v.grad for v in (*w, *x, bias)]
 
@@ -57,7 +57,7 @@ def test_fused_neuron_equals_dot_then_relu_bit_for_bit(case):
 
 def test_inactive_neuron_with_infinite_input_gives_nan_like_torch():
     w, x = Value(0.5), Value(-INF)
-    out = _dot_relu([w], [x], Value(0.0))
+    out = dot_relu_unchecked([w], [x], Value(0.0))
     out.backward()
     tw = torch.tensor(0.5, dtype=torch.float64, requires_grad=True)
     tx = torch.tensor(-INF, dtype=torch.float64, requires_grad=True)

@@ -14,8 +14,8 @@ from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from typing import Any
 
-from .checks import describe
-from .engine import Value, _as_float, _lift
+from .checks import as_float, describe
+from .engine import Value, as_value
 from .graph import enable_grad
 
 Node = Any  # a Value or a Tensor (tensor.py is imported only when Tensors are in use)
@@ -134,9 +134,9 @@ def _seeds(outs: tuple[Node, ...], grad_outputs: Any, tensor: bool, create_graph
             if v is None:
                 v = 1.0
             if create_graph:
-                seeds.append(_lift(v, "grad_outputs"))
+                seeds.append(as_value(v, "grad_outputs"))
             else:
-                seeds.append(v.data if isinstance(v, Value) else _as_float(v, "grad_outputs"))
+                seeds.append(v.data if isinstance(v, Value) else as_float(v, "grad_outputs"))
             continue
         import numpy as np
 
@@ -444,7 +444,7 @@ def _inputs(x: Any, create_graph: bool) -> tuple[tuple[Node, ...], bool, bool]:
         elif isinstance(item, Value):
             leaves.append(item if create_graph else Value(item.data))
         else:
-            leaves.append(Value(_as_float(item, f"input {i}")))
+            leaves.append(Value(as_float(item, f"input {i}")))
     return tuple(leaves), many, tensor
 
 
@@ -462,7 +462,7 @@ def _directions(v: Any, leaves: tuple, many: bool, tensor: bool, op: str) -> lis
     out = []
     for i, (x, d) in enumerate(zip(leaves, vs)):
         if not tensor:
-            out.append(d if isinstance(d, Value) else _as_float(d, f"{op}: v[{i}]"))
+            out.append(d if isinstance(d, Value) else as_float(d, f"{op}: v[{i}]"))
             continue
         tm = _tensor_module()
         if not isinstance(d, tm.Tensor):

@@ -42,3 +42,18 @@ def is_finite_non_negative(x: Any) -> bool:
         return math.isfinite(x) and x >= 0
     except OverflowError:  # an int too large for a float64
         return False
+
+
+def as_float(x: object, where: str) -> float:
+    """Convert a real number to float, or raise a TypeError naming what was given.
+
+    Accepted: int, float, and anything registered as ``numbers.Real`` (NumPy's float64,
+    float32 and integer scalars, ``fractions.Fraction``). Refused: bool (``Value(True)`` is
+    almost always a mistake; write 1.0), complex, strings, None, containers.
+    """
+    if isinstance(x, bool) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{where} needs a real number, got {describe(x)}")
+    try:
+        return float(x)
+    except OverflowError:  # an int beyond float64's range (about 1.8e308)
+        raise OverflowError(f"{where}: {describe(x)} is too large for a float64") from None

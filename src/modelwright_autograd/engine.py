@@ -13,8 +13,8 @@ import numbers
 from collections.abc import Callable, Iterable, Sequence
 from typing import Union
 
-from .checks import describe
-from .graph import _GradMode, enable_grad, topological_order
+from .checks import as_float, describe
+from .graph import GradMode, enable_grad, topological_order
 
 Operand = Union["Value", int, float]
 Num = Union["Value", float]  # what a rule computes with: floats, or Values under create_graph
@@ -22,21 +22,6 @@ Grads = tuple[Union["Value", float, None], ...]  # a rule's result: one gradient
 
 _INF = math.inf
 _NAN = math.nan
-
-
-def _as_float(x: object, where: str) -> float:
-    """Convert a real number to float, or raise a TypeError naming what was given.
-
-    Accepted: int, float, and anything registered as ``numbers.Real`` (NumPy's float64,
-    float32 and integer scalars, ``fractions.Fraction``). Refused: bool (``Value(True)`` is
-    almost always a mistake; write 1.0), complex, strings, None, containers.
-    """
-    if isinstance(x, bool) or not isinstance(x, numbers.Real):
-        raise TypeError(f"{where} needs a real number, got {describe(x)}")
-    try:
-        return float(x)
-    except OverflowError:  # an int beyond float64's range (about 1.8e308)
-        raise OverflowError(f"{where}: {describe(x)} is too large for a float64") from None
 
 
 def _ieee_div(a: float, b: float) -> float:
@@ -136,7 +121,7 @@ def _node(
     out.data = data
     out.grad = 0.0
     out.label = ""
-    if _GradMode.enabled:
+    if GradMode.enabled:
         out._prev = prev
         out._op = op
         out._backward = rule
@@ -147,13 +132,13 @@ def _node(
     return out
 
 
-def _lift(x: Operand, op: str) -> Value:
+def as_value(x: Operand, op: str) -> Value:
     """Return x as a Value: Values pass through, real numbers become constants."""
     if isinstance(x, Value):
         return x
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"unsupported operand for {op}: Value and {describe(x)}")
-    return Value(_as_float(x, f"operand of {op}"))
+    return Value(as_float(x, f"operand of {op}"))
 
 
 def _compared(x: object) -> float | None:
@@ -174,7 +159,7 @@ def _compared(x: object) -> float | None:
 
 
 def _add(a: Value, b: Operand) -> Value:
-    b = _lift(b, "+")
+    b = as_value(b, "+")
     return _node(a.data + b.data, (a, b), "+", _add_backward)
 
 
@@ -184,7 +169,7 @@ def _add_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 
 def _mul(a: Value, b: Operand) -> Value:
-    b = _lift(b, "*")
+    b = as_value(b, "*")
     return _node(a.data * b.data, (a, b), "*", _mul_backward)
 
 
@@ -194,7 +179,7 @@ def _mul_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 
 def _sub(a: Value, b: Operand) -> Value:
-    b = _lift(b, "-")
+    b = as_value(b, "-")
     return Value(a.data - b.data, (a, b), "-", _sub_backward)
 
 
@@ -204,7 +189,7 @@ def _sub_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 
 def _div(a: Value, b: Operand) -> Value:
-    b = _lift(b, "/")
+    b = as_value(b, "/")
     return Value(_ieee_div(a.data, b.data), (a, b), "/", _div_backward)
 
 
@@ -228,7 +213,7 @@ def _pow(a: Value, b: Operand) -> Value:
     Value exponent is differentiated too (``Value ** Value``, and ``2 ** v`` via __rpow__)."""
     if isinstance(b, Value):
         return Value(_ieee_pow(a.data, b.data), (a, b), "**", _pow_backward)
-    n = Value(_as_float(b, "Value ** exponent"))
+    n = Value(as_float(b, "Value ** exponent"))
     return Value(_ieee_pow(a.data, n.data), (a, n), "**", _powc_backward)
 
 
@@ -305,7 +290,7 @@ def _sigmoid_backward(g: Num, out: Num, a: Num) -> Grads:
 def sum_values(values: Iterable[Operand]) -> Value:
     """x1 + x2 + ... + xn: n Values (or numbers) combined into one node, rather than a chain
     of n - 1 additions. (``Tensor.sum`` is another thing: it reduces one Tensor.)"""
-    inputs = tuple(_lift(v, "sum_values") for v in values)
+    inputs = tuple(as_value(v, "sum_values") for v in values)
     total = 0.0
     for v in inputs:  # left to right, the order a chain of + would use
         total += v.data
@@ -317,7 +302,7 @@ def _sum_backward(g: Num, out: Num, *xs: Num) -> Grads:
     return (g,) * len(xs)
 
 
-def _dot(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
+def dot_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
     """b + w1*x1 + ... + wn*xn for inputs already known to be Values (the neuron's hot path;
     ``Value.dot`` checks and lifts its arguments, then calls this)."""
     total = b.data
@@ -337,9 +322,9 @@ def _dot_backward(g: Num, out: Num, *inputs: Num) -> Grads | list[Num]:
     return grads
 
 
-def _dot_relu(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
+def dot_relu_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
     """relu(b + w1*x1 + ... + wn*xn) as one node: a ReLU neuron (``nn.Neuron``'s fused path),
-    the same numbers as ``_dot`` then ``relu`` with one node instead of two.
+    the same numbers as ``dot_unchecked`` then ``relu`` with one node instead of two.
 
     An inactive neuron whose inputs are all finite records no rule, and backward() skips
     it. That is exact: the unfused pair would run the dot's rule with g = 0 (relu passes
@@ -391,12 +376,12 @@ class Value:
         label: str = "",
     ) -> None:
         if type(data) is not float:
-            data = _as_float(data, "Value()")
+            data = as_float(data, "Value()")
         if type(label) is not str:
             raise TypeError(f"Value(): label must be a str, got {describe(label)}")
         self.data = data
         self.grad: float | Value = 0.0
-        if _GradMode.enabled:
+        if GradMode.enabled:
             # A tuple, not the course's set: for ``a * a`` the rule needs both slots (a, a).
             self._prev = _prev
             self._backward = _backward
@@ -424,19 +409,19 @@ class Value:
     sigmoid = _sigmoid
 
     def __radd__(self, other: Operand) -> Value:
-        return _add(_lift(other, "+"), self)
+        return _add(as_value(other, "+"), self)
 
     def __rmul__(self, other: Operand) -> Value:
-        return _mul(_lift(other, "*"), self)
+        return _mul(as_value(other, "*"), self)
 
     def __rsub__(self, other: Operand) -> Value:
-        return _sub(_lift(other, "-"), self)
+        return _sub(as_value(other, "-"), self)
 
     def __rtruediv__(self, other: Operand) -> Value:
-        return _div(_lift(other, "/"), self)
+        return _div(as_value(other, "/"), self)
 
     def __rpow__(self, other: Operand) -> Value:
-        return _pow(_lift(other, "**"), self)
+        return _pow(as_value(other, "**"), self)
 
     # Comparisons read the data and return plain bools, as on floats (``if v > 0:``); they
     # build no node, since a comparison has no gradient. ``==`` compares data too, which
@@ -484,9 +469,9 @@ class Value:
         """
         if len(weights) != len(inputs):
             raise ValueError(f"dot: {len(weights)} weights but {len(inputs)} inputs")
-        ws = [_lift(w, "dot") for w in weights]
-        xs = [_lift(x, "dot") for x in inputs]
-        return (_dot_relu if relu else _dot)(ws, xs, _lift(bias, "dot"))
+        ws = [as_value(w, "dot") for w in weights]
+        xs = [as_value(x, "dot") for x in inputs]
+        return (dot_relu_unchecked if relu else dot_unchecked)(ws, xs, as_value(bias, "dot"))
 
     # ------------------------------------------------------------------ the backward pass
     def _input_grads(self, upstream: float | None = None) -> list[float]:
@@ -506,14 +491,14 @@ class Value:
         becomes a Value with history that can itself be differentiated.
         """
         if not (create_graph and isinstance(gradient, Value)):
-            gradient = _as_float(gradient, "backward(gradient)")
+            gradient = as_float(gradient, "backward(gradient)")
         order = topological_order(self, leaves=False)  # a leaf has no rule to run
         for node in order:
             if node._prev:
                 node.grad = 0.0
         if create_graph:
             with enable_grad():  # as torch: a create_graph pass records even under no_grad()
-                _backward_creating_graph(self, order, _lift(gradient, "backward(gradient)"))
+                _backward_creating_graph(self, order, as_value(gradient, "backward(gradient)"))
             return
         self.grad += gradient
         for node in reversed(order):

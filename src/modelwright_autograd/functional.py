@@ -31,7 +31,7 @@ from .tensor import (
     Grads,
     Need,
     Tensor,
-    _check_tensor,
+    check_tensor,
     gelu,
     leaky_relu,
     linear,
@@ -70,25 +70,25 @@ __all__ = [
 
 
 def relu(x: Tensor) -> Tensor:
-    return _check_tensor(x, "relu: input").relu()
+    return check_tensor(x, "relu: input").relu()
 
 
 def tanh(x: Tensor) -> Tensor:
-    return _check_tensor(x, "tanh: input").tanh()
+    return check_tensor(x, "tanh: input").tanh()
 
 
 def sigmoid(x: Tensor) -> Tensor:
-    return _check_tensor(x, "sigmoid: input").sigmoid()
+    return check_tensor(x, "sigmoid: input").sigmoid()
 
 
 def softmax(x: Tensor, dim: int) -> Tensor:
     """Probabilities along ``dim`` (stable for any finite logits)."""
-    return _check_tensor(x, "softmax: input").softmax(dim)
+    return check_tensor(x, "softmax: input").softmax(dim)
 
 
 def log_softmax(x: Tensor, dim: int) -> Tensor:
     """Log-probabilities along ``dim`` (stable for logits of +-1000)."""
-    return _check_tensor(x, "log_softmax: input").log_softmax(dim)
+    return check_tensor(x, "log_softmax: input").log_softmax(dim)
 
 
 def _as_target(target: object, like: Tensor, name: str) -> Tensor:
@@ -138,7 +138,7 @@ def cross_entropy(logits: Tensor, target: object) -> Tensor:
     ``logits`` is (N, C) with ``target`` N ints, or (C,) with one int. Computed from
     log-sum-exp of the shifted logits, so logits of +-1000 give finite losses.
     """
-    _check_tensor(logits, "cross_entropy: logits")
+    check_tensor(logits, "cross_entropy: logits")
     x = logits.data
     if x.ndim == 2:
         shape = (x.shape[0],)
@@ -179,14 +179,14 @@ def _cross_entropy_backward(
 # ---------------------------------------------------------------------- two-class losses
 def svm_loss(input: Tensor, target: object) -> Tensor:
     """Max-margin (hinge) loss mean(relu(1 - target * input)) for targets in {-1, +1}."""
-    _check_tensor(input, "svm_loss: input")
+    check_tensor(input, "svm_loss: input")
     target = _as_target(target, input, "svm_loss")
     return (1.0 - target * input).relu().mean()
 
 
 def mse_loss(input: Tensor, target: object) -> Tensor:
     """mean((input - target) ** 2); target is a Tensor or array of input's shape."""
-    _check_tensor(input, "mse_loss: input")
+    check_tensor(input, "mse_loss: input")
     target = _as_target(target, input, "mse_loss")
     return ((input - target) ** 2).mean()
 
@@ -194,7 +194,7 @@ def mse_loss(input: Tensor, target: object) -> Tensor:
 def binary_cross_entropy_with_logits(input: Tensor, target: object) -> Tensor:
     """Binary cross-entropy on raw scores z for targets y in [0, 1], averaged, computed as
     ``max(z, 0) - z*y + log(1 + e^-|z|)`` so large |z| never overflows (as torch)."""
-    _check_tensor(input, "binary_cross_entropy_with_logits: input")
+    check_tensor(input, "binary_cross_entropy_with_logits: input")
     target = _as_target(target, input, "binary_cross_entropy_with_logits")
     z, y = input.data, target.data
     loss = (np.maximum(z, 0.0) - z * y + np.log1p(np.exp(-np.abs(z)))).mean()

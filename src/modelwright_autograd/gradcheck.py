@@ -11,7 +11,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .engine import Value, _as_float
+from .checks import as_float
+from .engine import Value
 from .graph import no_grad
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def gradcheck(
     """
     if _has_array(inputs):
         return _gradcheck_tensor(f, inputs, eps, atol, rtol)
-    xs = [_as_float(x, "gradcheck input") for x in inputs]
+    xs = [as_float(x, "gradcheck input") for x in inputs]
     if not xs:
         raise ValueError("gradcheck needs at least one input")
     leaves = [Value(x) for x in xs]
@@ -186,7 +187,7 @@ def gradgradcheck(
     else:
         import random
 
-        xs = [_as_float(x, "gradgradcheck input") for x in inputs]
+        xs = [as_float(x, "gradgradcheck input") for x in inputs]
         rng = random.Random(seed)
     if not xs:
         raise ValueError("gradgradcheck needs at least one input")

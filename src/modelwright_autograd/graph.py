@@ -41,15 +41,17 @@ def topological_order(root: Any, leaves: bool = True) -> list[Any]:
     return order
 
 
-class _GradMode:
-    """Whether new nodes record their inputs (the switch ``no_grad`` turns off)."""
+class GradMode:
+    """Whether new nodes record their inputs (the switch ``no_grad`` turns off). Both
+    engines' node constructors read ``GradMode.enabled`` directly, the cheapest test on
+    their hot path; everyone else calls ``is_grad_enabled()``."""
 
     enabled = True
 
 
 def is_grad_enabled() -> bool:
     """True when operations record the graph needed for ``backward()``."""
-    return _GradMode.enabled
+    return GradMode.enabled
 
 
 @contextmanager
@@ -59,12 +61,12 @@ def no_grad() -> Iterator[None]:
     Results computed inside have no inputs and no backward rule, so evaluation and
     parameter updates cost no graph memory.
     """
-    previous = _GradMode.enabled
-    _GradMode.enabled = False
+    previous = GradMode.enabled
+    GradMode.enabled = False
     try:
         yield
     finally:
-        _GradMode.enabled = previous
+        GradMode.enabled = previous
 
 
 @contextmanager
@@ -74,9 +76,9 @@ def enable_grad() -> Iterator[None]:
     ``backward(create_graph=True)`` runs its walk under it, as torch does, so the gradients
     it builds keep their history wherever it is called.
     """
-    previous = _GradMode.enabled
-    _GradMode.enabled = True
+    previous = GradMode.enabled
+    GradMode.enabled = True
     try:
         yield
     finally:
-        _GradMode.enabled = previous
+        GradMode.enabled = previous

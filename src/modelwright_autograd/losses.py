@@ -10,7 +10,7 @@ import numbers
 from collections.abc import Callable, Sequence
 
 from .checks import describe
-from .engine import Operand, Value, _lift, sum_values
+from .engine import Operand, Value, as_value, sum_values
 
 
 def _check_sizes(name: str, preds: Sequence[Value], targets: Sequence[float]) -> None:
@@ -34,7 +34,7 @@ def svm_loss(scores: Sequence[Value], labels: Sequence[float]) -> Value:
 def mse_loss(preds: Sequence[Operand], targets: Sequence[float]) -> Value:
     """mean((pred - target) ** 2)."""
     _check_sizes("mse_loss", preds, targets)  # type: ignore[arg-type]
-    return mean([(_lift(p, "mse_loss") - t) ** 2 for p, t in zip(preds, targets)])
+    return mean([(as_value(p, "mse_loss") - t) ** 2 for p, t in zip(preds, targets)])
 
 
 def binary_cross_entropy_with_logits(logits: Sequence[Value], labels: Sequence[float]) -> Value:
@@ -44,7 +44,7 @@ def binary_cross_entropy_with_logits(logits: Sequence[Value], labels: Sequence[f
     _check_sizes("binary_cross_entropy_with_logits", logits, labels)
     terms = []
     for z, y in zip(logits, labels):
-        z = _lift(z, "binary_cross_entropy_with_logits")
+        z = as_value(z, "binary_cross_entropy_with_logits")
         if z.data >= 0.0:  # max(z, 0) = z and -|z| = -z
             terms.append(z * (1.0 - y) + (1 + (-z).exp()).log())
         else:  # max(z, 0) = 0 and -|z| = z
@@ -74,7 +74,7 @@ def cross_entropy(logits: Sequence[Sequence[Operand]], targets: Sequence[int]) -
                 f"cross_entropy: target {t} is out of range for {classes} classes "
                 f"(valid 0 to {classes - 1})"
             )
-        xs = [_lift(x, "cross_entropy") for x in row]
+        xs = [as_value(x, "cross_entropy") for x in row]
         m = max(x.data for x in xs)
         terms.append(sum_values([(x - m).exp() for x in xs]).log() + m - xs[t])
     return mean(terms)

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .checks import describe, positive_int
-from .engine import Operand, Value, _dot, _dot_relu, _lift
+from .engine import Operand, Value, as_value, dot_relu_unchecked, dot_unchecked
 from .seeding import scalar_rng
 
 #: The hidden-layer nonlinearities both engines' nets offer (a ``Value``/``Tensor`` method each).
@@ -144,14 +144,14 @@ class Neuron(Module):
     def __call__(self, x: Sequence[Operand]) -> Value:
         if len(x) != len(self.w):
             raise ValueError(f"Neuron expects {len(self.w)} inputs, got {len(x)}")
-        return self._forward([_lift(xi, "Neuron input") for xi in x])
+        return self._forward([as_value(xi, "Neuron input") for xi in x])
 
     def _forward(self, xs: list[Value]) -> Value:
         """The neuron on inputs already checked and lifted to Values (Layer's hot path)."""
         if self.fused and self.activation == "relu":  # the whole neuron as one node
-            return _dot_relu(self.w, xs, self.b)
+            return dot_relu_unchecked(self.w, xs, self.b)
         if self.fused:  # one node for the whole pre-activation (see Value.dot)
-            act = _dot(self.w, xs, self.b)
+            act = dot_unchecked(self.w, xs, self.b)
         else:  # the textbook form: a chain of products and sums, 2n nodes
             act = sum((wi * xi for wi, xi in zip(self.w, xs)), self.b)
         if self.activation is None:
@@ -186,7 +186,7 @@ class Layer(Module):
         nin = len(self.neurons[0].w)
         if len(x) != nin:
             raise ValueError(f"Layer expects {nin} inputs, got {len(x)}")
-        xs = [_lift(xi, "Layer input") for xi in x]  # lift numbers once, not per neuron
+        xs = [as_value(xi, "Layer input") for xi in x]  # lift numbers once, not per neuron
         return [n._forward(xs) for n in self.neurons]
 
     def parameters(self) -> list[Value]:

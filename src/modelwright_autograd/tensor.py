@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, Union
 import numpy as np
 
 from .checks import describe, positive_int
-from .graph import _GradMode, enable_grad, topological_order
+from .graph import GradMode, enable_grad, topological_order
 
 Operand = Union["Tensor", np.ndarray, float, int]
 Shape = tuple[int, ...]
@@ -68,7 +68,7 @@ def _to_array(data: object, where: str, dtype: Any = None) -> np.ndarray:
     return np.array(arr, dtype=dtype, copy=True)
 
 
-def _check_tensor(x: object, where: str) -> Tensor:
+def check_tensor(x: object, where: str) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{where} must be a Tensor, got {describe(x)}")
     return x
@@ -149,7 +149,7 @@ def make_node(
     out.data = data
     out.grad = None
     out.label = ""
-    if _GradMode.enabled:
+    if GradMode.enabled:
         for p in prev:
             if p.requires_grad:
                 out.requires_grad = True
@@ -503,8 +503,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     the same reason as ``Value.dot``: one node and one backward call per layer instead of
     three (transpose, matmul, add).
     """
-    _check_tensor(input, "linear: input")
-    _check_tensor(weight, "linear: weight")
+    check_tensor(input, "linear: input")
+    check_tensor(weight, "linear: weight")
     if weight.data.ndim != 2 or input.data.ndim == 0 or input.shape[-1] != weight.shape[1]:
         raise ValueError(
             f"linear: input {input.shape} and weight {weight.shape}: the weight must be "
@@ -513,7 +513,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     data = input.data @ weight.data.T
     if bias is None:
         return make_node(data, (input, weight), "linear", _linear_backward)
-    _check_tensor(bias, "linear: bias")
+    check_tensor(bias, "linear: bias")
     if bias.shape != (weight.shape[0],):
         raise ValueError(
             f"linear: bias {bias.shape} must be ({weight.shape[0]},) for weight {weight.shape}"
@@ -1059,7 +1059,7 @@ def _pairwise(
     input: Tensor, other: Operand, op: str, ufunc: np.ufunc, rule: Callable[..., Grads]
 ) -> Tensor:
     """The node of a broadcasting two-input function (maximum, minimum)."""
-    _check_tensor(input, f"{op}: input")
+    check_tensor(input, f"{op}: input")
     other = _lift(other, input, op)
     return make_node(_elementwise(op, ufunc, input, other), (input, other), op, rule)
 
@@ -1105,7 +1105,7 @@ def _where_backward(g: Arr, out: Arr, cond: np.ndarray, need: Need, a: Arr, b: A
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """x for x > 0, else negative_slope * x (``torch.nn.functional.leaky_relu``)."""
-    _check_tensor(input, "leaky_relu: input")
+    check_tensor(input, "leaky_relu: input")
     slope = _number(negative_slope, "leaky_relu: negative_slope")
     x = input.data
     data = np.where(x > 0.0, x, x * x.dtype.type(slope))
@@ -1120,7 +1120,7 @@ def _leaky_relu_backward(g: Arr, out: Arr, slope: float, need: Need, a: Arr) -> 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
     """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (where the two
     agree to within e^-threshold), as ``torch.nn.functional.softplus``."""
-    _check_tensor(input, "softplus: input")
+    check_tensor(input, "softplus: input")
     b = _number(beta, "softplus: beta")
     t = _number(threshold, "softplus: threshold")
     if b == 0.0:
@@ -1148,7 +1148,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     """x Phi(x), Phi the standard normal CDF 0.5 (1 + erf(x / sqrt 2)), or with
     ``approximate='tanh'`` 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2/pi), as
     ``torch.nn.functional.gelu``."""
-    _check_tensor(input, "gelu: input")
+    check_tensor(input, "gelu: input")
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     x = input.data
@@ -1578,7 +1578,7 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     """``input`` with ``value`` added around it, as ``torch.nn.functional.pad``: ``pad``
     lists (before, after) pairs from the last dim backwards, (left, right, top, bottom)
     for the last two dims. A negative width crops that side instead. Constant mode."""
-    _check_tensor(input, "pad: input")
+    check_tensor(input, "pad: input")
     if mode != "constant":
         raise ValueError(f"pad: only mode='constant' is supported, got {mode!r}")
     widths = _sizes((pad,), "pad")
@@ -1619,7 +1619,7 @@ def _pad_backward(
 # ---------------------------------------------------------------------- products
 def outer(input: Tensor, vec2: Operand) -> Tensor:
     """The outer product of two 1-D tensors, ``input[i] * vec2[j]``, as ``torch.outer``."""
-    _check_tensor(input, "outer: input")
+    check_tensor(input, "outer: input")
     other = _lift(vec2, input, "outer")
     if input.data.ndim != 1 or other.data.ndim != 1:
         raise ValueError(f"outer: both inputs must be 1-D, got {input.shape} and {other.shape}")
