@@ -25,7 +25,7 @@ from .tensor import (
     Grads,
     Need,
     Tensor,
-    _check_tensor,
+    check_tensor,
     make_node,
     permute,
     raw,
@@ -202,8 +202,8 @@ def conv2d(
     (C, H, W), ``weight`` (O, C/groups, kH, kW), ``bias`` (O,); one node (im2col and a
     matrix product per group)."""
     op = "conv2d"
-    _check_tensor(input, f"{op}: input")
-    _check_tensor(weight, f"{op}: weight")
+    check_tensor(input, f"{op}: input")
+    check_tensor(weight, f"{op}: weight")
     if weight.ndim != 4:
         raise ValueError(
             f"{op}: weight must be (out_channels, in_channels/groups, kH, kW), got {weight.shape}"
@@ -224,7 +224,7 @@ def conv2d(
             f"groups={groups} expects {cg * groups} (and out_channels {o} divisible by groups)"
         )
     if bias is not None:
-        _check_tensor(bias, f"{op}: bias")
+        check_tensor(bias, f"{op}: bias")
         if bias.shape != (o,):
             raise ValueError(f"{op}: bias {bias.shape} must be ({o},) for weight {weight.shape}")
     stride2 = _pair(stride, "stride", op, 1)
@@ -279,8 +279,8 @@ def conv1d(
     """1-D cross-correlation, as ``torch.nn.functional.conv1d``: ``input`` (N, C, L) or
     (C, L), ``weight`` (O, C/groups, k); conv2d over a height of 1."""
     op = "conv1d"
-    _check_tensor(input, f"{op}: input")
-    _check_tensor(weight, f"{op}: weight")
+    check_tensor(input, f"{op}: input")
+    check_tensor(weight, f"{op}: weight")
     if input.ndim not in (2, 3):
         raise ValueError(f"{op}: input must be (N, C, L) or (C, L), got {input.shape}")
     if weight.ndim != 3:
@@ -311,7 +311,7 @@ def _pool_window(
     op: str, input: Tensor, kernel_size: object, stride: object, padding: object, dilation: object
 ) -> tuple[Tensor, Window, tuple[int, ...]]:
     """The input as (N*C, 1, H, W), the window over it, and the output shape."""
-    _check_tensor(input, f"{op}: input")
+    check_tensor(input, f"{op}: input")
     if input.ndim not in (3, 4):
         raise ValueError(f"{op}: input must be (N, C, H, W) or (C, H, W), got {input.shape}")
     kernel = _pair(kernel_size, "kernel_size", op, 1)
@@ -387,7 +387,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, generator: Any
     """Zero each element with probability ``p`` and scale the rest by 1/(1-p) in training;
     the identity otherwise, as ``torch.nn.functional.dropout``. ``generator`` (an int seed
     or a NumPy generator; None: NumPy's global one) makes the mask reproducible."""
-    _check_tensor(input, "dropout: input")
+    check_tensor(input, "dropout: input")
     if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0.0 <= p <= 1.0:
         raise ValueError(f"dropout: p must be a probability between 0 and 1, got {p!r}")
     if not training or p == 0.0:
@@ -422,7 +422,7 @@ def _check_affine(
 ) -> None:
     for name, t in (("weight", weight), ("bias", bias)):
         if t is not None:
-            _check_tensor(t, f"{op}: {name}")
+            check_tensor(t, f"{op}: {name}")
             if t.shape != shape:
                 raise ValueError(f"{op}: {name} has shape {t.shape}, expected {shape}")
 
@@ -442,7 +442,7 @@ def layer_norm(
     """Normalise over the last dims (``normalized_shape``) to mean 0 and variance 1 (the
     biased variance, as torch), then scale by ``weight`` and shift by ``bias``."""
     op = "layer_norm"
-    _check_tensor(input, f"{op}: input")
+    check_tensor(input, f"{op}: input")
     if isinstance(normalized_shape, numbers.Integral):
         normalized_shape = (normalized_shape,)
     shape = tuple(int(n) for n in normalized_shape)
@@ -485,7 +485,7 @@ def batch_norm(
     variance, and the running statistics (if given) move ``momentum`` of the way to the
     batch's mean and unbiased variance, in place. Otherwise by the running statistics."""
     op = "batch_norm"
-    _check_tensor(input, f"{op}: input")
+    check_tensor(input, f"{op}: input")
     if input.ndim < 2:
         raise ValueError(f"{op}: input must be (N, C, ...), got {input.shape}")
     c = input.shape[1]
@@ -573,7 +573,7 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
     shape), as ``torch.nn.functional.embedding``; the row at ``padding_idx`` gets no
     gradient."""
     op = "embedding"
-    _check_tensor(weight, f"{op}: weight")
+    check_tensor(weight, f"{op}: weight")
     if weight.ndim != 2:
         raise ValueError(
             f"{op}: weight must be (num_embeddings, embedding_dim), got {weight.shape}"
