@@ -198,3 +198,17 @@ def test_smoke_conv_benchmark_runs_and_writes_every_row(tmp_path: Path) -> None:
         assert row["ours_s"]["median"] > 0 and row["torch_s"]["median"] > 0
         assert row["ratio"] == row["ours_s"]["median"] / row["torch_s"]["median"]
         assert row["workload"] in proc.stdout
+
+
+@pytest.mark.slow
+def test_ab_compares_two_checkouts() -> None:
+    """The A/B runner times both checkouts and prints one row each (here the same tree twice,
+    so the ratios are near 1, but nothing is asserted about time)."""
+    out = _run("-m", "benchmarks.ab", str(REPO), str(REPO), "--rounds", "1")
+    assert out.returncode == 0, out.stderr
+    rows = [line for line in out.stdout.splitlines() if line.startswith(("| old: ", "| new: "))]
+    assert len(rows) == 2
+    for row in rows:
+        cells = [cell.strip() for cell in row.split("|")[2:4]]
+        assert all(float(cell.split()[0]) > 0 for cell in cells)
+    assert "new/old medians: scalar " in out.stdout and ", digits " in out.stdout
