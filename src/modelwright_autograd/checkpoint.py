@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from . import tensor_nn
-from .checks import is_json_int, is_json_positive_int
+from .checks import is_json_int, is_json_positive_int, shown_path
 from .files import atomic_write, write_json
 from .nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
 
@@ -72,7 +72,9 @@ class CheckpointError(ValueError):
     def __init__(self, path: str | os.PathLike[str], problem: str) -> None:
         self.path = Path(path)
         self.problem = _cut(" ".join(problem.split()), _MAX_PROBLEM_CHARS)
-        super().__init__(f"checkpoint {_cut(str(self.path), _MAX_PATH_CHARS)}: {self.problem}")
+        super().__init__(
+            f"checkpoint {_cut(shown_path(self.path), _MAX_PATH_CHARS)}: {self.problem}"
+        )
 
 
 # ---------------------------------------------------------------------- architecture

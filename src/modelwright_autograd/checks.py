@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 from typing import Any
 
 
@@ -14,6 +15,19 @@ def describe(x: object) -> str:
     if len(text) > 40:
         text = text[:37] + "..."
     return f"{type(x).__name__} {text}"
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """A path as error messages show it: each character that is not printable (a newline,
+    a tab, an escape, an undecodable byte) written as its escape, ``\\n``, ``\\x1b``,
+    ``\\udcff``, so a one-line message stays one line and shows what is really there."""
+    text = os.fspath(path)
+    if isinstance(text, bytes):
+        text = os.fsdecode(text)
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+        for c in text
+    )
 
 
 def positive_int(n: object, what: str) -> int:

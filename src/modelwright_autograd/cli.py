@@ -28,7 +28,9 @@ from .checkpoint import (
     export_torch,
     load_checkpoint,
 )
+from .checks import shown_path
 from .data import DATASETS
+from .files import NotARegularFile, refuse_non_regular
 from .nn import ACTIVATIONS
 from .training.evaluate import evaluate_checkpoint
 from .training.loop import run_training
@@ -37,6 +39,7 @@ from .training.settings import (
     CNN_CHANNELS,
     CNN_STEPS,
     LOSS_NAMES,
+    MAX_NOISE,
     MAX_SAMPLES,
     MAX_STEPS,
     MIN_SAMPLES,
@@ -70,8 +73,11 @@ def whole_number(option: str, minimum: int = 1, maximum: int | None = None) -> C
     return parse
 
 
-def real_number(option: str, *, positive: bool) -> Callable[[str], float]:
-    """An argparse type: a finite number, greater than 0 or at least 0."""
+def real_number(
+    option: str, *, positive: bool, maximum: float | None = None
+) -> Callable[[str], float]:
+    """An argparse type: a finite number, greater than 0 or at least 0, and at most
+    ``maximum``."""
 
     def parse(text: str) -> float:
         try:
@@ -84,6 +90,8 @@ def real_number(option: str, *, positive: bool) -> Callable[[str], float]:
             raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
         if not positive and value < 0:
             raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, got {text}")
         return value
 
     parse.__name__ = option
@@ -159,9 +167,10 @@ def _add_data_options(parser: argparse.ArgumentParser, for_evaluate: bool) -> No
     )
     parser.add_argument(
         "--noise",
-        type=real_number("--noise", positive=False),
+        type=real_number("--noise", positive=False, maximum=MAX_NOISE),
         metavar="SD",
-        help=f"std. deviation of the noise on each point (default: {default or 0.1})",
+        help=f"std. deviation of the noise on each point, 0 to {MAX_NOISE:g} (default: "
+        f"{default or 0.1})",
     )
     parser.add_argument(
         "--seed",
@@ -320,10 +329,11 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             fail(f"{e}; {kept()}")
             return 1
         except OutputError as e:
-            fail(f"cannot write {run.path / e.name}: {e.reason}; {kept()}")
+            fail(f"cannot write {shown_path(run.path / e.name)}: {e.reason}; {kept()}")
             return 1
         except OSError as e:  # the folder itself (renaming it into place)
-            fail(f"cannot finish {run.path if run else args.out}: {e.strerror or e}; {kept()}")
+            where = shown_path(run.path if run else args.out)
+            fail(f"cannot finish {where}: {e.strerror or e}; {kept()}")
             return 1
         except (KeyboardInterrupt, Terminated) as e:
             name = "SIGINT" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
@@ -334,7 +344,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         lines.append(f"test   {result['test'].describe()}  (held-out test set)")
     lines.append(
         f"trained in {result['seconds']:.2f} s ({config.steps} steps); "
-        f"outputs in {run.path}/: {', '.join(result['files'])}"
+        f"outputs in {run.shown}/: {', '.join(result['files'])}"
     )
     return emit(lines)
 
@@ -373,10 +383,17 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         parser.error(str(e))
     settings = ", ".join(f"{k} {v}" for k, v in result.data.items() if v is not None)
     which = "the data it was trained on" if result.trained_on_it else "new data"
-    lines = [f"{args.checkpoint}: {result.architecture}, evaluated on {which} ({settings})"]
+    lines = [
+        f"{shown_path(args.checkpoint)}: {result.architecture}, evaluated on {which} ({settings})"
+    ]
     for split, found in result.scores.items():
-        where = "training set" if split == "train" else "held-out test set"
-        lines.append(f"{split:<6} {found.describe()}  ({where})")
+        if result.trained_on_it:
+            name, where = split, "training set" if split == "train" else "held-out test set"
+        elif split == "train":  # not the data it was trained on: say so on every line
+            name, where = "data", "new data, not its training set"
+        else:
+            name, where = split, "the new data's held-out test set"
+        lines.append(f"{name:<6} {found.describe()}  ({where})")
     return emit(lines)
 
 
@@ -398,9 +415,15 @@ def add_export(subparsers: Subparsers) -> None:
 
 def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Export a checkpoint for PyTorch: 0, 1 for a bad checkpoint, a missing torch or an
-    unwritable OUT, 2 for an OUT that is the checkpoint itself."""
+    unwritable OUT, 2 for an OUT that is the checkpoint itself or not a regular file (a
+    symlink, device, FIFO or folder, which writing would replace)."""
+    shown = shown_path(args.out)
+    try:
+        refuse_non_regular(args.out)  # before loading: atomic_write checks again at the end
+    except NotARegularFile as e:
+        parser.error(f"argument OUT: {shown}: {e.strerror}")
     if args.out.resolve() == args.checkpoint.resolve():
-        parser.error(f"argument OUT: {args.out} is the checkpoint itself; name another file")
+        parser.error(f"argument OUT: {shown} is the checkpoint itself; name another file")
     try:
         checkpoint = load_checkpoint(args.checkpoint)
         export_torch(checkpoint.model, args.out)
@@ -409,10 +432,10 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     except ImportError:
         problem = TORCH_MISSING
     except OSError as e:  # atomic_write's own message already names the file
-        problem = f"cannot write {args.out}: {e.strerror}" if e.strerror else str(e)
+        problem = f"cannot write {shown}: {e.strerror}" if e.strerror else str(e)
     else:
         arch = checkpoint.architecture.describe()
-        return emit([f"wrote {args.out}: the {arch} as a torch.nn.Sequential state_dict"])
+        return emit([f"wrote {shown}: the {arch} as a torch.nn.Sequential state_dict"])
     print(f"modelwright-autograd export: {problem}", file=sys.stderr)
     return 1
 
@@ -574,7 +597,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` (default: sys.argv[1:]), run the command, return its exit code."""
+    """Parse ``argv`` (default: sys.argv[1:]), run the command, return its exit code.
+
+    Ctrl-C (SIGINT) and SIGTERM end every command here with one line and the shell's exit
+    code, 130 or 143, instead of a traceback; train and check handle them first themselves
+    (to say what was kept, to stop the engine's process). An OSError no command handled
+    (a file it cannot write, such as ``explain --graph`` to a FIFO) is one line naming the
+    file, exit code 1."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    with sigterm_raises():
+        try:
+            return int(args.func(args) or 0)
+        except (KeyboardInterrupt, Terminated) as e:
+            print(f"modelwright-autograd {args.command}: interrupted", file=sys.stderr)
+            return EXIT_INTERRUPTED[type(e)]
+        except OSError as e:
+            where = f"{shown_path(e.filename)}: " if e.filename else ""
+            problem = f"{where}{e.strerror}" if e.strerror else str(e)
+            print(f"modelwright-autograd {args.command}: error: {problem}", file=sys.stderr)
+            return 1

@@ -2,12 +2,52 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+from .checks import shown_path
+
+#: What ``lstat`` may find at a path other than a regular file, in the words of a message.
+_KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class NotARegularFile(OSError):
+    """The path to write exists and is not a regular file (a symlink, device, FIFO, socket
+    or folder): renaming a new file over it would replace that thing, so it is refused."""
+
+    def __init__(self, path: str | os.PathLike[str], kind: str) -> None:
+        super().__init__(
+            errno.EEXIST, f"it is {kind}, not a regular file, and is left as it is", str(path)
+        )
+
+
+def refuse_non_regular(path: str | os.PathLike[str]) -> None:
+    """Raise NotARegularFile when something other than a regular file is at ``path``.
+
+    ``lstat``, not ``stat``: a symbolic link is refused rather than followed, because
+    renaming over it would replace the link itself, and following it would write wherever
+    it points (a file the user never named). Nothing there, or a regular file, is fine."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for is_kind, name in _KINDS if is_kind(mode)), "not a regular file")
+    raise NotARegularFile(path, kind)
 
 
 def atomic_write(
@@ -15,10 +55,14 @@ def atomic_write(
 ) -> None:
     """Call ``write(file)`` on a new temporary file beside ``path``, then rename it to
     ``path``. If anything fails on the way, the temporary file is removed and whatever was
-    at ``path`` before is untouched."""
+    at ``path`` before is untouched. Only a regular file (or nothing) at ``path`` is
+    replaced: anything else is a NotARegularFile (see ``refuse_non_regular``)."""
     path = Path(path)
+    refuse_non_regular(path)
     if not path.parent.is_dir():  # say so plainly, rather than name the temporary file
-        raise FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist")
+        raise FileNotFoundError(
+            f"cannot write {shown_path(path)}: the folder {shown_path(path.parent)} does not exist"
+        )
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         # "x": create a fresh file (with the usual permissions), never reuse one
@@ -26,6 +70,7 @@ def atomic_write(
             write(f)
             f.flush()
             os.fsync(f.fileno())  # the bytes are on disk before the name points at them
+        refuse_non_regular(path)  # again: something may have appeared while writing
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

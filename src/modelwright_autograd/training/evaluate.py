@@ -17,7 +17,15 @@ from ..checks import is_finite_non_negative, is_json_int
 from ..data import DATASETS, load_dataset
 from .learners import make_learner
 from .loop import Score, score
-from .settings import LOSS_NAMES, MAX_SAMPLES, MIN_SAMPLES, TrainConfig, UsageError, check_work
+from .settings import (
+    LOSS_NAMES,
+    MAX_NOISE,
+    MAX_SAMPLES,
+    MIN_SAMPLES,
+    TrainConfig,
+    UsageError,
+    check_work,
+)
 
 
 @dataclass(frozen=True)
@@ -49,10 +57,10 @@ def _stored_data_config(path: Path, stored: Any) -> dict[str, Any]:
                 f"bad samples {shown(samples)} in its data settings "
                 f"(must be a whole number from {MIN_SAMPLES} to {MAX_SAMPLES:,})",
             )
-        if not is_finite_non_negative(noise):
+        if not (is_finite_non_negative(noise) and noise <= MAX_NOISE):
             raise CheckpointError(
                 path,
-                f"bad noise {shown(noise)} in its data settings (must be a finite number >= 0)",
+                f"bad noise {shown(noise)} in its data settings (must be 0 to {MAX_NOISE:g})",
             )
         noise = noise + 0.0  # -0.0 is 0
     return {"dataset": name, "samples": samples, "noise": noise, "seed": seed}

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..checkpoint import save_checkpoint
+from ..checks import shown_path
 from ..data import DATASETS_2D, Dataset
 from ..files import write_json
 from .learners import Learner
@@ -80,13 +81,15 @@ class RunFolder:
     """
 
     def __init__(self, path: Path, fd: int, created: bool, previous: bool) -> None:
-        self.path = path  # as the user gave it, for messages
+        self.path = path  # as the user gave it
+        self.shown = shown_path(path)  # and as messages show it
         self._real = path.resolve()
         self._fd = fd
         self.created = created  # this run made the folder (so removes it if it fails)
         self.previous = previous  # the folder held an earlier run, replaced at commit
         self.staging = self._sibling("partial")
         self.committed = False
+        self.removed = False  # release() removed the folder this run created
 
     def _sibling(self, kind: str) -> Path:
         return self._real.with_name(f".{self._real.name}.{kind}-{os.getpid()}")
@@ -111,7 +114,9 @@ class RunFolder:
                 run.release()
             if isinstance(e, OSError):
                 where = run.path if run is not None else out or "runs"
-                raise UsageError("--out", f"cannot write in {where}: {e.strerror}") from None
+                raise UsageError(
+                    "--out", f"cannot write in {shown_path(where)}: {e.strerror}"
+                ) from None
             raise
         return run
 
@@ -143,8 +148,9 @@ class RunFolder:
             if not self.committed:
                 shutil.rmtree(self.staging, ignore_errors=True)
                 if self.created:
-                    with contextlib.suppress(OSError):
+                    with contextlib.suppress(OSError):  # kept if others put files in it
                         os.rmdir(self._real)
+                        self.removed = True
             os.close(self._fd)
 
     def __enter__(self) -> RunFolder:
@@ -156,12 +162,14 @@ class RunFolder:
     def kept(self) -> str:
         """What an interrupted or failed run left, for its one-line message."""
         if self.committed:
-            return f"the run had finished: its outputs are in {self.path}"
+            return f"the run had finished: its outputs are in {self.shown}"
         if self.previous:
-            return f"{self.path} still holds the previous run's files"
+            return f"{self.shown} still holds the previous run's files"
+        if self.removed:
+            return f"nothing was kept ({self.shown} was removed)"
         if self.created:
-            return f"nothing was kept ({self.path} was removed)"
-        return f"nothing was written to {self.path}"
+            return f"{self.shown} was kept: it holds files this run did not write"
+        return f"nothing was written to {self.shown}"
 
 
 def _new_default_folder(dataset: str) -> Path:
@@ -188,15 +196,16 @@ def _claim_given(out: Path, overwrite: bool) -> RunFolder:
     """Create or take the folder the user named, and lock it."""
     if str(out) == "":
         raise UsageError("--out", "the output folder must not be empty")
+    shown = shown_path(out)
     real = out.resolve()
     if real == Path.cwd().resolve() or real in Path.cwd().resolve().parents:
-        raise UsageError("--out", f"{out} is the current folder or holds it: name a subfolder")
+        raise UsageError("--out", f"{shown} is the current folder or holds it: name a subfolder")
     if out.exists() and not out.is_dir():
-        raise UsageError("--out", f"{out} exists and is not a folder")
+        raise UsageError("--out", f"{shown} exists and is not a folder")
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UsageError("--out", f"cannot create {out}: {e.strerror}") from None
+        raise UsageError("--out", f"cannot create {shown}: {e.strerror}") from None
     for _ in range(3):  # the folder may vanish between mkdir and lock (a run giving it up)
         try:
             os.mkdir(real)
@@ -204,23 +213,25 @@ def _claim_given(out: Path, overwrite: bool) -> RunFolder:
         except FileExistsError:
             created = False
         except OSError as e:
-            raise UsageError("--out", f"cannot create {out}: {e.strerror}") from None
+            raise UsageError("--out", f"cannot create {shown}: {e.strerror}") from None
         try:
             fd = _locked(real)
         except FileNotFoundError:
             continue
         except OSError as e:
-            raise UsageError("--out", f"cannot use {out}: {e.strerror}") from None
+            raise UsageError("--out", f"cannot use {shown}: {e.strerror}") from None
         break
     else:
-        raise UsageError("--out", f"{out} keeps disappearing: is another run using it?")
+        raise UsageError("--out", f"{shown} keeps disappearing: is another run using it?")
     entries = sorted(os.listdir(real))
     foreign = [e for e in entries if e not in OUTPUT_NAMES and not _TEMPORARY.fullmatch(e)]
     problem = None
     if entries and not overwrite:
-        problem = f"{out} already holds files: add --overwrite to replace a previous run's"
+        problem = f"{shown} already holds files: add --overwrite to replace a previous run's"
     elif foreign:
-        problem = f"{out} holds files no run writes ({', '.join(foreign[:3])}): not replacing them"
+        problem = (
+            f"{shown} holds files no run writes ({', '.join(foreign[:3])}): not replacing them"
+        )
     if problem is not None:
         os.close(fd)
         raise UsageError("--out", problem)
@@ -235,7 +246,7 @@ def _locked(path: Path) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise UsageError("--out", f"{path} is in use by another run") from None
+        raise UsageError("--out", f"{shown_path(path)} is in use by another run") from None
     try:
         same = os.path.samestat(os.fstat(fd), os.stat(path))
     except FileNotFoundError:

@@ -53,6 +53,10 @@ LR_DECAY_TO = 0.1  # plain SGD ends at this fraction of its starting learning ra
 #: MemoryError. What a given engine and network can take is bounded by WORK_LIMITS.
 MIN_SAMPLES, MAX_SAMPLES = 2, 1_000_000
 MAX_STEPS = 1_000_000
+#: The largest --noise: the 2-D datasets lie within a few units of the origin, so this is
+#: a million times their spread, far past burying them; larger (up to 1e308) makes points
+#: that overflow to inf, and then every loss is nan.
+MAX_NOISE = 1e6
 #: What one run may cost, checked with the options before anything is built (see
 #: ``check_work``; measured in docs/training.md, CPU times on the 2-core machine).
 #: Multiply-adds ("MACs") count points x weights. "pass": MACs of one forward pass over the
