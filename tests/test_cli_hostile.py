@@ -83,7 +83,7 @@ KINDS = {
     "fifo": "a FIFO",
     "symlink": "a symbolic link",
     "device": "a character device",
-    "folder": "a folder",
+    "folder": "a directory",
 }
 
 

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import tensor_nn
 from .checks import is_json_int, is_json_positive_int, shown_path
-from .files import atomic_write, write_json
+from .files import atomic_write, file_kind, write_json
 from .nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
 
 FORMAT = "modelwright-autograd checkpoint"
@@ -185,15 +185,6 @@ def save_checkpoint(
 
 
 # ---------------------------------------------------------------------- reading the file
-_FILE_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
 def _read_file(path: Path) -> bytes:
     """The bytes of ``path``, if it is a regular file of at most MAX_FILE_BYTES. The kind
     and size are checked before reading, on a descriptor opened without blocking, so a
@@ -208,11 +199,8 @@ def _read_file(path: Path) -> bytes:
         raise CheckpointError(path, f"cannot open it ({e})") from None
     try:
         info = os.fstat(fd)
-        for is_kind, kind in _FILE_KINDS:
-            if is_kind(info.st_mode):
-                raise CheckpointError(path, f"is {kind}, not a checkpoint file")
         if not stat.S_ISREG(info.st_mode):
-            raise CheckpointError(path, "is not a regular file")
+            raise CheckpointError(path, f"is {file_kind(info.st_mode)}, not a checkpoint file")
         if info.st_size > MAX_FILE_BYTES:
             raise CheckpointError(
                 path,

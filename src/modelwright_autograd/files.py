@@ -13,15 +13,22 @@ from typing import IO, Any
 
 from .checks import shown_path
 
-#: What ``lstat`` may find at a path other than a regular file, in the words of a message.
+#: What may be at a path other than a regular file, in the words of a message.
 _KINDS = (
+    (stat.S_ISREG, "a regular file"),
     (stat.S_ISLNK, "a symbolic link"),
-    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISDIR, "a directory"),
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISSOCK, "a socket"),
 )
+
+
+def file_kind(mode: int) -> str:
+    """What a ``stat``/``lstat`` mode is, for messages: "a regular file", "a FIFO (named
+    pipe)", "a character device"..."""
+    return next((name for is_kind, name in _KINDS if is_kind(mode)), "an unknown kind of file")
 
 
 class NotARegularFile(OSError):
@@ -44,10 +51,8 @@ def refuse_non_regular(path: str | os.PathLike[str]) -> None:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
-    if stat.S_ISREG(mode):
-        return
-    kind = next((name for is_kind, name in _KINDS if is_kind(mode)), "not a regular file")
-    raise NotARegularFile(path, kind)
+    if not stat.S_ISREG(mode):
+        raise NotARegularFile(path, file_kind(mode))
 
 
 def atomic_write(
