@@ -16,7 +16,6 @@ import math
 import os
 import re
 import reprlib
-import stat
 import struct
 import zipfile
 import zlib
@@ -30,7 +29,7 @@ import numpy as np
 
 from . import tensor_nn
 from .checks import is_json_int, is_json_positive_int, shown_path
-from .files import atomic_write, file_kind, write_json
+from .files import UnreadableFile, atomic_write, read_bounded, write_json
 from .nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
 
 FORMAT = "modelwright-autograd checkpoint"
@@ -186,41 +185,20 @@ def save_checkpoint(
 
 # ---------------------------------------------------------------------- reading the file
 def _read_file(path: Path) -> bytes:
-    """The bytes of ``path``, if it is a regular file of at most MAX_FILE_BYTES. The kind
-    and size are checked before reading, on a descriptor opened without blocking, so a
-    FIFO, ``/dev/zero`` or a huge sparse file is refused at once."""
+    """The bytes of ``path``, if it is a regular file of at most MAX_FILE_BYTES (see
+    files.read_bounded: a FIFO, ``/dev/zero`` or a huge sparse file is refused at once)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except FileNotFoundError:
-        raise CheckpointError(path, "no such file") from None
-    except OSError as e:
-        raise CheckpointError(path, f"cannot open it ({e.strerror})") from None
-    except ValueError as e:  # a NUL in the name
-        raise CheckpointError(path, f"cannot open it ({e})") from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise CheckpointError(path, f"is {file_kind(info.st_mode)}, not a checkpoint file")
-        if info.st_size > MAX_FILE_BYTES:
+        return read_bounded(path, MAX_FILE_BYTES)
+    except UnreadableFile as e:
+        if e.kind is not None:
+            raise CheckpointError(path, f"{e.reason}, not a checkpoint file") from None
+        if e.size is not None and "grew" not in e.reason:
             raise CheckpointError(
                 path,
-                f"is {info.st_size:,} bytes, more than the {MAX_FILE_BYTES:,} that a checkpoint "
+                f"{e.reason}, more than the {MAX_FILE_BYTES:,} that a checkpoint "
                 f"of at most {max(MAX_PARAMETERS.values()):,} weights can be",
-            )
-        chunks, size = [], 0
-        while size <= MAX_FILE_BYTES:  # the file may grow after fstat: never read past this
-            chunk = os.read(fd, min(2**20, MAX_FILE_BYTES + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as e:
-        raise CheckpointError(path, f"cannot read it ({e.strerror})") from None
-    finally:
-        os.close(fd)
-    if size > MAX_FILE_BYTES:
-        raise CheckpointError(path, f"grew past {MAX_FILE_BYTES:,} bytes while being read")
-    return b"".join(chunks)
+            ) from None
+        raise CheckpointError(path, e.reason) from None
 
 
 def _is_zip(raw: bytes) -> bool:

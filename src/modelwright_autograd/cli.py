@@ -12,6 +12,7 @@ import argparse
 import contextlib
 import math
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -77,7 +78,7 @@ def real_number(
     option: str, *, positive: bool, maximum: float | None = None
 ) -> Callable[[str], float]:
     """An argparse type: a finite number, greater than 0 or at least 0, and at most
-    ``maximum``."""
+    ``maximum`` when one is given."""
 
     def parse(text: str) -> float:
         try:
@@ -111,11 +112,32 @@ def layer_sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
-def file_path(text: str) -> Path:
-    """An argparse type: a path, which may not be empty (``Path("")`` would be ".")."""
-    if not text:
-        raise argparse.ArgumentTypeError("expected a file name, got an empty string")
-    return Path(text)
+def nonempty_path(what: str) -> Callable[[str], Path]:
+    """An argparse type: a path, which may not be empty (``Path("")`` would be "."), so
+    an unset shell variable is an error, not the current folder."""
+
+    def parse(text: str) -> Path:
+        if not text:
+            raise argparse.ArgumentTypeError(f"expected {what}, got an empty string")
+        return Path(text)
+
+    parse.__name__ = "path"
+    return parse
+
+
+file_path = nonempty_path("a file name")
+
+
+def shell_word(text: str) -> str:
+    """``text`` as one word a POSIX shell reads back unchanged: quoted when it needs it,
+    and as ``$'...'`` with escapes when it holds a newline or another control character."""
+    if text.isprintable():
+        return shlex.quote(text)
+    escaped = "".join(
+        "\\" + c if c in "\\'" else c if c.isprintable() else c.encode("unicode_escape").decode()
+        for c in text
+    )
+    return f"$'{escaped}'"
 
 
 def random_seed(text: str) -> int:
@@ -495,28 +517,39 @@ def add_init(subparsers: Subparsers) -> None:
             "Write a starter for building your own engine into DIR: engine.py with a Value "
             "whose forwards are given and whose backward rules and backward() are TODOs, "
             "nn.py (Neuron, Layer, MLP), a README of steps and starter.ipynb with the "
-            "gradient check. DIR must be new or empty (exit code 2 otherwise)."
+            "gradient check. DIR must be new or empty (exit code 2 otherwise); the files "
+            "are written beside it first and renamed into place, so a failed write (exit "
+            "code 1) leaves nothing behind."
         ),
     )
-    parser.add_argument("dir", metavar="DIR", help="a new or empty folder")
+    parser.add_argument(
+        "dir", type=nonempty_path("a folder name"), metavar="DIR", help="a new or empty folder"
+    )
     parser.set_defaults(func=run_init)
 
 
 def run_init(args: argparse.Namespace) -> int:
-    """Write the starter: 0, or 2 when DIR is not a new or empty folder."""
+    """Write the starter: 0; 1 when it cannot be written (nothing is left behind); 2 when
+    DIR is not a new or empty folder or not a usable name."""
+    from .learner.report import printable
     from .learner.starter import StarterError, write_starter
 
     try:
         written = write_starter(args.dir)
     except StarterError as error:
-        print(f"modelwright-autograd init: error: {error}", file=sys.stderr)
-        return 2
+        print(f"modelwright-autograd init: error: {printable(str(error))}", file=sys.stderr)
+        return error.exit_code
+    shown = shell_word(str(args.dir))
     return emit(
         [
-            f"wrote {', '.join(p.name for p in written)} to {args.dir}",
-            f"next: fill in the TODOs, then run: modelwright-autograd check {args.dir}",
+            f"wrote {', '.join(p.name for p in written)} to {shown}",
+            f"next: fill in the TODOs, then run: modelwright-autograd check {shown}",
         ]
     )
+
+
+#: The longest --timeout of check: ten minutes per check, 90 for training.
+MAX_CHECK_TIMEOUT = 600.0
 
 
 def add_check(subparsers: Subparsers) -> None:
@@ -529,10 +562,16 @@ def add_check(subparsers: Subparsers) -> None:
             "every op, gradient accumulation, the backward order and seed, random "
             "expressions and the network against PyTorch (float64, 1e-6) or, without "
             "torch, finite differences. Exit code 0 when the build gate passes, 1 when "
-            "not, 2 for a PATH that cannot be checked, 130 when interrupted."
+            "not, 2 for a PATH that cannot be checked, 130 on Ctrl-C, 143 on SIGTERM, 129 "
+            "on SIGHUP (the engine's processes are killed first)."
         ),
     )
-    parser.add_argument("path", metavar="PATH", help="your engine: a .py file or a folder")
+    parser.add_argument(
+        "path",
+        type=nonempty_path("a file or folder name"),
+        metavar="PATH",
+        help="your engine: a .py file or a folder",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--oracle",
@@ -542,31 +581,59 @@ def add_check(subparsers: Subparsers) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=real_number("--timeout", positive=True),
+        type=real_number("--timeout", positive=True, maximum=MAX_CHECK_TIMEOUT),
         default=10.0,
         metavar="SECONDS",
-        help="time allowed for each check (default 10; training gets 9 times this)",
+        help=(
+            "time allowed for each check (default 10, at most "
+            f"{MAX_CHECK_TIMEOUT:g}; training gets 9 times this)"
+        ),
     )
     parser.set_defaults(func=run_check)
 
 
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP during ``check``: ends it as Ctrl-C does (a BaseException, so no
+    ``except Exception`` on the way swallows it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise Stopped(signum)
+
+
 def run_check(args: argparse.Namespace) -> int:
     """Grade the engine at PATH: 0 when the gate passes, 1 when not, 2 for a PATH that
-    cannot be checked, 130 on Ctrl-C (the engine's process is killed on the way out)."""
+    cannot be checked, 128 + the signal's number on SIGINT, SIGTERM or SIGHUP (the
+    engine's processes are killed on the way out)."""
     from .learner.grader import grade
     from .learner.locate import LocateError, locate
     from .learner.oracle import OracleError, choose_oracle
+    from .learner.report import printable
 
+    caught = (signal.SIGTERM, signal.SIGHUP)
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {signum: signal.signal(signum, _stopped) for signum in caught} if in_main else {}
     try:
         target = locate(args.path)
         oracle = choose_oracle(args.oracle)  # imports torch: seconds Ctrl-C may fall in
         report = grade(target, oracle, args.timeout, 9 * args.timeout)
     except (LocateError, OracleError) as error:
-        print(f"modelwright-autograd check: error: {error}", file=sys.stderr)
+        print(f"modelwright-autograd check: error: {printable(str(error))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("modelwright-autograd check: interrupted", file=sys.stderr)
-        return 130
+        return 128 + signal.SIGINT
+    except Stopped as stop:
+        name = signal.Signals(stop.signum).name
+        print(f"modelwright-autograd check: interrupted ({name})", file=sys.stderr)
+        return 128 + stop.signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     status = emit([report.to_json() if args.json else report.to_text()])
     return status or (0 if report.passed else 1)
 

@@ -1,4 +1,5 @@
-"""Writing files atomically: the helpers every writer in the package uses."""
+"""Writing files atomically, and reading one without trusting it: the helpers every
+writer and every reader of a user's file in the package uses."""
 
 from __future__ import annotations
 
@@ -93,3 +94,47 @@ def write_json(
         f.write("\n")
 
     atomic_write(path, write)
+
+
+class UnreadableFile(Exception):
+    """``read_bounded`` refused a path: ``reason`` says why in a few words, ``kind`` is
+    set when it is not a regular file and ``size`` when it is too big."""
+
+    def __init__(self, reason: str, kind: str | None = None, size: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.kind, self.size = reason, kind, size
+
+
+def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
+    """The bytes of ``path``, if it is a regular file of at most ``limit`` bytes. The kind
+    and size are checked before reading, on a descriptor opened without blocking, so a
+    FIFO, ``/dev/zero`` or a huge sparse file is refused at once (UnreadableFile)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise UnreadableFile("no such file") from None
+    except OSError as e:
+        raise UnreadableFile(f"cannot open it ({e.strerror})") from None
+    except ValueError as e:  # a NUL in the name
+        raise UnreadableFile(f"cannot open it ({e})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = file_kind(info.st_mode)
+            raise UnreadableFile(f"is {kind}", kind=kind)
+        if info.st_size > limit:
+            raise UnreadableFile(f"is {info.st_size:,} bytes", size=info.st_size)
+        chunks, size = [], 0
+        while size <= limit:  # the file may grow after fstat: never read past this
+            chunk = os.read(fd, min(2**20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise UnreadableFile(f"cannot read it ({e.strerror})") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise UnreadableFile(f"grew past {limit:,} bytes while being read", size=size)
+    return b"".join(chunks)

@@ -450,6 +450,9 @@ class Grader:
             self.add(Row(name, FAIL, _failure_text(results, "a + 2")))
             return
         for (op, example, fix), program, result in zip(NUMBER_FORMS, programs, results):
+            if "error" in result and result["error"]["type"] == "NotAValue":
+                self.add(Row(name, FAIL, _result_error(result), self.code(program)))
+                return
             if "error" in result and result["stage"] == "forward":
                 words = f"{example} raised {_error_text(result['error'])}: {fix}"
                 self.add(Row(name, FAIL, words, self.code(program)))
@@ -775,6 +778,8 @@ def _absent(result: dict[str, Any], op: str) -> bool:
 
 
 def _error_text(error: dict[str, Any]) -> str:
+    if error["type"] == "NotAValue":  # see probe._forward
+        return error["message"] + (f" ({error['where']})" if error["where"] else "")
     text = f"{error['type']}: {error['message']}" if error["message"] else error["type"]
     if error["type"] == "MemoryError":
         text += " (the engine's process may use at most 4 GiB)"
@@ -787,6 +792,8 @@ def _result_error(
     """Words for a program that raised: a TODO says which, and whether the op's rule is
     right already (checked with the grader's own walk)."""
     error = result["error"]
+    if error["type"] == "NotAValue":
+        return f"{_error_text(error)}: each op must return a new Value of the engine's own class"
     if error["type"] == "NotImplementedError":
         text = f"{TODO} {error['message'] or 'NotImplementedError'}"
         rules = result.get("rules")

@@ -16,6 +16,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..files import UnreadableFile, read_bounded
+
+MAX_SOURCE_BYTES = 4 * 2**20  # a learner's module is a few KB; a bigger file is not one
+MAX_FOLDERS = 200  # folders looked at on each level below PATH
+
 
 class LocateError(Exception):
     """PATH cannot be checked: it does not exist, or holds no module defining Value."""
@@ -41,11 +46,11 @@ class Target:
         folder = self.sys_path
         if not Path(self.shown).is_absolute():
             folder = os.path.relpath(folder)
-        return [
-            "import sys",
-            f"sys.path.insert(0, {folder!r})",
-            f"from {self.value_module} import Value",
-        ]
+        if all(part.isidentifier() for part in self.value_module.split(".")):
+            load = f"from {self.value_module} import Value"
+        else:  # a file name no import statement can spell ("new line.py")
+            load = f"Value = __import__('importlib').import_module({self.value_module!r}).Value"
+        return ["import sys", f"sys.path.insert(0, {folder!r})", load]
 
     def load_request(self) -> dict[str, object]:
         return {
@@ -59,10 +64,16 @@ class Target:
         }
 
 
+def _source(path: Path) -> str:
+    """The text of a module, read as files.read_bounded reads (UnreadableFile for a FIFO,
+    a device or a file bigger than MAX_SOURCE_BYTES)."""
+    return read_bounded(path, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
+
+
 def _defines(path: Path, name: str) -> bool:
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = _source(path)
+    except UnreadableFile:
         return False
     return re.search(rf"^class\s+{name}\b", text, re.M) is not None
 
@@ -70,12 +81,25 @@ def _defines(path: Path, name: str) -> bool:
 def locate(path: str | Path) -> Target:
     """The Target for PATH, or LocateError saying why there is none."""
     shown = str(path)
-    path = Path(path).resolve()
+    try:
+        return _locate(Path(path).resolve(), shown)
+    except RuntimeError:  # Path.resolve on a symbolic link that points back at itself
+        raise LocateError(f"{shown} is a loop of symbolic links") from None
+    except OSError as error:  # a name too long, a folder we may not read
+        raise LocateError(f"cannot check {shown}: {error.strerror or error}") from None
+
+
+def _locate(path: Path, shown: str) -> Target:
     if not path.exists():
         raise LocateError(f"{path} does not exist")
-    if path.is_file():
+    if not path.is_dir():
         if path.suffix != ".py":
             raise LocateError(f"{path} is not a .py file or a folder")
+        try:
+            _source(path)
+        except UnreadableFile as error:
+            too_big = f": more than the {MAX_SOURCE_BYTES:,} bytes of an engine's source"
+            raise LocateError(f"{path} {error.reason}{too_big if error.size else ''}") from None
         value_file, modules = path, sorted(path.parent.glob("*.py"))
     else:
         folder = _folder_defining_value(path)
@@ -111,16 +135,28 @@ def _folder_defining_value(root: Path, depth: int = 3) -> Path | None:
     level = [root]
     for _ in range(depth + 1):
         for folder in level:
-            modules = [p for p in folder.glob("*.py") if not p.name.startswith("test")]
+            try:
+                modules = [p for p in folder.glob("*.py") if not p.name.startswith("test")]
+            except OSError:
+                continue
             if _first_defining(modules, "Value", "engine.py") is not None:
                 return folder
         level = [
             sub
             for folder in level
-            for sub in sorted(folder.iterdir())
-            if sub.is_dir() and not sub.name.startswith((".", "_")) and sub.name not in _NOT_CODE
-        ]
+            for sub in _subfolders(folder)
+            if not sub.name.startswith((".", "_")) and sub.name not in _NOT_CODE
+        ][:MAX_FOLDERS]
     return None
+
+
+def _subfolders(folder: Path) -> list[Path]:
+    """The folders in ``folder``, in name order, not following symbolic links (they lead
+    out of the learner's project); none when it cannot be listed."""
+    try:
+        return sorted(sub for sub in folder.iterdir() if sub.is_dir() and not sub.is_symlink())
+    except OSError:
+        return []
 
 
 def _importable(file: Path) -> tuple[str, str]:

@@ -151,7 +151,7 @@ def run_programs(request: dict[str, Any]) -> dict[str, Any]:
 def _run_program(program: dict[str, Any]) -> dict[str, Any]:
     stage = "forward"
     try:
-        slots = programs.evaluate(program, engine["Value"])
+        slots = _forward(program)
         data = float(slots[-1].data)
         stage = "backward"
         slots[-1].backward()
@@ -163,6 +163,25 @@ def _run_program(program: dict[str, Any]) -> dict[str, Any]:
         return result
 
 
+class NotAValue(Exception):
+    """An op of the learner's Value returned something else (its message says what)."""
+
+
+def _forward(program: dict[str, Any]) -> list[Any]:
+    """``programs.evaluate`` with the learner's Value, checking that each op returns a
+    Value: an ``__add__`` returning another class is named as such, not taken for a
+    missing ``__add__`` when the next op fails on it."""
+    value = engine["Value"]
+    slots = [value(x) for x in program["inputs"]]
+    for step in program["steps"]:
+        out = programs.evaluate_step(step, slots)
+        if not isinstance(out, value):
+            words = programs.OPS[step[0]].template.format(x="a", y="b", c="2")
+            raise NotAValue(f"{words} returned a {type(out).__name__}, not a Value")
+        slots.append(out)
+    return slots
+
+
 def _gradients(program: dict[str, Any], slots: list[Any]) -> dict[str, Any]:
     leaves = slots[: len(program["inputs"])]
     return {"out_grad": float(slots[-1].grad), "grads": [float(v.grad) for v in leaves]}
@@ -172,7 +191,7 @@ def _rules_alone(program: dict[str, Any]) -> dict[str, Any]:
     """backward() is still a TODO: run the op rules with the grader's own walk, so the
     report can say whether they are right already."""
     try:
-        slots = programs.evaluate(program, engine["Value"])
+        slots = _forward(program)
         if children_of(slots[-1]) is None:
             return {"error": {"type": "NoChildren", "message": "", "where": ""}}
         grader_walk(slots[-1])

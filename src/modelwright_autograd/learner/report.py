@@ -11,6 +11,15 @@ _LABEL = {PASS: "pass", FAIL: "FAIL", ABSENT: "n/a ", NOTE: "note"}
 WIDTH = 96  # the text report's diagnoses are wrapped to this many columns
 
 
+def printable(text: str) -> str:
+    """``text`` with every control or invisible character escaped (``\\x1b``, ``\\n``,
+    ``\\u202e``): the learner's messages, prints and file names cannot clear the screen,
+    move the cursor or start a line of their own in the report."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in text)
+
+
 @dataclass
 class Row:
     """One check: its name, pass / fail / not present / note, the diagnosis in words, and
@@ -54,19 +63,20 @@ class Report:
 
     def to_text(self) -> str:
         width = max(len(row.name) for row in self.rows)
-        lines = [f"checking {self.path}", f"oracle: {self.oracle}", ""]
+        lines = [f"checking {printable(self.path)}", f"oracle: {self.oracle}", ""]
         for row in self.rows:
             head = f"{_LABEL[row.status]}  {row.name.ljust(width)}  "
-            text = textwrap.wrap(row.diagnosis, max(40, WIDTH - len(head))) or [""]
+            diagnosis = printable(row.diagnosis)
+            text = textwrap.wrap(diagnosis, max(40, WIDTH - len(head))) or [""]
             lines.append(head + text[0])
             lines.extend(" " * len(head) + more for more in text[1:])
             if row.reproduce:
                 lines.append(" " * len(head) + "reproduce:")
-                lines.extend(" " * (len(head) + 2) + code for code in row.reproduce)
+                lines.extend(" " * (len(head) + 2) + printable(code) for code in row.reproduce)
         if self.engine_output:
             lines.append("")
             lines.append("the engine printed (last lines, not part of the checks):")
-            lines.extend(f"  | {line}" for line in self.engine_output)
+            lines.extend(f"  | {printable(line)}" for line in self.engine_output)
         lines.append("")
         lines.append(f"{self.verdict}  ({self.seconds:.1f} s)")
         return "\n".join(lines)
