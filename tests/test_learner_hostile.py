@@ -37,6 +37,8 @@ import os, time
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
+        with open("grandchild.pid", "w") as f:
+            f.write(str(os.getpid()))
         time.sleep(300)
     os._exit(0)
 """
@@ -76,10 +78,13 @@ def _start_check(engine: Path, *options: str) -> subprocess.Popen[str]:
 
 
 def _wait_for(condition, seconds: float = 30.0) -> bool:
+    """True as soon as ``condition()`` is, False if it never is within ``seconds``."""
     deadline = time.monotonic() + seconds
-    while not condition() and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        if condition():
+            return True
         time.sleep(0.05)
-    return condition()
+    return False
 
 
 # ---------------------------------------------------------------------- processes
@@ -92,6 +97,7 @@ def test_sigterm_and_sighup_end_the_check_and_kill_every_process(tmp_path, signu
     # the probe, its supervisor and the setsid grandchild
     assert _wait_for(lambda: len(_processes_in(tmp_path)) >= 3), "the engine never started"
     time.sleep(0.5)  # into the hanging backward()
+    assert len(_processes_in(tmp_path)) == 3  # the one between them has exited
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + signum
@@ -106,6 +112,8 @@ def test_a_killed_grader_leaves_no_process_behind(tmp_path):
     engine.write_text(ESCAPES + HANGS)
     proc = _start_check(engine, "--timeout", "60", "--oracle", "fd")
     assert _wait_for(lambda: len(_processes_in(tmp_path)) >= 3), "the engine never started"
+    time.sleep(0.5)
+    assert len(_processes_in(tmp_path)) == 3
     proc.kill()  # SIGKILL: no handler runs in the grader
     proc.communicate(timeout=30)
     assert _wait_for(lambda: not _processes_in(tmp_path), 10.0), _processes_in(tmp_path)
@@ -116,6 +124,9 @@ def test_a_grandchild_that_leaves_the_session_is_killed(tmp_path):
     report = _grade(_engine(tmp_path, ESCAPES))
     assert report.rows[0].status == "pass"  # the engine itself is fine
     assert not _processes_in(tmp_path)
+    grandchild = int((tmp_path / "grandchild.pid").read_text())
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not even a zombie
+        os.kill(grandchild, 0)
 
 
 # ---------------------------------------------------------------------- replies
@@ -168,7 +179,7 @@ def test_escape_sequences_from_the_engine_never_reach_the_terminal(tmp_path, cap
         'raise RuntimeError("\\x1b[2J\\x1b[1;32mBUILD GATE PASSED\\r\\nfake line\\u202e")'
     )
     engine = _engine(tmp_path, prefix, "weird\x1b[2Jname.py")
-    assert main(["check", str(engine)]) == 1
+    assert main(["check", "--oracle", "fd", str(engine)]) == 1
     out = capsys.readouterr().out
     assert all(c.isprintable() for line in out.splitlines() for c in line)
     assert "\\x1b[2J" in out and "\\r\\nfake line\\u202e" in out
@@ -178,11 +189,11 @@ def test_escape_sequences_from_the_engine_never_reach_the_terminal(tmp_path, cap
 
 def test_every_field_from_the_engine_is_bounded(tmp_path, capsys):
     prefix = 'print("y" * 5000)\nE = type("E" * 100000, (Exception,), {})\nraise E("boom" * 10000)'
-    assert main(["check", "--json", str(_engine(tmp_path, prefix))]) == 1
+    assert main(["check", "--oracle", "fd", "--json", str(_engine(tmp_path, prefix))]) == 1
     data = json.loads(capsys.readouterr().out)
     assert len(data["checks"][0]["diagnosis"]) < 1000
     assert [len(line) for line in data["engine_output"]] == [200]
-    assert main(["check", str(_engine(tmp_path, prefix))]) == 1
+    assert main(["check", "--oracle", "fd", str(_engine(tmp_path, prefix))]) == 1
     assert len(capsys.readouterr().out) < 3000
 
 
