@@ -8,6 +8,7 @@ import json
 import math
 import shutil
 import warnings
+from xml.etree import ElementTree
 
 import pytest
 import torch
@@ -15,15 +16,18 @@ import torch
 from modelwright_autograd import Value
 from modelwright_autograd.cli import main
 from modelwright_autograd.explain import (
+    ExpressionError,
     GraphvizMissingWarning,
     draw_graph,
     explain,
+    parse_assignments,
+    parse_expression,
     save_graph,
 )
-from modelwright_autograd.expr import ExpressionError, parse_assignments, parse_expression
 from modelwright_autograd.graph import topological_order
 
 HAS_DOT = shutil.which("dot") is not None
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def _abc():
@@ -47,9 +51,9 @@ def test_trace_of_a_times_b_plus_c_has_the_hand_derived_numbers():
         ("c", 4.0, 1.0, 1.0),
     ]
     # d(a*b)/da = b = 3 and d(a*b)/db = a = 2, each times the 1.0 that arrived
-    assert [(i.node, i.role, i.local, i.pushed) for i in mul.inputs] == [
-        ("a", "a", 3.0, 3.0),
-        ("b", "b", 2.0, 2.0),
+    assert [(i.node, i.role, i.formula, i.local, i.pushed) for i in mul.inputs] == [
+        ("a", "left", "b", 3.0, 3.0),
+        ("b", "right", "a", 2.0, 2.0),
     ]
     # explain ran the real backward pass
     assert (variables["a"].grad, variables["b"].grad, variables["c"].grad) == (3.0, 2.0, 1.0)
@@ -62,15 +66,19 @@ def test_text_trace_is_the_table_a_learner_writes():
     assert lines[0] == "a*b + c = 10"
     header = next(i for i, line in enumerate(lines) if line.startswith("step"))
     assert lines[header].split() == [
-        "step", "node", "op", "data", "grad", "in", "input", "as", "data", "local", "pushed"
+        "step", "node", "op", "data", "grad", "in", "input", "role", "data", "local", "pushed"
     ]  # fmt: skip
     rows = [line.split() for line in lines[header + 1 : header + 5]]
     assert rows == [
-        ["1", "a*b", "+", "c", "+", "10", "1", "a*b", "a", "6", "1", "1"],
-        ["c", "b", "4", "1", "1"],
-        ["2", "a*b", "*", "6", "1", "a", "a", "2", "3", "3"],
-        ["b", "b", "3", "2", "2"],
+        ["1", "a*b", "+", "c", "+", "10", "1", "a*b", "left", "6", "1", "1"],
+        ["c", "right", "4", "1", "1"],
+        ["2", "a*b", "*", "6", "1", "a", "left", "2", "b", "=", "3", "3"],
+        ["b", "right", "3", "a", "=", "2", "2"],
     ]
+    # the legend explains every column of the header
+    legend = lines[lines.index(next(line for line in lines if "The columns:" in line)) + 1 :]
+    for column in ("step", "node", "op", "data", "grad in", "input", "role", "local", "pushed"):
+        assert any(line.startswith(f"  {column} ") for line in legend[:header]), column
     assert "d/da = 3" in text and "d/db = 2" in text and "d/dc = 1" in text
 
 
@@ -128,7 +136,8 @@ def test_local_derivative_is_the_ops_own_and_pushed_is_local_times_grad():
     out = parse_expression("tanh(x) * 4", {"x": x})
     trace = explain(out, {"x": x})
     mul, tanh = trace.steps
-    assert mul.inputs[1].local == math.tanh(0.5)
+    assert (mul.inputs[0].local, mul.inputs[0].formula) == (4.0, "4")
+    assert mul.inputs[1].local is None  # the number 4 is a constant: no gradient for it
     assert tanh.grad == 4.0
     assert math.isclose(tanh.inputs[0].local, 1 - math.tanh(0.5) ** 2, rel_tol=1e-15)
     assert math.isclose(tanh.inputs[0].pushed, 4 * (1 - math.tanh(0.5) ** 2), rel_tol=1e-15)
@@ -138,12 +147,12 @@ def test_constant_exponent_has_no_local_derivative():
     a = Value(3.0, label="a")
     trace = explain(a**2, {"a": a})
     (step,) = trace.steps
-    assert [(i.role, i.local, i.pushed) for i in step.inputs] == [
-        ("a", 6.0, 6.0),
-        ("n", None, None),
+    assert [(i.role, i.formula, i.local, i.pushed) for i in step.inputs] == [
+        ("base", "2*a**1", 6.0, 6.0),
+        ("exponent", "a**2*log(a)", None, None),
     ]
     rows = [line.split() for line in trace.to_text().splitlines()]
-    assert ["2", "n", "2", "-", "-"] in rows  # the exponent's row: no derivative, no push
+    assert ["2", "exponent", "2", "-", "-"] in rows  # the exponent: no derivative, no push
 
 
 def test_explain_of_a_leaf_and_of_unlabelled_nodes():
@@ -170,7 +179,7 @@ def test_explain_says_when_a_leaf_already_had_a_gradient():
 def test_json_shape_and_non_finite_numbers():
     a = Value(0.0, label="a")
     d = explain(a.log(), {"a": a}).to_dict()
-    assert set(d) == {"value", "grads", "steps"}
+    assert set(d) == {"value", "grads", "nodes", "steps"}
     assert d["value"] == "-inf" and d["grads"] == {"a": "inf"}
     json.dumps(d, allow_nan=False)  # strict JSON
 
@@ -265,7 +274,7 @@ def test_bad_assignments_are_rejected(pairs, message):
 
 def test_deep_nesting_is_an_error_not_a_crash():
     with pytest.raises(ExpressionError, match="nested too deeply"):
-        parse_expression("a" + "+a" * 20000, {"a": 1.0})
+        parse_expression("a" + "+a" * 5000, {"a": 1.0})
     assert parse_expression("a" + "+a" * 300, {"a": 1.0}).data == 301.0
 
 
@@ -280,7 +289,7 @@ def test_cli_prints_the_trace(capsys):
 def test_cli_json(capsys):
     assert main(["explain", "a*a + a", "a=3", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert set(d) == {"value", "grads", "steps"}
+    assert set(d) == {"value", "grads", "nodes", "steps"}
     assert d["value"] == 12.0 and d["grads"] == {"a": 7.0}
     mul = d["steps"][1]
     assert mul["op"] == "*" and mul["grad"] == 1.0
@@ -288,7 +297,8 @@ def test_cli_json(capsys):
         ("a", 3.0, 3.0),
         ("a", 3.0, 3.0),
     ]
-    assert set(mul) == {"step", "node", "op", "data", "grad", "inputs"}
+    assert set(mul) == {"step", "id", "node", "op", "data", "grad", "inputs"}
+    assert d["nodes"][mul["inputs"][0]["id"]]["name"] == "a"
 
 
 @pytest.mark.parametrize(("expression", "message", "pointed"), REJECTED[:20])
@@ -334,55 +344,93 @@ def test_cli_notes_unused_variables(capsys):
 def test_cli_refuses_unknown_graph_formats(tmp_path, capsys):
     assert main(["explain", "a", "a=1", "--graph", str(tmp_path / "g.jpg")]) == 2
     assert "use a .svg, .png, .pdf or .dot" in capsys.readouterr().err
-    assert main(["explain", "a", "a=1", "--graph", str(tmp_path / "no" / "g.svg")]) == 2
-    assert "folder does not exist" in capsys.readouterr().err
+    assert main(["explain", "a", "a=1", "--graph", str(tmp_path / "no" / "g.svg")]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot write {tmp_path / 'no' / 'g.svg'}" in err and "does not exist" in err
 
 
 # ---------------------------------------------------------------------- the picture
+def _svg_texts(svg):
+    """The text of every <text> element of an SVG, unescaped, and the parsed tree."""
+    root = ElementTree.fromstring(svg)  # also proves the SVG is well-formed XML
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG}text")], root
+
+
 def test_graph_has_a_node_per_value_with_op_data_and_grad():
     out, _ = _abc()
     out.backward()
     graph = draw_graph(out)
+    texts, root = _svg_texts(graph.svg())
+    boxes = [g for g in root.iter(f"{SVG}g") if "node" in g.get("class", "").split()]
+    assert len(boxes) == len(topological_order(out)) == 5
+    for line in ("a", "b", "c", "a*b", "a*b + c", "op *", "op +", "data 6", "grad 3", "grad 2"):
+        assert line in texts, line
+    edges = [g for g in root.iter(f"{SVG}g") if g.get("class") == "edge"]
+    assert len(edges) == 4  # one per input
+    # each edge says which operand it is and what backward pushed along it
+    assert {"left: 1", "right: 1", "left: 3", "right: 2"} <= set(texts)
     source = graph.source
-    nodes = [line for line in source.splitlines() if '[label="{' in line]
-    assert len(nodes) == len(topological_order(out)) == 5
-    assert any("a | data 2 | grad 3" in n for n in nodes)
-    assert any("b | data 3 | grad 2" in n for n in nodes)
-    assert any("c | data 4 | grad 1" in n for n in nodes)
-    assert any("a*b | op * | data 6 | grad 1" in n for n in nodes)
-    assert any("a*b + c | op + | data 10 | grad 1" in n for n in nodes)
-    assert source.count("->") == 4  # one edge per input
-    assert graph.format == "svg" and "rankdir=LR" in source
-    assert "rankdir=TB" in draw_graph(out, rankdir="TB").source
-    with pytest.raises(ValueError, match="rankdir"):
-        draw_graph(out, rankdir="sideways")
+    assert source.startswith("digraph {") and source.count("->") == 4
+    assert "a*b | op * | data 6 | grad 1" in source
 
 
-def test_graph_escapes_record_characters_in_labels():
-    a = Value(1.0, label='x{1}|<y> "q"')
-    source = draw_graph(a * 2.0).source
-    assert r"x\{1\}\|\<y\> \"q\"" in source
-
-
-def test_missing_dot_writes_dot_text_and_says_how_to_render(tmp_path, monkeypatch):
+def test_layout_is_left_to_right_by_depth():
     out, _ = _abc()
+    graph = draw_graph(out)
+    order = topological_order(out)
+    x = {node.label: graph.layout.x[k] for k, node in enumerate(order)}
+    assert x["a"] == x["b"] < x["a*b"] == x["c"] < x["a*b + c"]  # c sits by its one use
+
+
+def test_picture_shows_a_reused_value_collecting_from_both_paths():
+    a, b, c = (Value(x, label=n) for x, n in ((2.0, "a"), (-0.5, "b"), (0.3, "c")))
+    out = (a * b + c).tanh() * a
+    out.backward()
+    texts, _ = _svg_texts(draw_graph(out).svg())
+    t = math.tanh(2.0 * -0.5 + 0.3)
+    via_product = -0.5 * (1 - t * t) * 2.0  # d out/d a through a*b, by the chain rule
+    assert f"grad {a.grad:.6g}" in texts
+    assert f"= {t:.6g} + {via_product:.6g}" in texts  # the sum, under a's grad
+    assert f"right: {t:.6g}" in texts and f"left: {via_product:.6g}" in texts
+
+
+def test_graph_escapes_labels_in_svg_and_dot():
+    a = Value(1.0, label='x{1}|<y> "q"')
+    graph = draw_graph(a * 2.0)
+    assert r"x\{1\}\|\<y\> \"q\"" in graph.source
+    texts, _ = _svg_texts(graph.svg())
+    assert 'x{1}|<y> "q"' in texts and "<y>" not in graph.svg()
+
+
+def test_graph_shows_itself_in_a_notebook_as_svg():
+    out, _ = _abc()
+    svg = draw_graph(out)._repr_svg_()
+    assert svg.startswith("<svg") and "a*b + c" in svg
+
+
+def test_save_graph_draws_svg_without_graphviz(tmp_path, monkeypatch):
+    out, _ = _abc()
+    out.backward()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))  # no `dot` to be found
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning: SVG needs no Graphviz
+        assert save_graph(out, tmp_path / "g.svg") == tmp_path / "g.svg"
+    texts, _ = _svg_texts((tmp_path / "g.svg").read_text())
+    assert "grad 3" in texts
     with pytest.warns(GraphvizMissingWarning) as record:
-        written = save_graph(out, tmp_path / "out.svg")
-    assert written == tmp_path / "out.dot"
-    assert not (tmp_path / "out.svg").exists()
-    assert written.read_text().startswith("digraph {")
-    message = str(record[0].message)
-    assert f"dot -Tsvg {tmp_path / 'out.dot'} -o {tmp_path / 'out.svg'}" in message
+        written = save_graph(out, tmp_path / "g.png")
+    assert written == tmp_path / "g.svg"  # a picture, not DOT text
+    assert "dot" in str(record[0].message) and str(tmp_path / "g.svg") in str(record[0].message)
 
 
-def test_cli_without_dot_exits_0_with_the_render_command(tmp_path, monkeypatch, capsys):
+def test_cli_without_dot_draws_svg(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert main(["explain", "a*b + c", "a=2", "b=3", "c=4", "--graph", "out.svg"]) == 0
     captured = capsys.readouterr()
-    assert "dot -Tsvg out.dot -o out.svg" in captured.err
-    assert (tmp_path / "out.dot").exists() and not (tmp_path / "out.svg").exists()
+    assert "graph written to out.svg" in captured.err
+    assert "<svg" in (tmp_path / "out.svg").read_text()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.svg"]  # no temp files left
     assert captured.out.startswith("a*b + c = 10")
 
 
@@ -397,17 +445,7 @@ def test_save_graph_writes_dot_text_for_dot_names(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_DOT, reason="Graphviz's dot program is not installed")
-def test_cli_writes_the_svg_when_dot_exists(tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
-    assert main(["explain", "a*b + c", "a=2", "b=3", "c=4", "--graph", "out.svg"]) == 0
-    svg = (tmp_path / "out.svg").read_text()
-    assert "<svg" in svg and "data 6" in svg and "grad 3" in svg
-    assert "graph written to out.svg" in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.svg"]  # no temp files left
-
-
-@pytest.mark.skipif(not HAS_DOT, reason="Graphviz's dot program is not installed")
-def test_save_graph_png(tmp_path):
+def test_save_graph_png_with_graphviz(tmp_path):
     out, _ = _abc()
     assert save_graph(out, tmp_path / "g.png") == tmp_path / "g.png"
     assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -419,3 +457,142 @@ def test_unicode_names_are_normalised_like_pythons_parser():
     assert out.data == 6.0
     out = parse_expression("ａ*b", {"ａ": 3.0, "b": 2.0})
     assert out.data == 6.0
+
+
+# ---------------------------------------------------------------------- read literally
+def test_a_number_in_the_expression_is_a_constant(capsys):
+    assert main(["explain", "a**2", "a=-2", "--json"]) == 0
+    (step,) = json.loads(capsys.readouterr().out)["steps"]
+    base, exponent = step["inputs"]
+    assert (base["role"], base["local"], base["pushed"]) == ("base", -4.0, -4.0)  # 2a at -2
+    assert (exponent["role"], exponent["local"], exponent["pushed"]) == ("exponent", None, None)
+    assert main(["explain", "a**2", "a=-2"]) == 0
+    assert "nan" not in capsys.readouterr().out
+
+
+def test_roles_cannot_be_read_as_the_users_variables():
+    variables = parse_assignments(["a=2", "b=3", "c=4"])
+    trace = explain(parse_expression("c*a - b/c + c**b", variables), variables)
+    roles = {i.role for s in trace.steps for i in s.inputs}
+    assert roles == {"left", "right", "base", "exponent"}
+    assert not roles & set(variables)
+
+
+def test_accumulation_is_shown_where_it_happens():
+    variables = parse_assignments(["a=2", "b=-0.5", "c=0.3"])
+    trace = explain(parse_expression("tanh(a*b + c) * a", variables), variables)
+    t = math.tanh(2.0 * -0.5 + 0.3)
+    via_product = -0.5 * (1 - t * t) * 2.0
+    total = t + via_product
+    assert trace.grads["a"] == total
+    line = f"a: {t:.6g} (via tanh(a*b + c) * a) + {via_product:.6g} (via a*b) = {total:.6g}"
+    assert trace.accumulations() == [line]
+    assert f"  {line}" in str(trace)
+
+
+@pytest.mark.parametrize(
+    ("expression", "point"),
+    [
+        ("a*b + c/a - b", (2.0, -0.5, 0.3)),
+        ("tanh(a) * exp(b) / log(c)", (0.4, 0.2, 3.0)),
+        ("sigmoid(a - b) ** c", (0.4, 0.2, 3.0)),
+        ("a ** b + -c", (1.5, 0.5, 2.0)),
+    ],
+)
+def test_local_formulas_give_the_rules_numbers(expression, point):
+    # each formula, read as an expression over the same variables, gives the rule's number
+    variables = {n: Value(x, label=n) for n, x in zip("abc", point)}
+    trace = explain(parse_expression(expression, variables), variables)
+    checked = 0
+    for s in trace.steps:
+        for i in s.inputs:
+            if i.local is None:
+                continue
+            value = parse_expression(i.formula, dict(zip("abc", point))).data
+            assert math.isclose(value, i.local, rel_tol=1e-12), (i.formula, value, i.local)
+            checked += 1
+    assert checked >= 4
+
+
+def test_help_lists_the_languages_functions(capsys):
+    from modelwright_autograd.explain.expr import FUNCTIONS
+
+    with pytest.raises(SystemExit):
+        main(["explain", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert " ".join(FUNCTIONS) in help_text
+
+
+# ---------------------------------------------------------------------- size and paths
+def _balanced(n):
+    """n copies of a*b+c summed as a balanced tree of brackets: 8 characters a copy."""
+    if n == 1:
+        return "a*b+c"
+    return f"({_balanced(n // 2)})+({_balanced(n - n // 2)})"
+
+
+def test_big_expressions_finish_or_are_refused_clearly(capsys):
+    from modelwright_autograd.explain.expr import MAX_LENGTH, MAX_NODES
+
+    fifteen = _balanced(1900)  # 15 KB of 1900 terms
+    assert 15_000 < len(fifteen) <= MAX_LENGTH
+    assert main(["explain", fifteen, "a=1", "b=2", "c=3"]) == 0
+    out = capsys.readouterr().out
+    assert "d/da = 3800" in out  # 1900 uses of a*b, each pushing b = 2
+    longest = max(len(line) for line in out.splitlines())
+    assert longest < 400  # labels are cut: no row is padded to the whole expression
+    assert "…" in out
+
+    sixty_three = _balanced(8000)  # 63 KB (8000 terms): refused by its length, at once
+    assert main(["explain", sixty_three, "a=1", "b=2", "c=3"]) == 2
+    err = capsys.readouterr().err
+    assert f"the limit is {MAX_LENGTH:,}" in err and len(err) < 300
+
+    many = _balanced(1200).replace("a*b+c", "-" * 10 + "a")  # 11 operations a term
+    assert len(many) < MAX_LENGTH
+    with pytest.raises(ExpressionError, match=f"more than {MAX_NODES:,} parts") as info:
+        parse_expression(many, {"a": 1.0, "b": 2.0})
+    assert len(str(info.value)) < 400  # the message shows a window of the text, not all
+
+
+def test_ten_megabytes_from_python_are_refused_by_length_first():
+    huge = "a+" * 5_000_000
+    with pytest.raises(ExpressionError, match="characters long"):
+        parse_expression(huge, {"a": 1.0})
+
+
+def test_long_python_labels_are_cut_in_every_view():
+    a = Value(1.0, label="x" * 5000)
+    trace = explain(a * 2.0)
+    assert max(len(line) for line in str(trace).splitlines()) < 200
+    assert len(trace.steps[0].inputs[0].node) <= 40
+
+
+@pytest.mark.parametrize("where", ["/proc/x.svg", "DIR/x.svg", "DIR/none/x.svg"])
+@pytest.mark.parametrize("option", ["--graph", "--html"])
+def test_unwritable_outputs_are_one_line_errors_before_the_work(tmp_path, capsys, where, option):
+    (tmp_path / "x.svg").mkdir()  # a folder where the file should go
+    path = where.replace("DIR", str(tmp_path))
+    if option == "--html":
+        path = path.replace(".svg", ".html")
+        (tmp_path / "x.html").mkdir()
+    assert main(["explain", "a*b", "a=1", "b=2", option, path]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""  # checked before the trace was printed
+    assert captured.err.count("\n") == 1 and f"cannot write {path}" in captured.err
+
+
+def test_a_full_disk_is_a_one_line_error(tmp_path, monkeypatch, capsys):
+    # simulated: the write itself fails with ENOSPC after the path check passed
+    import errno
+
+    from modelwright_autograd.explain import picture
+
+    def full(path, write, binary=False):
+        raise OSError(errno.ENOSPC, f"cannot write {path}: No space left on device")
+
+    monkeypatch.setattr(picture, "atomic_write", full)
+    path = str(tmp_path / "g.svg")
+    assert main(["explain", "a*b", "a=1", "b=2", "--graph", path]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"cannot write {path}: No space left" in err

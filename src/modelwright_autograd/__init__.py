@@ -8,8 +8,9 @@ with finite differences (``gradgradcheck`` their derivatives); ``grad``, ``jacob
 ``explain`` module show a backward pass at work.
 
 Only the standard-library parts (the scalar engine, its nets, losses, optimisers and
-gradcheck) are imported here; the names that need NumPy or Graphviz load their module when
-first used, so ``import modelwright_autograd`` works with neither installed.
+gradcheck) are imported here; the tensor engine's names load NumPy, and the pictures their
+module, when first used, so ``import modelwright_autograd`` works with neither NumPy nor
+Graphviz installed (pictures need Graphviz only for PNG and PDF).
 """
 
 from importlib import import_module

@@ -138,3 +138,22 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
     if size > limit:
         raise UnreadableFile(f"grew past {limit:,} bytes while being read", size=size)
     return b"".join(chunks)
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """Raise OSError with a one-line message naming ``path`` unless a file can be written
+    there: its folder exists and takes a new file (probed by creating and removing one),
+    and ``path`` is not a folder. Call it before the work whose result goes to ``path``."""
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"cannot write {path}: it is a folder")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist")
+    probe = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.probe")
+    try:
+        with open(probe, "xb"):
+            pass
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write {path}: {e.strerror or e}") from None
+    probe.unlink(missing_ok=True)
+    return path

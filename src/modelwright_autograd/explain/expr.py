@@ -6,6 +6,9 @@ before anything is built; nothing is ever passed to ``eval``. Allowed: numbers, 
 that were given a value, ``+ - * / **``, unary minus, parentheses and the functions
 ``exp log tanh relu sigmoid``. Anything else raises ``ExpressionError`` pointing at the
 offending part of the text.
+
+Everything is linear in the text's length, and both the length and the number of nodes are
+capped (``MAX_LENGTH``, ``MAX_NODES``), so a huge string is refused before any work.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import operator
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 
-from .engine import Value
+from ..engine import Value
 
 #: The functions an expression may call, each a method of ``Value``.
 FUNCTIONS: dict[str, Callable[[Value], Value]] = {
@@ -74,6 +77,15 @@ _NODE_NAMES = {
     ast.Slice: "slices",
 }
 
+#: The longest expression accepted, in characters, and the most nodes it may build: a
+#: narrated backward pass of more is no longer readable, and the caps bound time and memory.
+MAX_LENGTH = 20_000
+MAX_NODES = 10_000
+#: Interior nodes are labelled with their text, shortened to this many characters.
+MAX_LABEL = 40
+#: An error message shows at most this many characters of the text around the fault.
+WINDOW = 76
+
 _ALLOWED = (
     "allowed: numbers, variables given as name=value, + - * / **, unary minus, "
     "parentheses and the functions " + ", ".join(FUNCTIONS)
@@ -111,9 +123,15 @@ class ExpressionError(ValueError):
         hint = f"\n  ({self.hint})" if self.hint else ""
         if self.text is None:
             return self.message + hint
-        shown = "".join(ch if ch.isprintable() else " " for ch in self.text)
-        carets = " " * self.start + "^" * (self.end - self.start)
-        return f"{self.message} (column {self.column})\n  {shown}\n  {carets}{hint}"
+        # a window of at most WINDOW characters around the offending part, so that the
+        # message stays short however long the text is
+        lo = max(0, min(self.start - WINDOW // 3, len(self.text) - WINDOW))
+        hi = min(len(self.text), lo + WINDOW)
+        shown = "".join(ch if ch.isprintable() else " " for ch in self.text[lo:hi])
+        before, after = ("…" if lo else ""), ("…" if hi < len(self.text) else "")
+        width = max(1, min(self.end, hi) - self.start)
+        carets = " " * (len(before) + self.start - lo) + "^" * width
+        return f"{self.message} (column {self.column})\n  {before}{shown}{after}\n  {carets}{hint}"
 
 
 def parse_assignments(pairs: Iterable[str]) -> dict[str, Value]:
@@ -159,6 +177,10 @@ def parse_expression(text: str, variables: Mapping[str, Value | float] | None = 
     """
     if not isinstance(text, str):
         raise TypeError(f"expression must be a str, got {type(text).__name__}")
+    if len(text) > MAX_LENGTH:  # first, before looking at a single character
+        raise ExpressionError(
+            f"the expression is {len(text):,} characters long; the limit is {MAX_LENGTH:,}"
+        )
     values = _as_values(variables or {})
     for i, ch in enumerate(text):
         if ch in "\r\n":
@@ -201,11 +223,31 @@ class _Builder:
     def __init__(self, text: str, variables: dict[str, Value]) -> None:
         self.text = text
         self.variables = variables
-        self.encoded = text.encode("utf-8")
+        self.nodes = 0
+        encoded = text.encode("utf-8")
+        # ast reports UTF-8 byte offsets: map each to a character offset, once (linear).
+        self.columns: list[int] | None = None
+        if len(encoded) != len(text):
+            self.columns = [0] * (len(encoded) + 1)
+            at = 0
+            for i, ch in enumerate(text):
+                for _ in range(len(ch.encode("utf-8"))):
+                    self.columns[at] = i
+                    at += 1
+            self.columns[at] = len(text)
 
     def _column(self, byte_offset: int) -> int:
-        """ast reports UTF-8 byte offsets; turn one into a character offset."""
-        return len(self.encoded[:byte_offset].decode("utf-8", errors="ignore"))
+        """The character offset of a UTF-8 byte offset reported by ast."""
+        return byte_offset if self.columns is None else self.columns[byte_offset]
+
+    def _label(self, node: ast.expr) -> str:
+        """The text ``node`` came from, its middle cut out when longer than MAX_LABEL."""
+        start = self._column(node.col_offset)
+        end = self._column(node.end_col_offset)  # type: ignore[arg-type]
+        if end - start <= MAX_LABEL:
+            return self.text[start:end]
+        half = (MAX_LABEL - 1) // 2
+        return self.text[start : start + half] + "…" + self.text[end - half : end]
 
     def _error(self, message: str, node: ast.AST) -> ExpressionError:
         start = self._column(node.col_offset)  # type: ignore[attr-defined]
@@ -223,6 +265,10 @@ class _Builder:
 
     def check(self, node: ast.expr) -> None:
         """Raise ExpressionError at the leftmost part of ``node`` outside the language."""
+        if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call)):  # one Value each
+            self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise self._error(f"the expression has more than {MAX_NODES:,} parts", node)
         if isinstance(node, ast.Constant):
             value = node.value
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -275,19 +321,31 @@ class _Builder:
 
     def build(self, node: ast.expr) -> Value:
         """Build the checked ``node`` from Values (see ``check`` for what can appear)."""
+        out = self._build(node)
+        return out if isinstance(out, Value) else Value(out)
+
+    def _build(self, node: ast.expr) -> Value | float:
+        """A number for a number in the text (a constant: ``a**2`` uses the engine's
+        constant-exponent rule, and no gradient is pushed into a literal), else a Value."""
         if isinstance(node, ast.Constant):
-            return Value(float(node.value))
+            return float(node.value)
         if isinstance(node, ast.Name):
             return self.variables[node.id]
         if isinstance(node, ast.UnaryOp):
-            if isinstance(node.operand, ast.Constant):  # -2 is the number -2, not neg(2)
-                return Value(-float(node.operand.value))
-            out = -self.build(node.operand)
+            operand = self._build(node.operand)
+            if not isinstance(operand, Value):  # -2 is the number -2, not neg(2)
+                return -operand
+            out = -operand
         elif isinstance(node, ast.BinOp):
-            apply = _BINARY[type(node.op)]
-            out = apply(self.build(node.left), self.build(node.right))
+            left, right = self._build(node.left), self._build(node.right)
+            if not isinstance(left, Value) and not isinstance(right, Value):
+                left = Value(left)  # two numbers: still a node, so its text can be shown
+            out = _BINARY[type(node.op)](left, right)  # type: ignore[arg-type]
         else:
             assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            out = FUNCTIONS[node.func.id](self.build(node.args[0]))
-        out.label = ast.get_source_segment(self.text, node) or ""
+            argument = self._build(node.args[0])
+            out = FUNCTIONS[node.func.id](
+                argument if isinstance(argument, Value) else Value(argument)
+            )
+        out.label = self._label(node)
         return out

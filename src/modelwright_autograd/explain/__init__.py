@@ -1,0 +1,28 @@
+"""See backpropagation work: a narrated backward pass, pictures of the graph, and an
+interactive page that steps through it.
+
+* ``expr``: a safe expression language that builds ``Value`` graphs from text;
+* ``trace``: ``explain(value)`` runs backward() and records every step (a ``Trace``);
+* ``picture``: the layered layout, SVG and DOT drawings (``draw_graph``, ``save_graph``);
+* ``page``: the self-contained HTML page that animates a trace;
+* ``command``: the ``modelwright-autograd explain`` command.
+"""
+
+from .expr import ExpressionError, parse_assignments, parse_expression
+from .picture import Graph, GraphvizMissingWarning, draw_graph, save_graph
+from .trace import InputStep, Node, Step, Trace, explain
+
+__all__ = [
+    "ExpressionError",
+    "Graph",
+    "GraphvizMissingWarning",
+    "InputStep",
+    "Node",
+    "Step",
+    "Trace",
+    "draw_graph",
+    "explain",
+    "parse_assignments",
+    "parse_expression",
+    "save_graph",
+]

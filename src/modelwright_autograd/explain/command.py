@@ -1,0 +1,70 @@
+"""What the ``modelwright-autograd explain`` command does (its options are in cli.py):
+parse, trace, print, draw."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from pathlib import Path
+
+from ..files import check_writable
+from ..graph import topological_order
+from .expr import ExpressionError, parse_assignments, parse_expression
+from .picture import FORMATS, Graph, GraphvizMissingWarning
+from .trace import explain
+
+_PROG = "modelwright-autograd explain: error:"
+
+
+def run(args: argparse.Namespace) -> int:
+    """The ``explain`` subcommand: 0 on success, 2 for a refused expression or argument,
+    1 when an output file cannot be written (checked before the work where it can be)."""
+    if args.graph is not None and Path(args.graph).suffix.lower().lstrip(".") not in FORMATS:
+        print(f"{_PROG} --graph {args.graph!r}: use a .svg, .png, .pdf or .dot file name",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    if args.html is not None and Path(args.html).suffix.lower() not in (".html", ".htm"):
+        print(f"{_PROG} --html {args.html!r}: use a file name ending in .html", file=sys.stderr)
+        return 2
+    try:
+        for path in (args.graph, args.html):
+            if path is not None:
+                check_writable(path)
+    except OSError as e:
+        print(f"{_PROG} {e}", file=sys.stderr)
+        return 1
+    try:
+        variables = parse_assignments(args.assignments)
+        out = parse_expression(args.expression, variables)
+    except ExpressionError as e:
+        print(f"{_PROG} {e}", file=sys.stderr)
+        return 2
+    trace = explain(out, variables)
+    from ..cli import emit  # the command line's printing, shared with train and evaluate
+
+    if emit([trace.to_json() if args.json else trace.to_text()]):
+        return 1  # the reader went away (``| head``)
+    used = set(topological_order(out))
+    for name, v in variables.items():
+        if v not in used:
+            print(f"note: {name} is given but not used, so its gradient is 0", file=sys.stderr)
+    try:
+        if args.graph is not None:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", GraphvizMissingWarning)
+                written = Graph(trace).save(args.graph)
+            for w in caught:
+                print(f"note: {w.message}", file=sys.stderr)
+            print(f"graph written to {written}", file=sys.stderr)
+        if args.html is not None:
+            from .page import write_page
+
+            write_page(trace, args.html)
+            print(f"page written to {args.html}", file=sys.stderr)
+    except OSError as e:
+        message = str(e) if str(args.graph) in str(e) or str(args.html) in str(e) else None
+        print(f"{_PROG} {message or f'cannot write the output: {e.strerror or e}'}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0

@@ -1,0 +1,316 @@
+"""Pictures of a graph with no Graphviz needed: a layered layout computed here, an SVG
+writer, and DOT text for those who have Graphviz.
+
+The layout puts inputs on the left and the output on the right: an op node sits one layer
+right of its deepest input, a leaf one layer left of its first use, and each layer is
+ordered by where its nodes' users are, which keeps most edges short and uncrossed. The same
+layout draws ``draw_graph``'s picture and the interactive page (``page.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import warnings
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+
+from ..engine import Value
+from ..files import atomic_write, check_writable
+from .trace import Trace, _fmt, record
+
+#: Formats ``save_graph`` writes: SVG and DOT text itself, PNG and PDF through Graphviz.
+FORMATS = ("svg", "dot", "gv", "png", "pdf")
+GRAPHVIZ_FORMATS = ("png", "pdf")
+
+BOX_W, BOX_H = 176, 84  # a node's box; five 15-pixel lines of 12-pixel text
+GAP_X, GAP_Y = 120, 24  # room between layers for the edge labels, and between rows
+MARGIN = 16
+#: Fused ops (one node for many inputs): in a big graph, the leaves that only feed one of
+#: them are folded into its box, so a neuron is one box, not one per weight.
+FUSED_OPS = ("sum", "dot")
+FOLD_ABOVE = 60  # fold when the graph has more nodes than this
+_CHARS = 24  # characters that fit on a line of a box
+
+# Okabe-Ito colours, distinguishable with any common colour-vision deficiency.
+_FILL = {"variable": "#d6e9f8", "constant": "#eeeeee", "op": "#ffffff"}
+_STROKE = {"variable": "#0072b2", "constant": "#666666", "op": "#333333"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each shown node's box goes (top-left corner), and which nodes are folded
+    into a fused node's box (``folded[leaf] = fused node``)."""
+
+    x: dict[int, float]
+    y: dict[int, float]
+    width: float
+    height: float
+    folded: dict[int, int]
+
+
+def layout(trace: Trace, fold: bool | None = None) -> Layout:
+    """Lay out ``trace.nodes`` left to right by depth (linear in the graph's size, plus a
+    sort per layer). ``fold`` defaults to folding graphs of more than FOLD_ABOVE nodes."""
+    nodes = trace.nodes
+    users: list[list[int]] = [[] for _ in nodes]
+    for n in nodes:
+        for i in n.inputs:
+            users[i].append(n.id)
+    if fold is None:
+        fold = len(nodes) > FOLD_ABOVE
+    folded = {
+        n.id: users[n.id][0]
+        for n in nodes
+        if fold
+        and not n.inputs
+        and users[n.id]
+        and len(set(users[n.id])) == 1
+        and nodes[users[n.id][0]].op in FUSED_OPS
+    }
+    layer = [0] * len(nodes)
+    for n in nodes:  # topological: inputs first
+        if n.inputs:
+            layer[n.id] = 1 + max(layer[i] for i in n.inputs)
+    for n in nodes:
+        if not n.inputs and users[n.id]:  # a leaf sits just left of its first use
+            layer[n.id] = min(layer[u] for u in users[n.id]) - 1
+    shown = [n.id for n in nodes if n.id not in folded]
+    depth = max((layer[i] for i in shown), default=0)
+    by_layer: list[list[int]] = [[] for _ in range(depth + 1)]
+    for i in shown:
+        by_layer[layer[i]].append(i)
+    tallest = max(len(ids) for ids in by_layer)
+    pitch = BOX_H + GAP_Y
+    x: dict[int, float] = {}
+    y: dict[int, float] = {}
+    for k in range(depth, -1, -1):  # from the output back: each layer follows its users
+        ids = by_layer[k]
+
+        def where_used(i: int) -> float:
+            placed = [y[u] for u in users[i] if u in y]
+            return sum(placed) / len(placed) if placed else 0.0
+
+        ids.sort(key=lambda i: (where_used(i), i))
+        top = MARGIN + (tallest - len(ids)) * pitch / 2
+        for row, i in enumerate(ids):
+            x[i] = MARGIN + k * (BOX_W + GAP_X)
+            y[i] = top + row * pitch
+    width = 2 * MARGIN + (depth + 1) * BOX_W + depth * GAP_X
+    height = 2 * MARGIN + tallest * pitch - GAP_Y
+    return Layout(x, y, width, height, folded)
+
+
+def _cut(text: str, chars: int = _CHARS) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def node_lines(trace: Trace, node_id: int, folded_count: int = 0) -> list[str]:
+    """The text in a node's box: name, op, data, grad (and, for a fused node in a big
+    graph, how many leaves are folded into it)."""
+    n = trace.nodes[node_id]
+    kind = {"variable": "variable", "constant": "constant"}.get(n.kind, f"op {n.op}")
+    if folded_count:
+        kind += f" (+{folded_count} leaves)"
+    return [_cut(n.name), kind, _cut(f"data {_fmt(n.data)}"), _cut(f"grad {_fmt(n.grad)}")]
+
+
+def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str:
+    """The graph as a standalone SVG document (every piece of text escaped). Edges carry
+    their role and, once backward has run, the amount pushed along them; a value that
+    collected gradient on several paths shows the sum under its grad."""
+    where = layout(trace) if where is None else where
+    received = trace.received()
+    pushed_shown = bool(trace.steps) and trace.steps[0].grad != 0.0
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="mw-graph" role="img" '
+        f'width="{where.width:.0f}" height="{where.height:.0f}" '
+        f'viewBox="0 0 {where.width:.0f} {where.height:.0f}" '
+        f'font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="12">',
+        f"<title>computation graph of {escape(trace.output)}</title>",
+        f'<defs><marker id="{prefix}-arrow" viewBox="0 0 10 10" refX="10" refY="5" '
+        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        '<path d="M0,0 L10,5 L0,10 z" fill="#555555"/></marker></defs>',
+    ]
+    folded_count: dict[int, int] = {}
+    for fused in where.folded.values():
+        folded_count[fused] = folded_count.get(fused, 0) + 1
+    pushes = {
+        (s.id, k): i for s in trace.steps for k, i in enumerate(s.inputs)
+    }  # what each edge (user, input position) carried
+    for n in trace.nodes:
+        if n.id not in where.x:
+            continue
+        seen: dict[int, int] = {}
+        for k, src in enumerate(n.inputs):
+            if src in where.folded:
+                continue
+            twin = seen.get(src, 0)  # a * a: the second edge bends the other way
+            seen[src] = twin + 1
+            bend = 16.0 * twin
+            x1, y1 = where.x[src] + BOX_W, where.y[src] + BOX_H / 2
+            x2, y2 = where.x[n.id], where.y[n.id] + BOX_H / 2 + bend
+            mid = (x1 + x2) / 2
+            step = pushes.get((n.id, k))
+            role = step.role if step else ""
+            amount = "" if step is None or not pushed_shown else _fmt(step.pushed)
+            label = f"{role}: {amount}" if amount not in ("", "-") else role
+            lx, ly = x1 + (x2 - x1) * 0.55, y1 + (y2 - y1) * 0.55 - 4 + bend
+            parts.append(
+                f'<g class="edge" id="{prefix}-e{n.id}-{k}" data-src="{src}" data-dst="{n.id}">'
+                f'<path d="M{x1:.1f},{y1:.1f} C{mid:.1f},{y1 + bend:.1f} {mid:.1f},{y2:.1f} '
+                f'{x2 - 2:.1f},{y2:.1f}" fill="none" stroke="#555555" stroke-width="1.3" '
+                f'marker-end="url(#{prefix}-arrow)"/>'
+                f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="middle" font-size="11" '
+                f'fill="#222222" paint-order="stroke" stroke="#ffffff" stroke-width="3">'
+                f'<tspan class="role">{escape(role)}</tspan>'
+                f'<tspan class="pushed">{escape(label[len(role) :])}</tspan></text></g>'
+            )
+    for n in trace.nodes:
+        if n.id not in where.x:
+            continue
+        x, y = where.x[n.id], where.y[n.id]
+        lines = node_lines(trace, n.id, folded_count.get(n.id, 0))
+        parts_of_sum = received.get(n.id, [])
+        total = _cut("= " + " + ".join(_fmt(a) for _, a in parts_of_sum))
+        sum_line = total if len(parts_of_sum) > 1 and pushed_shown else ""
+        parts.append(
+            f'<g class="node {n.kind}" id="{prefix}-n{n.id}" data-id="{n.id}">'
+            f"<title>{escape(n.name)}</title>"
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{BOX_W}" height="{BOX_H}" rx="6" '
+            f'fill="{_FILL[n.kind]}" stroke="{_STROKE[n.kind]}" stroke-width="1.5"/>'
+        )
+        classes = ("name", "op", "data", "grad", "sum")
+        for row, (cls, text) in enumerate(zip(classes, [*lines, sum_line])):
+            weight = ' font-weight="bold"' if cls == "name" else ""
+            parts.append(
+                f'<text class="{cls}" x="{x + 8:.1f}" y="{y + 17 + 15 * row:.1f}" '
+                f'fill="#111111"{weight}>{escape(text)}</text>'
+            )
+        parts.append("</g>")
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def to_dot(trace: Trace) -> str:
+    """The graph as Graphviz DOT text: one record per node, edges labelled by role."""
+    lines = [
+        "digraph {",
+        "  rankdir=LR",
+        '  node [shape=record fontname="Helvetica" fontsize=11]',
+        '  edge [fontname="Helvetica" fontsize=9]',
+    ]
+    for n in trace.nodes:
+        fields = [n.name] + ([f"op {n.op}"] if n.op else [])
+        fields += [f"data {_fmt(n.data)}", f"grad {_fmt(n.grad)}"]
+        label = "{" + " | ".join(_escape_record(f) for f in fields) + "}"
+        lines.append(f'  n{n.id} [label="{label}"]')
+    roles = {(s.id, k): i.role for s in trace.steps for k, i in enumerate(s.inputs)}
+    for n in trace.nodes:
+        for k, src in enumerate(n.inputs):
+            role = _escape_record(roles.get((n.id, k), ""))
+            lines.append(f'  n{src} -> n{n.id} [label="{role}"]')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def _escape_record(text: str) -> str:
+    """Escape the characters that structure a Graphviz record label."""
+    text = text.replace("\n", " ").replace("\r", " ")
+    for ch in '\\{}|<>"':
+        text = text.replace(ch, "\\" + ch)
+    return text
+
+
+class Graph:
+    """A picture of a graph: ``svg()`` (drawn here), ``source`` (DOT text), ``save(path)``.
+    In a notebook it shows itself as SVG, so no Graphviz is needed to see it."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.layout = layout(trace)
+
+    def __repr__(self) -> str:
+        return f"<Graph of {self.trace.output!r}: {len(self.trace.nodes)} nodes>"
+
+    def svg(self, prefix: str = "mw") -> str:
+        return to_svg(self.trace, self.layout, prefix)
+
+    def _repr_svg_(self) -> str:
+        return self.svg(prefix=f"mw{id(self):x}")  # several pictures in one notebook
+
+    @property
+    def source(self) -> str:
+        """DOT text, for Graphviz's ``dot``."""
+        return to_dot(self.trace)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the picture; see ``save_graph``."""
+        path = Path(path)
+        fmt = path.suffix.lower().lstrip(".")
+        if fmt not in FORMATS:
+            raise ValueError(
+                f"cannot tell the picture format from {path.name!r}: use a name ending in "
+                ".svg, .png, .pdf, or .dot for DOT text"
+            )
+        check_writable(path)
+        if fmt == "svg":
+            data = self.svg().encode("utf-8")
+        elif fmt in ("dot", "gv"):
+            data = self.source.encode("utf-8")
+        else:
+            try:
+                data = _render_with_graphviz(self.source, fmt)
+            except _NoGraphviz as missing:
+                path = path.with_suffix(".svg")
+                check_writable(path)
+                data = self.svg().encode("utf-8")
+                warnings.warn(
+                    f"{missing} so the graph was drawn as SVG to {path} instead. Install "
+                    f"Graphviz (e.g. `apt install graphviz`, `pip install graphviz`) for "
+                    f".{fmt}, or convert the SVG: "
+                    f"`rsvg-convert -f {fmt} {shlex.quote(str(path))}`",
+                    GraphvizMissingWarning,
+                    stacklevel=3,
+                )
+        atomic_write(path, lambda f: f.write(data), binary=True)
+        return path
+
+
+class GraphvizMissingWarning(UserWarning):
+    """``save_graph`` drew SVG because Graphviz (the program or the package) is missing."""
+
+
+class _NoGraphviz(Exception):
+    pass
+
+
+def _render_with_graphviz(source: str, fmt: str) -> bytes:
+    """Render DOT text with Graphviz's ``dot``; the ``graphviz`` package is imported only
+    here, so nothing else needs it."""
+    try:
+        import graphviz
+    except ImportError:
+        raise _NoGraphviz("the graphviz Python package is not installed,") from None
+    try:
+        return graphviz.Source(source).pipe(format=fmt)
+    except graphviz.ExecutableNotFound:
+        raise _NoGraphviz("Graphviz's `dot` program was not found,") from None
+
+
+def draw_graph(value: Value) -> Graph:
+    """A picture of everything ``value`` depends on: one box per Value with its name, op,
+    data and grad, an arrow from each input labelled with its role and, after
+    ``backward()``, with what was pushed along it. Leaves are constants unless labelled."""
+    if not isinstance(value, Value):
+        raise TypeError(f"draw_graph needs a Value, got {type(value).__name__}")
+    return Graph(record(value))
+
+
+def save_graph(value: Value, path: str | os.PathLike[str]) -> Path:
+    """Draw ``value``'s graph to ``path`` and return the path written: .svg is drawn here
+    (no Graphviz needed), .dot/.gv is DOT text, .png/.pdf go through Graphviz's ``dot``.
+    Without Graphviz, .png/.pdf become an .svg beside it, with a warning saying so. The
+    path is checked first, and files are replaced atomically."""
+    return draw_graph(value).save(path)
