@@ -130,7 +130,7 @@ def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str
         f'font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="12">',
         f"<title>computation graph of {escape(trace.output)}</title>",
         f'<defs><marker id="{prefix}-arrow" viewBox="0 0 10 10" refX="10" refY="5" '
-        'markerWidth="7" markerHeight="7" orient="auto-start-reverse">'
+        'markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto">'
         '<path d="M0,0 L10,5 L0,10 z" fill="#555555"/></marker></defs>',
     ]
     folded_count: dict[int, int] = {}

@@ -296,7 +296,7 @@ def record(
         variables = {_name_of(n): n for n in order if not n._prev and _name_of(n)}
     ids = {node: k for k, node in enumerate(order)}
     reported = {id(v) for v in variables.values()}
-    names = _node_names(order)
+    names = _node_names(order, variables)
     nodes = tuple(
         Node(
             ids[n],
@@ -420,19 +420,25 @@ def _operand(name: str) -> str:
 
 def _name_of(node: Value) -> str:
     """A node's label as text, cut to MAX_NAME characters."""
-    label = node.label if isinstance(node.label, str) else str(node.label)
-    if len(label) > MAX_NAME:
+    return _short(node.label if isinstance(node.label, str) else str(node.label))
+
+
+def _short(text: str) -> str:
+    """``text`` with its middle cut out when longer than MAX_NAME characters."""
+    if len(text) > MAX_NAME:
         half = (MAX_NAME - 1) // 2
-        return label[:half] + "…" + label[-half:]
-    return label
+        return text[:half] + "…" + text[-half:]
+    return text
 
 
-def _node_names(order: list[Value]) -> dict[Value, str]:
-    """A readable name per node: its label, else a constant's value, else v1, v2..."""
+def _node_names(order: list[Value], variables: Mapping[str, Value]) -> dict[Value, str]:
+    """A readable name per node: its label (or its name in ``variables``), else a
+    constant's value, else v1, v2..."""
+    given = {id(v): _short(name) for name, v in variables.items()}
     names: dict[Value, str] = {}
     count = 0
     for node in order:
-        label = _name_of(node)
+        label = _name_of(node) or given.get(id(node), "")
         if label:
             names[node] = label
         elif not node._prev:
