@@ -21,8 +21,8 @@ from ..files import atomic_write, check_writable
 from .picture import layout, to_svg
 from .trace import LEGEND, Trace, _fmt, _json_number, _short, local_text
 
-#: Graphs up to this wide (in pixels) are scaled to the window; wider ones scroll.
-FIT_WIDTH = 1400
+#: Graphs up to this wide (in pixels) shrink to fit the window; wider ones scroll.
+FIT_WIDTH = 1600
 PREFIX = "mw"  # the SVG ids the script looks up: mw-n<id>, mw-e<node>-<input position>
 
 
@@ -123,6 +123,7 @@ def page_html(trace: Trace) -> str:
         "@DATA@": _script_json(view),
         "@COUNT@": str(len(trace.steps)),
         "@FIT@": "fit" if where.width <= FIT_WIDTH else "",
+        "@WIDTH@": f"{where.width:.0f}",
     }
     # one pass, so text put in (a label that reads "@DATA@") is never replaced again
     return re.sub(r"@[A-Z]+@", lambda m: replacements[m.group()], template)

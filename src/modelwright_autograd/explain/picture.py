@@ -25,7 +25,7 @@ FORMATS = ("svg", "dot", "gv", "png", "pdf")
 GRAPHVIZ_FORMATS = ("png", "pdf")
 
 BOX_W, BOX_H = 176, 84  # a node's box; five 15-pixel lines of 12-pixel text
-GAP_X, GAP_Y = 120, 24  # room between layers for the edge labels, and between rows
+GAP_X, GAP_Y = 100, 24  # room between layers for the edge labels, and between rows
 MARGIN = 16
 #: Fused ops (one node for many inputs): in a big graph, the leaves that only feed one of
 #: them are folded into its box, so a neuron is one box, not one per weight.
@@ -156,7 +156,10 @@ def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str
             role = step.role if step else ""
             amount = "" if step is None or not pushed_shown else _fmt(step.pushed)
             label = f"{role}: {amount}" if amount not in ("", "-") else role
-            lx, ly = x1 + (x2 - x1) * 0.55, y1 + (y2 - y1) * 0.55 - 4 + bend
+            if x2 - x1 > BOX_W + 2 * GAP_X:  # a long edge: label it where it starts,
+                lx, ly = x1 + GAP_X / 2, y1 - 4 + bend  # before it passes other boxes
+            else:
+                lx, ly = x1 + (x2 - x1) * 0.55, y1 + (y2 - y1) * 0.55 - 4 + bend
             parts.append(
                 f'<g class="edge" id="{prefix}-e{n.id}-{k}" data-src="{src}" data-dst="{n.id}">'
                 f'<path d="M{x1:.1f},{y1:.1f} C{mid:.1f},{y1 + bend:.1f} {mid:.1f},{y2:.1f} '
