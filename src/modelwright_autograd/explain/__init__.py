@@ -9,6 +9,7 @@ interactive page that steps through it.
 """
 
 from .expr import ExpressionError, parse_assignments, parse_expression
+from .page import Page, write_page
 from .picture import Graph, GraphvizMissingWarning, draw_graph, save_graph
 from .trace import InputStep, Node, Step, Trace, explain
 
@@ -18,6 +19,7 @@ __all__ = [
     "GraphvizMissingWarning",
     "InputStep",
     "Node",
+    "Page",
     "Step",
     "Trace",
     "draw_graph",
@@ -25,4 +27,5 @@ __all__ = [
     "parse_assignments",
     "parse_expression",
     "save_graph",
+    "write_page",
 ]

@@ -27,6 +27,7 @@ GRAPHVIZ_FORMATS = ("png", "pdf")
 BOX_W, BOX_H = 176, 84  # a node's box; five 15-pixel lines of 12-pixel text
 GAP_X, GAP_Y = 100, 24  # room between layers for the edge labels, and between rows
 MARGIN = 16
+LANE = 18  # an edge that skips layers runs below the boxes, one lane each
 #: Fused ops (one node for many inputs): in a big graph, the leaves that only feed one of
 #: them are folded into its box, so a neuron is one box, not one per weight.
 FUSED_OPS = ("sum", "dot")
@@ -48,6 +49,7 @@ class Layout:
     width: float
     height: float
     folded: dict[int, int]
+    lanes: float  # where the first lane below the boxes runs (see ``to_svg``)
 
 
 def layout(trace: Trace, fold: bool | None = None) -> Layout:
@@ -98,8 +100,12 @@ def layout(trace: Trace, fold: bool | None = None) -> Layout:
             x[i] = MARGIN + k * (BOX_W + GAP_X)
             y[i] = top + row * pitch
     width = 2 * MARGIN + (depth + 1) * BOX_W + depth * GAP_X
-    height = 2 * MARGIN + tallest * pitch - GAP_Y
-    return Layout(x, y, width, height, folded)
+    lanes = MARGIN + tallest * pitch - GAP_Y + LANE
+    long_edges = sum(
+        1 for n in nodes if n.id in x for i in n.inputs if i in x and layer[n.id] - layer[i] > 1
+    )
+    height = lanes + LANE * long_edges + MARGIN - (LANE if not long_edges else 0)
+    return Layout(x, y, width, height, folded, lanes)
 
 
 def _cut(text: str, chars: int = _CHARS) -> str:
@@ -139,6 +145,7 @@ def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str
     pushes = {
         (s.id, k): i for s in trace.steps for k, i in enumerate(s.inputs)
     }  # what each edge (user, input position) carried
+    lane = where.lanes
     for n in trace.nodes:
         if n.id not in where.x:
             continue
@@ -156,14 +163,24 @@ def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str
             role = step.role if step else ""
             amount = "" if step is None or not pushed_shown else _fmt(step.pushed)
             label = f"{role}: {amount}" if amount not in ("", "-") else role
-            if x2 - x1 > BOX_W + 2 * GAP_X:  # a long edge: label it where it starts,
-                lx, ly = x1 + GAP_X / 2, y1 - 4 + bend  # before it passes other boxes
+            if x2 - x1 > BOX_W + 2 * GAP_X:  # it skips layers: run below the boxes
+                q = GAP_X / 2
+                path = (
+                    f"M{x1:.1f},{y1:.1f} C{x1 + q:.1f},{y1:.1f} {x1 + q:.1f},{lane:.1f} "
+                    f"{x1 + GAP_X:.1f},{lane:.1f} L{x2 - GAP_X:.1f},{lane:.1f} "
+                    f"C{x2 - q:.1f},{lane:.1f} {x2 - q:.1f},{y2:.1f} {x2 - 2:.1f},{y2:.1f}"
+                )
+                lx, ly = mid, lane - 4
+                lane += LANE
             else:
+                path = (
+                    f"M{x1:.1f},{y1:.1f} C{mid:.1f},{y1 + bend:.1f} {mid:.1f},{y2:.1f} "
+                    f"{x2 - 2:.1f},{y2:.1f}"
+                )
                 lx, ly = x1 + (x2 - x1) * 0.55, y1 + (y2 - y1) * 0.55 - 4 + bend
             parts.append(
                 f'<g class="edge" id="{prefix}-e{n.id}-{k}" data-src="{src}" data-dst="{n.id}">'
-                f'<path d="M{x1:.1f},{y1:.1f} C{mid:.1f},{y1 + bend:.1f} {mid:.1f},{y2:.1f} '
-                f'{x2 - 2:.1f},{y2:.1f}" fill="none" stroke="#555555" stroke-width="1.3" '
+                f'<path d="{path}" fill="none" stroke="#555555" stroke-width="1.3" '
                 f'marker-end="url(#{prefix}-arrow)"/>'
                 f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="middle" font-size="11" '
                 f'fill="#222222" paint-order="stroke" stroke="#ffffff" stroke-width="3">'

@@ -193,7 +193,8 @@ class Trace:
         if self.steps:
             lines += [
                 "Backward pass, in reverse topological order (each node comes after every "
-                "node that uses it). The columns:",
+                "node that uses it).",
+                "The columns:",
                 *(
                     f"  {name:<8} {meaning}".replace("\n", "\n" + " " * 11)
                     for name, meaning in LEGEND
