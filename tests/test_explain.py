@@ -534,16 +534,17 @@ def _balanced(n):
 def test_big_expressions_finish_or_are_refused_clearly(capsys):
     from modelwright_autograd.explain.expr import MAX_LENGTH, MAX_NODES
 
-    fifteen = _balanced(1900)  # 15 KB of 1900 terms
-    assert 15_000 < len(fifteen) <= MAX_LENGTH
+    fifteen = _balanced(1500)  # 15 KB of 1500 terms
+    assert 14_000 < len(fifteen) <= MAX_LENGTH
     assert main(["explain", fifteen, "a=1", "b=2", "c=3"]) == 0
     out = capsys.readouterr().out
-    assert "d/da = 3800" in out  # 1900 uses of a*b, each pushing b = 2
+    assert "d/da = 3000" in out  # 1500 uses of a*b, each pushing b = 2
     longest = max(len(line) for line in out.splitlines())
     assert longest < 400  # labels are cut: no row is padded to the whole expression
     assert "…" in out
 
-    sixty_three = _balanced(8000)  # 63 KB (8000 terms): refused by its length, at once
+    sixty_three = _balanced(6300)  # 63 KB: refused by its length, at once
+    assert len(sixty_three) > 60_000
     assert main(["explain", sixty_three, "a=1", "b=2", "c=3"]) == 2
     err = capsys.readouterr().err
     assert f"the limit is {MAX_LENGTH:,}" in err and len(err) < 300
