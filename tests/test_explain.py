@@ -590,7 +590,7 @@ def test_a_full_disk_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     from modelwright_autograd.explain import picture
 
     def full(path, write, binary=False):
-        raise OSError(errno.ENOSPC, f"cannot write {path}: No space left on device")
+        raise OSError(errno.ENOSPC, "No space left on device", f"{path}.1234.tmp")
 
     monkeypatch.setattr(picture, "atomic_write", full)
     path = str(tmp_path / "g.svg")

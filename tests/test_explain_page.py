@@ -122,3 +122,28 @@ def test_explain_in_python_writes_the_page_and_notebooks_show_it(tmp_path):
     assert inline.startswith("<iframe srcdoc=") and "<script>" not in inline
     with pytest.raises(OSError, match="cannot write"):
         explain(Value(1.0, label="b") * 2.0, html=str(tmp_path))  # a folder: refused first
+
+
+def test_pictures_and_pages_need_no_graphviz(tmp_path):
+    # with the graphviz package hidden, SVG pictures and pages still work, and PNG says so
+    import subprocess
+    import sys
+
+    code = f"""
+import sys
+sys.modules["graphviz"] = None  # any import of it now fails
+import warnings
+from modelwright_autograd import Value
+from modelwright_autograd.explain import GraphvizMissingWarning, draw_graph, explain, save_graph
+a = Value(2.0, label="a")
+out = a * a
+explain(out, html={str(tmp_path / "p.html")!r})
+save_graph(out, {str(tmp_path / "g.svg")!r})
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    written = save_graph(out, {str(tmp_path / "g.png")!r})
+assert written.suffix == ".svg", written
+assert "graphviz Python package is not installed" in str(caught[0].message)
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g.svg", "p.html"]

@@ -6,11 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from ..files import check_writable
 from ..graph import topological_order
 from .expr import ExpressionError, parse_assignments, parse_expression
+from .page import write_page
 from .picture import FORMATS, Graph, GraphvizMissingWarning
 from .trace import explain
 
@@ -49,22 +51,30 @@ def run(args: argparse.Namespace) -> int:
     for name, v in variables.items():
         if v not in used:
             print(f"note: {name} is given but not used, so its gradient is 0", file=sys.stderr)
-    try:
-        if args.graph is not None:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", GraphvizMissingWarning)
-                written = Graph(trace).save(args.graph)
-            for w in caught:
-                print(f"note: {w.message}", file=sys.stderr)
-            print(f"graph written to {written}", file=sys.stderr)
-        if args.html is not None:
-            from .page import write_page
-
-            write_page(trace, args.html)
-            print(f"page written to {args.html}", file=sys.stderr)
-    except OSError as e:
-        message = str(e) if str(args.graph) in str(e) or str(args.html) in str(e) else None
-        print(f"{_PROG} {message or f'cannot write the output: {e.strerror or e}'}",
-              file=sys.stderr)  # fmt: skip
-        return 1
+    if args.graph is not None:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", GraphvizMissingWarning)
+            written = _write(lambda: Graph(trace).save(args.graph), args.graph)
+        for w in caught:
+            print(f"note: {w.message}", file=sys.stderr)
+        if written is None:
+            return 1
+        print(f"graph written to {written}", file=sys.stderr)
+    if args.html is not None:
+        if _write(lambda: write_page(trace, args.html), args.html) is None:
+            return 1
+        print(f"page written to {args.html}", file=sys.stderr)
     return 0
+
+
+def _write(write: Callable[[], Path], path: str) -> Path | None:
+    """Run ``write``; on an OSError (a full disk, a folder that vanished) print one line
+    naming ``path`` and return None."""
+    try:
+        return write()
+    except OSError as e:
+        reason = e.strerror or str(e)
+        if not reason.startswith("cannot write"):  # check_writable's own message is whole
+            reason = f"cannot write {path}: {reason}"
+        print(f"{_PROG} {reason}", file=sys.stderr)
+        return None
