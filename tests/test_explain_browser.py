@@ -75,8 +75,12 @@ def _current(page) -> int | None:
 
 
 def _shown_grads(page) -> dict[str, float]:
-    items = page.query_selector_all("#mw-grads li")
-    return {li.get_attribute("data-name"): float(li.get_attribute("data-grad")) for li in items}
+    """The "Gradients so far" list, read from the page in one call."""
+    pairs = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#mw-grads li'),"
+        " li => [li.dataset.name, li.dataset.grad])"
+    )
+    return {name: float(grad) for name, grad in pairs}
 
 
 def test_stepping_through_the_backward_pass_with_the_keyboard(browser, tmp_path):
@@ -146,3 +150,18 @@ def test_a_two_layer_mlp_page_steps_to_the_engines_gradients(browser, tmp_path):
     assert _shown_grads(page) == {name: v.grad for name, v in {"x": x, **params}.items()}
     assert requests == [(tmp_path / "mlp.html").as_uri()]
     assert errors == []
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "1 error"), ("", "1 skipped")])
+def test_without_a_browser_ci_is_red_and_a_local_run_skips(tmp_path, ci, outcome):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "CI": ci, "PATH": str(tmp_path), "MW_CHROMIUM": ""}  # no chromium
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", __file__,
+         "-k", "keyboard"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert outcome in result.stdout, result.stdout[-2000:]
+    assert "apt-get install chromium" in result.stdout
