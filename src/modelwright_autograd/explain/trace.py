@@ -5,7 +5,7 @@ gradient that arrived, each input's local derivative (its formula and its value)
 amount pushed to that input. The numbers are not a second copy of the calculus: each comes
 from calling the node's own backward rule, which returns its inputs' gradients, so the
 narration cannot disagree with the engine. The same ``Trace`` is printed as a table, as
-JSON (``to_dict``), drawn by ``graph.py`` and animated by ``page.py``.
+JSON (``to_dict``), drawn by ``picture.py`` and animated by ``page.py``.
 """
 
 from __future__ import annotations
