@@ -66,15 +66,18 @@ def _view(trace: Trace, folded: dict[int, int]) -> dict:
     forward = [
         {
             "id": n.id,
-            "sentence": f"{n.name} = {n.op}("
+            "sentence": f"{n.name}: {n.op} of "
             + ", ".join(nodes[i].name for i in n.inputs)
-            + f") = {_fmt(n.data)}",
+            + f" = {_fmt(n.data)}",
         }
         for n in nodes
         if n.inputs
     ]
     return {
-        "nodes": [{"id": n.id, "name": n.name, "data": _fmt(n.data)} for n in nodes],
+        "nodes": [
+            {"id": n.id, "name": n.name, "data": _fmt(n.data), "constant": n.kind == "constant"}
+            for n in nodes
+        ],
         "history": {str(k): v for k, v in history.items()},
         "steps": steps,
         "forward": forward,

@@ -119,7 +119,8 @@ def node_lines(trace: Trace, node_id: int, folded_count: int = 0) -> list[str]:
     kind = {"variable": "variable", "constant": "constant"}.get(n.kind, f"op {n.op}")
     if folded_count:
         kind += f" (+{folded_count} leaves)"
-    return [_cut(n.name), kind, _cut(f"data {_fmt(n.data)}"), _cut(f"grad {_fmt(n.grad)}")]
+    grad = "-" if n.kind == "constant" else _fmt(n.grad)  # a constant needs no gradient
+    return [_cut(n.name), kind, _cut(f"data {_fmt(n.data)}"), _cut(f"grad {grad}")]
 
 
 def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str:
@@ -163,7 +164,7 @@ def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str
             role = step.role if step else ""
             amount = "" if step is None or not pushed_shown else _fmt(step.pushed)
             label = f"{role}: {amount}" if amount not in ("", "-") else role
-            if x2 - x1 > BOX_W + 2 * GAP_X:  # it skips layers: run below the boxes
+            if x2 - x1 > 2 * GAP_X:  # it skips a layer: run below the boxes
                 q = GAP_X / 2
                 path = (
                     f"M{x1:.1f},{y1:.1f} C{x1 + q:.1f},{y1:.1f} {x1 + q:.1f},{lane:.1f} "
