@@ -597,3 +597,18 @@ def test_a_full_disk_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     assert main(["explain", "a*b", "a=1", "b=2", "--graph", path]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"cannot write {path}: No space left" in err
+
+
+def test_readmes_explain_excerpts_are_what_the_command_prints(capsys):
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    section = readme[readme.index("## Seeing backpropagation work") :]
+    table, accumulation = re.findall(r"```text\n(.*?)```", section, re.S)[:2]
+    assert main(["explain", "a*b + c", "a=2", "b=3", "c=4"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert all(line in out for line in table.splitlines()), table
+    assert main(["explain", "tanh(a*b + c) * a", "a=2", "b=-0.5", "c=0.3"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert all(line in out for line in accumulation.splitlines()), accumulation
