@@ -475,7 +475,7 @@ examples:
 
 def add_explain(subparsers: Subparsers) -> None:
     """The ``explain`` command's options."""
-    from .explain.expr import FUNCTIONS
+    from .explain.expr import FUNCTIONS, MAX_LENGTH, MAX_NODES
 
     parser = subparsers.add_parser(
         "explain",
@@ -485,7 +485,9 @@ def add_explain(subparsers: Subparsers) -> None:
             "in reverse topological order, the gradient that arrived, each input's local "
             "derivative and what was pushed to it. The expression may use numbers "
             "(constants), the variables given as NAME=VALUE, + - * / **, unary minus, "
-            f"parentheses and {' '.join(FUNCTIONS)}; anything else is refused (exit code 2)."
+            f"parentheses and {' '.join(FUNCTIONS)}; anything else is refused (exit code 2), "
+            f"as is an expression longer than {MAX_LENGTH:,} characters or {MAX_NODES:,} "
+            "operations. An output that cannot be written is exit code 1, checked first."
         ),
         epilog=_EXPLAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
