@@ -165,3 +165,16 @@ def test_without_a_browser_ci_is_red_and_a_local_run_skips(tmp_path, ci, outcome
     )  # fmt: skip
     assert outcome in result.stdout, result.stdout[-2000:]
     assert "apt-get install chromium" in result.stdout
+
+
+def test_a_gradient_kept_from_an_earlier_backward_is_where_the_page_starts(browser, tmp_path):
+    a = Value(3.0, label="a")
+    out = a * a
+    out.backward()  # a.grad is 2a = 6 before explain's own pass adds 3 + 3 more
+    explain(out, html=str(tmp_path / "p.html"))
+    page, _, errors = _open(browser, tmp_path / "p.html")
+    assert _shown_grads(page) == {"a": 6.0}
+    page.keyboard.press("End")
+    assert _shown_grads(page) == {"a": a.grad} == {"a": 12.0}
+    assert "6 (before) + 3 + 3 = 12" in page.text_content("#mw-grads")
+    assert errors == []

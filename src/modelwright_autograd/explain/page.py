@@ -38,6 +38,11 @@ def _view(trace: Trace, folded: dict[int, int]) -> dict:
         history[out] = [[1, _json_number(trace.steps[0].grad), f"{_fmt(trace.steps[0].grad)}"]]
     totals: dict[int, float] = {}
     terms: dict[int, list[str]] = {}
+    for n in nodes:  # a leaf that kept a gradient from an earlier backward() starts there
+        prior = trace.before.get(n.name, 0.0) if n.kind == "variable" else 0.0
+        if prior != 0.0:
+            totals[n.id], terms[n.id] = prior, [f"{_fmt(prior)} (before)"]
+            history[n.id] = [[0, _json_number(prior), _fmt(prior)]]
     steps = []
     for s in trace.steps:
         rows = []
