@@ -612,3 +612,9 @@ def test_readmes_explain_excerpts_are_what_the_command_prints(capsys):
     assert main(["explain", "tanh(a*b + c) * a", "a=2", "b=-0.5", "c=0.3"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert all(line in out for line in accumulation.splitlines()), accumulation
+
+
+@pytest.mark.parametrize("pair", ["a" * 1_000_000, "1" * 1_000_000 + "=2", "a=" + "x" * 1_000_000])
+def test_huge_name_value_pairs_give_short_messages(capsys, pair):
+    assert main(["explain", "a", pair]) == 2
+    assert len(capsys.readouterr().err) < 500

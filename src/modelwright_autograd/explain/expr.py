@@ -146,26 +146,40 @@ def parse_assignments(pairs: Iterable[str]) -> dict[str, Value]:
         # NFKC: the form Python's parser gives identifiers, so "ａ=2" names the "ａ" in "ａ*2"
         stripped = unicodedata.normalize("NFKC", name.strip())
         if not sep:
-            raise ExpressionError(f"expected name=value, got {pair!r} (no '=')", pair, 0, len(pair))
+            raise ExpressionError(
+                f"expected name=value, got {_quoted(pair)} (no '=')", pair, 0, len(pair)
+            )
         if not stripped.isidentifier() or keyword.iskeyword(stripped):
-            raise ExpressionError(f"{stripped!r} is not a valid variable name", pair, 0, len(name))
+            raise ExpressionError(
+                f"{_quoted(stripped)} is not a valid variable name", pair, 0, len(name)
+            )
         if stripped in FUNCTIONS:
             raise ExpressionError(
                 f"{stripped!r} is a function name and cannot be a variable", pair, 0, len(name)
             )
         if stripped in variables:
-            raise ExpressionError(f"variable {stripped!r} is given twice", pair, 0, len(name))
+            raise ExpressionError(
+                f"variable {_quoted(stripped)} is given twice", pair, 0, len(name)
+            )
         try:
             x = float(number)
         except ValueError:
             raise ExpressionError(
-                f"the value of {stripped} must be a number, got {number!r}",
+                f"the value of {_quoted(stripped)[1:-1]} must be a number, got {_quoted(number)}",
                 pair,
                 len(name) + 1,
                 len(pair),
             ) from None
         variables[stripped] = Value(x, label=stripped)
     return variables
+
+
+def _quoted(text: str) -> str:
+    """``repr(text)``, its middle cut out when long, so that a message stays one short line."""
+    if len(text) > MAX_LABEL:
+        half = (MAX_LABEL - 1) // 2
+        text = text[:half] + "…" + text[-half:]
+    return repr(text)
 
 
 def parse_expression(text: str, variables: Mapping[str, Value | float] | None = None) -> Value:
