@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -248,7 +249,7 @@ def local_text(i: InputStep) -> str:
 def explain(
     value: Value,
     variables: Mapping[str, Value] | None = None,
-    html: str | None = None,
+    html: str | os.PathLike[str] | None = None,
 ) -> Trace:
     """Run ``value.backward()`` and record every step of it (see ``Trace``).
 
