@@ -120,13 +120,13 @@ class Trace:
         return into
 
     def accumulations(self) -> list[str]:
-        """One line per value that collects gradient on several paths, in the order the
-        pass finishes it: ``a: -0.604 (via tanh(a*b + c)) + -0.635 (via a*b) = -1.239``."""
+        """One line per value that collects gradient on several paths, in the order they
+        first receive some: ``a: -0.604 (via tanh(a*b + c)) + -0.635 (via a*b) = -1.239``."""
         lines = []
         received = self.received()
         names = {n.id: n.name for n in self.nodes}
         for node_id, parts in received.items():
-            prior = self.before.get(names[node_id], 0.0) if self._is_leaf(node_id) else 0.0
+            prior = self.before.get(names[node_id], 0.0) if not self.nodes[node_id].inputs else 0.0
             if len(parts) + (prior != 0.0) < 2:
                 continue
             terms = [f"{_fmt(prior)} (before)"] if prior != 0.0 else []
@@ -139,9 +139,6 @@ class Trace:
                 terms[MAX_TERMS - 3 : -2] = [f"... ({hidden} more)"]
             lines.append(f"{names[node_id]}: {' + '.join(terms)} = {_fmt(total)}")
         return lines
-
-    def _is_leaf(self, node_id: int) -> bool:
-        return not self.nodes[node_id].inputs
 
     def to_dict(self) -> dict:
         """``{"value", "grads", "nodes", "steps"}``; non-finite numbers become the strings
