@@ -618,3 +618,24 @@ def test_readmes_explain_excerpts_are_what_the_command_prints(capsys):
 def test_huge_name_value_pairs_give_short_messages(capsys, pair):
     assert main(["explain", "a", pair]) == 2
     assert len(capsys.readouterr().err) < 500
+
+
+def test_a_relu_neuron_is_narrated_with_the_dots_derivatives():
+    from modelwright_autograd import Neuron
+
+    neuron = Neuron(2, seed=3)
+    xs = [Value(0.5, label="x1"), Value(-1.5, label="x2")]
+    names = {"w1": neuron.w[0], "w2": neuron.w[1], "b": neuron.b}
+    for name, p in names.items():
+        p.label = name
+    out = neuron(xs)
+    assert out._op == "dot_relu"
+    if not out.data > 0.0:  # make it active: the inactive node runs no rule at all
+        neuron.b.data += 10.0 - out.data
+        out = neuron(xs)
+    trace = explain(out, {**names, "x1": xs[0], "x2": xs[1]})
+    (step,) = trace.steps
+    assert [i.role for i in step.inputs] == ["weight1", "weight2", "input1", "input2", "bias"]
+    assert [i.formula for i in step.inputs] == ["x1", "x2", "w1", "w2", "1"]
+    assert [i.local for i in step.inputs] == [0.5, -1.5, neuron.w[0].data, neuron.w[1].data, 1.0]
+    assert trace.grads["w1"] == 0.5 and trace.grads["x2"] == neuron.w[1].data

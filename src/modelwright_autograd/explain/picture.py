@@ -30,7 +30,7 @@ MARGIN = 16
 LANE = 18  # an edge that skips layers runs below the boxes, one lane each
 #: Fused ops (one node for many inputs): in a big graph, the leaves that only feed one of
 #: them are folded into its box, so a neuron is one box, not one per weight.
-FUSED_OPS = ("sum", "dot")
+FUSED_OPS = ("sum", "dot", "dot_relu")
 FOLD_ABOVE = 60  # fold when the graph has more nodes than this
 _CHARS = 24  # characters that fit on a line of a box
 

@@ -35,7 +35,7 @@ LEGEND = (
     (
         "role",
         "which operand the input is: left/right of + - * /, base/exponent of **,\n"
-        "input of a function, term1.. of a sum, weight1../input1../bias of a dot",
+        "input of a function, term1.. of a sum, weight1../input1../bias of a dot (dot_relu)",
     ),
     ("data", "the input's value"),
     ("local", "d(node)/d(input), the op's own derivative: its formula = its value"),
@@ -350,7 +350,7 @@ def _roles(node: Value) -> list[str]:
     n = len(node._prev)
     if node._op == "sum":
         return [f"term{i + 1}" for i in range(n)]
-    if node._op == "dot":
+    if node._op in ("dot", "dot_relu"):
         k = (n - 1) // 2
         return [*(f"weight{i + 1}" for i in range(k)), *(f"input{i + 1}" for i in range(k)), "bias"]
     if node._op == "**":
@@ -385,8 +385,10 @@ def _formulas(node: Value, roles: list[str], names: list[str], constant: list[bo
     shown = [_operand(name) for name in names]
     if node._op == "sum":
         return ["1"] * len(names)
-    if node._op == "dot":
-        k = (len(names) - 1) // 2
+    if node._op in ("dot", "dot_relu"):
+        if node._op == "dot_relu" and not node.data > 0.0:  # relu is off: nothing passes
+            return ["0 (relu off)"] * len(names)
+        k = (len(names) - 1) // 2  # relu on (or no relu): the dot's own derivatives
         return [*shown[k : 2 * k], *shown[:k], "1"]
     templates = _FORMULAS.get(node._op)
     if templates is None or len(templates) != len(names):
