@@ -227,11 +227,13 @@ def sum_dims(x: Arr, dims: Dims, keepdim: bool) -> Arr:
 
 def expand(g: Arr, dims: Dims, shape: Shape) -> Arr:
     """A reduction's gradient ``g`` repeated over the reduced ``dims`` to ``shape``."""
-    kept = g.reshape(_kept_shape(shape, dims))
     if not isinstance(g, Tensor):
         full = np.empty(shape, dtype=g.dtype)
-        full[...] = kept
+        # g broadcasts as it is when every dim was reduced or the reduced ones were kept
+        whole = dims is None or g.ndim == len(shape)
+        full[...] = g if whole else g.reshape(_kept_shape(shape, dims))
         return full
+    kept = g.reshape(_kept_shape(shape, dims))
     return make_node(np.broadcast_to(kept.data, shape).copy(), (kept,), "expand", _expand_backward)
 
 
@@ -311,19 +313,20 @@ def _accumulate(t: Tensor, g: Arr, upstream: Arr) -> None:
     just made (not ``upstream``, not a view), later ones added in place. Tensors (under
     create_graph): out of place, ``old + g``, so the gradient keeps its history.
     """
-    shape = t.data.shape
-    if not isinstance(g, Tensor):
-        fresh = g is not upstream and type(g) is np.ndarray and g.base is None
-        if g.shape != shape:
-            g, fresh = _unbroadcast(g, shape), True
-        if t.grad is None:
-            fresh = fresh and type(g) is np.ndarray and g.dtype == t.data.dtype
-            t.grad = g if fresh else np.array(g, dtype=t.data.dtype)
-        else:
-            t.grad += g
+    if isinstance(g, Tensor):
+        g = grad_for(t, g)
+        t.grad = g if t.grad is None else t.grad + g
         return
-    g = grad_for(t, g)
-    t.grad = g if t.grad is None else t.grad + g
+    shape = t.data.shape
+    if t.grad is not None:
+        t.grad += g if g.shape == shape else _unbroadcast(g, shape)
+        return
+    if g.shape != shape:
+        g, fresh = _unbroadcast(g, shape), True
+    else:
+        fresh = g is not upstream and type(g) is np.ndarray and g.base is None
+    fresh = fresh and type(g) is np.ndarray and g.dtype == t.data.dtype
+    t.grad = g if fresh else np.array(g, dtype=t.data.dtype)
 
 
 def grad_for(t: Tensor, g: Arr) -> Arr:
@@ -1920,7 +1923,7 @@ class Tensor:
             raise ValueError(
                 f"backward: gradient has shape {seed.shape} but the tensor has shape {self.shape}"
             )
-        order = topological_order(self)
+        order = topological_order(self, leaves=False)  # a leaf has no rule to run
         for node in order:
             if node._prev:
                 node.grad = None
@@ -1941,7 +1944,7 @@ def _backward_walk(root: Tensor, order: list[Tensor], seed: Arr, create_graph: b
         if rule is None or g is None:
             continue
         prev = node._prev
-        need = tuple(p.requires_grad for p in prev)
+        need = tuple([p.requires_grad for p in prev])  # a list first: faster than a generator
         if create_graph:  # the same rule on the nodes: the gradients get history
             grads = rule(g, node, node._ctx, need, *prev)
         else:
