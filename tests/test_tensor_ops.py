@@ -876,3 +876,21 @@ def test_gradcheck_catches_a_wrong_gradient():
 
 def test_scalar_gradcheck_still_takes_floats():
     assert gradcheck(lambda a, b: a * b + a.tanh(), [0.3, -1.2])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_relu_gradient_masks_inf_nan_and_keeps_signed_zeros_like_torch(dtype):
+    """relu's rule zeroes the gradient where the output is <= 0 by a selection on the
+    array's bits: an inf or nan upstream becomes +0.0 there (never nan), and passes
+    unchanged, -0.0 included, elsewhere, in both float dtypes, as torch's relu."""
+    x = np.array([[-1.0, 2.0, -3.0, 0.0], [4.0, -5.0, 6.0, 7.0]], dtype=dtype)
+    upstream = np.array([[np.inf, -0.0, np.nan, 1.5], [np.nan, -np.inf, -np.inf, 2.5]], dtype)
+    ours = Tensor(x, requires_grad=True)
+    ours.relu().backward(upstream)
+    theirs = torch.tensor(x, requires_grad=True)
+    theirs.relu().backward(torch.tensor(upstream))
+    want = theirs.grad.numpy()
+    assert ours.grad.dtype == want.dtype
+    np.testing.assert_array_equal(
+        ours.grad.view(f"u{want.itemsize}"), want.view(f"u{want.itemsize}")
+    )

@@ -269,8 +269,17 @@ def select(mask: np.ndarray, x: Arr | float, y: Arr | float) -> Arr:
 
 def zero_where(mask: np.ndarray, g: Arr) -> Arr:
     """``g`` with 0 where ``mask`` holds: a selection, never a product with a 0/1 mask,
-    which would turn an inf or nan in ``g`` into nan rather than 0 (torch selects too)."""
-    return select(mask, 0.0, g)
+    which would turn an inf or nan in ``g`` into nan rather than 0 (torch selects too).
+
+    On an array it selects without branching: ``np.where`` on a mask of random signs (a
+    ReLU's) mispredicts a branch per element, several times slower at a batch's size;
+    AND-ing g's bits with all ones (kept) or all zeros gives g itself or +0.0, exactly
+    what the selection gives."""
+    if type(g) is not np.ndarray:
+        return select(mask, 0.0, g)
+    bits = g.view(f"i{g.itemsize}")
+    keep = np.negative(~mask, dtype=bits.dtype)  # -1 (all ones) where kept, else 0
+    return (bits & keep).view(g.dtype)
 
 
 def prod_dims(x: Arr, d: int | None, keepdim: bool) -> Arr:
