@@ -78,6 +78,11 @@ class Window:
         return tuple(d * (k - 1) + 1 for d, k in zip(self.dilation, self.kernel))  # type: ignore[return-value]
 
     @property
+    def reach(self) -> Pair:
+        """How far the dilated kernel reaches past its first tap: d*(k-1) per dim."""
+        return self.span[0] - 1, self.span[1] - 1
+
+    @property
     def cols(self) -> tuple[int, int, int]:
         """The shape of ``unfold``'s matrix: (groups, C/groups*kH*kW, N*oH*oW)."""
         n, c = self.shape[:2]
@@ -189,6 +194,47 @@ def _padding(padding: object, win_args: tuple[Pair, Pair], op: str) -> tuple[Pai
     return (ph, ph), (pw, pw)
 
 
+def _correlate(x: np.ndarray, w: np.ndarray, win: Window) -> tuple[np.ndarray, np.ndarray]:
+    """conv2d on arrays, without bias: the (N, O, oH, oW) output and the columns of x."""
+    cols = _im2col(x, win, 0.0)
+    g, o = win.groups, w.shape[0]
+    n, (oh, ow) = win.shape[0], win.out
+    product = w.reshape(g, o // g, -1) @ cols  # (G, O/G, N*L)
+    out = product.reshape(g, o // g, n, oh, ow).transpose(2, 0, 1, 3, 4)
+    return out.reshape(n, o, oh, ow), cols
+
+
+def _transposed_kernel(w: np.ndarray, groups: int) -> np.ndarray:
+    """The kernel of conv2d's adjoint at stride 1: each group's (O/G, C/G) roles swapped
+    and the taps flipped, as (C, O/G, kH, kW)."""
+    o, cg, kh, kw = w.shape
+    per_group = w[:, :, ::-1, ::-1].reshape(groups, o // groups, cg, kh, kw)
+    return per_group.transpose(0, 2, 1, 3, 4).reshape(groups * cg, o // groups, kh, kw)
+
+
+def _transposable(win: Window, out_channels: int) -> bool:
+    """Whether conv2d's input gradient is cheaper as a correlation of dy: at stride 1, when
+    no side pads more than the kernel reaches (else dy would need cropping, not padding),
+    and dy has at most twice x's channels (its columns, O*kH*kW rows, against the fold's
+    C*kH*kW and kH*kW read-modify-write passes over the input: 1 -> 32 channels is not)."""
+    return (
+        win.stride == (1, 1)
+        and out_channels <= 2 * win.shape[1]
+        and all(p <= r for r, pads in zip(win.reach, win.padding) for p in pads)
+    )
+
+
+def _input_grad(g: np.ndarray, w: np.ndarray, win: Window) -> np.ndarray:
+    """conv2d's input gradient as a transposed convolution (``_transposable`` windows):
+    dy padded by the reach less the forward's padding, correlated with the transposed
+    kernel by the forward's own code. The same sums as fold(W^T @ dy), without the
+    scatter of kH*kW strided adds over the input."""
+    (rh, rw), ((top, bottom), (left, right)) = win.reach, win.padding
+    pads = (rh - top, rh - bottom), (rw - left, rw - right)
+    back = _window("conv2d", g.shape, win.kernel, (1, 1), win.dilation, pads, win.groups)
+    return _correlate(g, _transposed_kernel(w, win.groups), back)[0]
+
+
 def conv2d(
     input: Tensor,
     weight: Tensor,
@@ -217,7 +263,7 @@ def conv2d(
     if isinstance(groups, bool) or not isinstance(groups, numbers.Integral) or groups < 1:
         raise ValueError(f"{op}: groups must be a positive int, got {groups!r}")
     o, cg, kh, kw = weight.shape
-    n, c, _, _ = input.shape
+    c = input.shape[1]
     if c != cg * groups or o % groups:
         raise ValueError(
             f"{op}: input {input.shape} has {c} channels but weight {weight.shape} with "
@@ -233,11 +279,7 @@ def conv2d(
     if padding == "same" and stride2 != (1, 1):
         raise ValueError(f"{op}: padding='same' needs stride 1, got stride={stride!r}")
     win = _window(op, input.shape, (kh, kw), stride2, dilation2, pads, int(groups))
-    cols = _im2col(input.data, win, 0.0)
-    g = win.groups
-    product = weight.data.reshape(g, o // g, -1) @ cols  # (G, O/G, N*L)
-    oh, ow = win.out
-    data = product.reshape(g, o // g, n, oh, ow).transpose(2, 0, 1, 3, 4).reshape(n, o, oh, ow)
+    data, cols = _correlate(input.data, weight.data, win)
     prev: tuple[Tensor, ...] = (input, weight)
     if bias is not None:
         data += bias.data[:, None, None]
@@ -249,15 +291,18 @@ def _conv2d_backward(
     g: Arr, out: Arr, ctx: tuple[Window, np.ndarray], need: Need, x: Arr, w: Arr, *b: Arr
 ) -> Grads:
     """y = W @ unfold(x) per group (+ b):  dx = fold(W^T @ dy), dW = dy @ unfold(x)^T,
-    db = dy summed over batch and positions. The fast pass reuses the forward's unfold;
-    under create_graph it is computed again as a node, so dW depends on x."""
+    db = dy summed over batch and positions. The fast pass reuses the forward's unfold
+    and computes dx as a transposed convolution (``_input_grad``); under create_graph
+    unfold is computed again as a node, so dW depends on x, and dx is the fold."""
     win, cols = ctx
     groups = win.groups
     n, o, oh, ow = g.shape
     grouped = permute(g.reshape(n, groups, o // groups, oh, ow), (1, 2, 0, 3, 4))
     grouped = grouped.reshape(groups, o // groups, n * oh * ow)  # dy as (G, O/G, N*L)
     gx = gw = gb = None
-    if need[0]:
+    if need[0] and not isinstance(g, Tensor) and _transposable(win, o):
+        gx = _input_grad(g, w, win)
+    elif need[0]:
         gx = fold(swapaxes(w.reshape(groups, o // groups, -1), 1, 2) @ grouped, win)
     if need[1]:
         c = unfold(x, win) if isinstance(g, Tensor) else cols
