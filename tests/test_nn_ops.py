@@ -63,7 +63,7 @@ CONV2D = [
     ((3, 6, 5), (2, 3, 3, 3), {"padding": 1}),  # unbatched (C, H, W)
     ((2, 1, 8, 8), (16, 1, 3, 3), {"padding": 1}),  # the digits CNN's first layer
     # dx as a transposed convolution: stride 1, groups, dilation, uneven padding
-    ((2, 4, 7, 6), (6, 2, 3, 2), {"groups": 2, "padding": (2, 1), "dilation": (2, 1)}),
+    ((2, 4, 7, 6), (4, 2, 3, 2), {"groups": 2, "padding": (2, 1), "dilation": (2, 1)}),
     ((2, 3, 5, 5), (3, 3, 1, 1), {"padding": 1}),  # padding past the kernel's reach: fold
 ]
 

@@ -215,11 +215,11 @@ def _transposed_kernel(w: np.ndarray, groups: int) -> np.ndarray:
 def _transposable(win: Window, out_channels: int) -> bool:
     """Whether conv2d's input gradient is cheaper as a correlation of dy: at stride 1, when
     no side pads more than the kernel reaches (else dy would need cropping, not padding),
-    and dy has at most twice x's channels (its columns, O*kH*kW rows, against the fold's
-    C*kH*kW and kH*kW read-modify-write passes over the input: 1 -> 32 channels is not)."""
+    and dy has no more channels than x (its columns, O*kH*kW rows, are then no larger
+    than the fold's C*kH*kW, and the fold's kH*kW passes over the input are saved)."""
     return (
         win.stride == (1, 1)
-        and out_channels <= 2 * win.shape[1]
+        and out_channels <= win.shape[1]
         and all(p <= r for r, pads in zip(win.reach, win.padding) for p in pads)
     )
 
