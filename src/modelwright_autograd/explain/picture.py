@@ -22,7 +22,6 @@ from .trace import Trace, _fmt, record
 
 #: Formats ``save_graph`` writes: SVG and DOT text itself, PNG and PDF through Graphviz.
 FORMATS = ("svg", "dot", "gv", "png", "pdf")
-GRAPHVIZ_FORMATS = ("png", "pdf")
 
 BOX_W, BOX_H = 176, 84  # a node's box; five 15-pixel lines of 12-pixel text
 GAP_X, GAP_Y = 100, 24  # room between layers for the edge labels, and between rows

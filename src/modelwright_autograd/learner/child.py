@@ -140,10 +140,6 @@ class EngineProcess:
         shown = [line for line in text.splitlines() if line.strip()][-lines:]
         return [_cut(line, LINE_LIMIT) for line in shown]
 
-    def printed(self) -> bool:
-        self._output.seek(0, os.SEEK_END)
-        return self._output.tell() > 0
-
     def close(self) -> None:
         """Stop the learner's processes (if running) and forget them; the next ask
         restarts. The supervisor kills every descendant on SIGTERM; should it not end
