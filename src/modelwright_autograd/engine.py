@@ -150,6 +150,24 @@ def _compared(x: object) -> float | None:
     return x if isinstance(x, numbers.Real) else None  # type: ignore[return-value]
 
 
+# ---------------------------------------------------------------------- zero gradients
+# Late in training most of a graph's gradient is exactly 0.0 (a sample the SVM hinge
+# already classifies passes nothing back), and running those rules only adds +-0.0.
+# ``backward()`` therefore skips a node whose gradient is 0.0 when its rule is marked
+# ``@zero_safe`` and its output is finite and nonzero: such a rule then returns only +-0.0
+# or None, and adding +-0.0 changes no accumulator (they start at 0.0, and 0.0 + -0.0 is
+# 0.0). Unmarked rules always run: a zero times an infinite derivative must still give
+# nan (0 ** 0.5 has one), as torch's does. docs/design.md has the argument for each rule.
+_ZERO_SAFE: set[Callable[..., Grads]] = set()
+
+
+def zero_safe(rule: Callable[..., Grads]) -> Callable[..., Grads]:
+    """Mark ``rule`` as returning only +-0.0 or None for g = 0.0 whenever the node's output
+    is finite and nonzero (so ``backward()`` may skip it); returns ``rule`` itself."""
+    _ZERO_SAFE.add(rule)
+    return rule
+
+
 # ---------------------------------------------------------------------- the operations
 # Each forward is followed by its backward rule ``rule(g, out, *inputs)``: given the
 # upstream gradient ``g`` = dL/dout, the result ``out`` and the inputs, it returns one
@@ -163,6 +181,7 @@ def _add(a: Value, b: Operand) -> Value:
     return _node(a.data + b.data, (a, b), "+", _add_backward)
 
 
+@zero_safe
 def _add_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a + b:  dc/da = 1, dc/db = 1."""
     return g, g
@@ -173,6 +192,7 @@ def _mul(a: Value, b: Operand) -> Value:
     return _node(a.data * b.data, (a, b), "*", _mul_backward)
 
 
+@zero_safe
 def _mul_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a * b:  dc/da = b, dc/db = a."""
     return g * b, g * a
@@ -183,6 +203,7 @@ def _sub(a: Value, b: Operand) -> Value:
     return Value(a.data - b.data, (a, b), "-", _sub_backward)
 
 
+@zero_safe
 def _sub_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a - b:  dc/da = 1, dc/db = -1."""
     return g, -g
@@ -203,6 +224,7 @@ def _neg(a: Value) -> Value:
     return Value(-a.data, (a,), "neg", _neg_backward)
 
 
+@zero_safe
 def _neg_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = -a:  dc/da = -1."""
     return (-g,)
@@ -236,6 +258,7 @@ def _exp(a: Value) -> Value:
     return Value(_ieee_exp(a.data), (a,), "exp", _exp_backward)
 
 
+@zero_safe
 def _exp_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = e**a:  dc/da = e**a, which is c itself."""
     return (out * g,)
@@ -246,6 +269,7 @@ def _log(a: Value) -> Value:
     return Value(_ieee_log(a.data), (a,), "log", _log_backward)
 
 
+@zero_safe
 def _log_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = ln a:  dc/da = 1/a."""
     return (_div_any(g, a),)
@@ -256,6 +280,7 @@ def _tanh(a: Value) -> Value:
     return Value(math.tanh(a.data), (a,), "tanh", _tanh_backward)
 
 
+@zero_safe
 def _tanh_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = tanh a:  dc/da = 1 - tanh(a)**2 = 1 - c**2."""
     return ((1.0 - out * out) * g,)
@@ -267,6 +292,7 @@ def _relu(a: Value) -> Value:
     return _node(0.0 if a.data < 0.0 else a.data, (a,), "relu", _relu_backward)
 
 
+@zero_safe
 def _relu_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = max(0, a):  dc/da = 0 where c <= 0 (so 0 at a = 0), else 1, as in torch; the
     test is ``c <= 0`` so that nan passes its gradient on, as torch's does."""
@@ -278,6 +304,7 @@ def _sigmoid(a: Value) -> Value:
     return Value(_ieee_sigmoid(a.data), (a,), "sigmoid", _sigmoid_backward)
 
 
+@zero_safe
 def _sigmoid_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = 1/(1 + e**-a):  dc/da = c * (1 - c)."""
     return (out * (1.0 - out) * g,)
@@ -297,6 +324,7 @@ def sum_values(values: Iterable[Operand]) -> Value:
     return _node(total, inputs, "sum", _sum_backward)
 
 
+@zero_safe
 def _sum_backward(g: Num, out: Num, *xs: Num) -> Grads:
     """c = x1 + ... + xn:  dc/dxi = 1 for every i."""
     return (g,) * len(xs)
@@ -311,6 +339,7 @@ def dot_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
     return _node(total, (*ws, *xs, b), "dot", _dot_backward)
 
 
+@zero_safe
 def _dot_backward(g: Num, out: Num, *inputs: Num) -> Grads | list[Num]:
     """c = b + sum_i wi*xi:  dc/dwi = xi, dc/dxi = wi, dc/db = 1.
 
@@ -342,6 +371,7 @@ def dot_relu_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Va
     return _node(out, (*ws, *xs, b), "dot_relu", _dot_relu_backward)
 
 
+@zero_safe
 def _dot_relu_backward(g: Num, out: Num, *inputs: Num) -> Grads | list[Num]:
     """c = relu(b + sum_i wi*xi):  the dot's gradients times relu's, 1 where c > 0 (or nan)
     and 0 where c <= 0. An inactive node reaches this rule only with an infinite input,
@@ -505,6 +535,8 @@ class Value:
             rule = node._backward
             if rule is None:
                 continue
+            if node.grad == 0.0 and rule in _ZERO_SAFE and 0.0 < abs(node.data) < _INF:
+                continue  # it would pass on only +-0.0 (see zero_safe above)
             # The one place gradients are accumulated: += because a node used twice
             # (a * a, or a reached by two paths) must receive the sum of both. Unrolled
             # for one and two inputs, which is almost every node.
