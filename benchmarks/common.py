@@ -28,7 +28,7 @@ class Sizes:
     tensor_repeats: int = 15  # interleaved epochs (digits) and runs (moons) per engine
     sweep_samples: tuple[int, ...] = (50, 100, 200, 400)
     sweep_widths: tuple[int, ...] = (8, 16, 32)
-    sweep_rounds: int = 7  # interleaved steps of ours and the floor per sweep point
+    sweep_rounds: int = 15  # interleaved steps of ours and the floor per sweep point
     dtype: str = "float64"
     smoke: bool = False
 

@@ -125,7 +125,10 @@ def _scalar(sec: dict[str, Any]) -> list[str]:
         f"notebook: {sec['demo_step0_loss']!r}). Graph nodes include the 337 parameters; "
         "bytes are what one step's graph keeps alive (tracemalloc) per Value created in "
         "that step. The floor is the same model's forward and backward written by hand in "
-        "pure Python (benchmarks/scalar_floor.py).",
+        "pure Python (benchmarks/scalar_floor.py). On average "
+        f"{sec['mean_samples_passing_gradient']:.1f} of the {sec['samples']} samples passed a "
+        "gradient back per step; the rest were beyond the hinge, and ours skips their part "
+        "of the backward pass (every gradient there is 0.0) where the floor does all of it.",
         "",
         *_table(header, rows),
         "",
@@ -133,7 +136,8 @@ def _scalar(sec: dict[str, Any]) -> list[str]:
         "helpers, collector paused) against the floor, CPU time per step, interleaved. "
         f"Time grows as nodes^{sw['exponent_ours']:.2f} for ours and nodes^"
         f"{sw['exponent_floor']:.2f} for the floor (least-squares fit of log time on log "
-        "nodes).",
+        "nodes with a factor per width: within a width the node count is proportional to "
+        "the arithmetic, across widths a fused neuron is one node whatever its width).",
         "",
         *_table(sweep_header, sweep_rows),
     ]

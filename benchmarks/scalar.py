@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import math
 import random
 import time
 import tracemalloc
@@ -136,13 +137,23 @@ def sgd_stepper(
     return step
 
 
-def floor_stepper(weights: list[float], sizes: tuple[int, ...], X: list, y: list):
-    """One step of the hand-written pure-Python floor per call (see scalar_floor.py)."""
+def floor_stepper(
+    weights: list[float],
+    sizes: tuple[int, ...],
+    X: list,
+    y: list,
+    passing: list[int] | None = None,
+):
+    """One step of the hand-written pure-Python floor per call (see scalar_floor.py); with
+    ``passing``, each step appends how many samples passed a gradient back (the rest are
+    beyond the hinge: every gradient in their part of the graph is 0)."""
     net = FloorMLP(list(sizes), weights)
 
     def step(k: int) -> float:
         loss, gW, gB = net.svm_loss_and_grads(X, y)
         net.sgd(gW, gB, demo_lr(k))
+        if passing is not None:
+            passing.append(net.passing)
         return loss
 
     return step
@@ -215,7 +226,8 @@ def run(sizes: Sizes) -> dict[str, Any]:
     X_list = X.tolist()
     y_list = [float(v) for v in y]
 
-    steppers = {FLOOR: floor_stepper(weights, DEMO_SIZES, X_list, y_list)}
+    passing: list[int] = []
+    steppers = {FLOOR: floor_stepper(weights, DEMO_SIZES, X_list, y_list, passing)}
     models = {}
     for name, (fused, loss_fn, paused) in VARIANTS.items():
         models[name] = ours_model(weights, fused)
@@ -289,6 +301,8 @@ def run(sizes: Sizes) -> dict[str, Any]:
         "demo_step0_loss": DEMO_STEP0_LOSS,
         "loss_tolerance": LOSS_TOLERANCE,
         "loss_curves": curves,
+        "samples": len(y_list),
+        "mean_samples_passing_gradient": sum(passing) / len(passing),
         "rows": rows,
         "sweep": sweep(sizes),
     }
@@ -331,9 +345,8 @@ def sweep(sizes: Sizes) -> dict[str, Any]:
                     "max_abs_loss_diff": max_abs_diff(curves["ours"], curves[FLOOR]),
                 }
             )
-    log_nodes = np.log([p["nodes"] for p in points])
     fit = {
-        name: float(np.polyfit(log_nodes, np.log([p[key]["median"] for p in points]), 1)[0])
+        name: _growth_exponent(points, key)
         for name, key in (("ours", "ours_seconds"), ("floor", "floor_seconds"))
     }
     return {
@@ -342,3 +355,14 @@ def sweep(sizes: Sizes) -> dict[str, Any]:
         "exponent_floor": fit["floor"],
         "max_ratio_vs_floor": max(p["ratio_vs_floor"] for p in points),
     }
+
+
+def _growth_exponent(points: list[dict[str, Any]], key: str) -> float:
+    """The exponent b of time = a_width * nodes**b, one fit over all points with a factor
+    a_width per width (least squares on the logs). Within a width the nodes are the same
+    neurons, so their count is proportional to the arithmetic; across widths a fused
+    neuron is one node whatever its width, and a single a would mix the two."""
+    widths = sorted({p["width"] for p in points})
+    design = [[math.log(p["nodes"])] + [float(p["width"] == w) for w in widths] for p in points]
+    times = [math.log(p[key]["median"]) for p in points]
+    return float(np.linalg.lstsq(np.array(design), np.array(times), rcond=None)[0][0])

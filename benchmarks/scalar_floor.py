@@ -28,6 +28,7 @@ class FloorMLP:
 
     def __init__(self, sizes: list[int], params: list[float]) -> None:
         """``sizes`` as ``[nin, *nouts]``; ``params`` in ``MLP.parameters()`` order."""
+        self.passing = 0
         self.weights: Weights = []
         self.biases: Biases = []
         it = iter(params)
@@ -61,6 +62,7 @@ class FloorMLP:
         gW = [[[0.0] * len(row) for row in W] for W in self.weights]
         gB = [[0.0] * len(B) for B in self.biases]
         data_loss = 0.0
+        self.passing = 0  # samples whose hinge passes a gradient back (the rest pass 0)
         for x, yi in zip(X, y):
             acts = [x]
             h = x
@@ -79,6 +81,7 @@ class FloorMLP:
             active = not margin <= 0.0  # relu passes its gradient where its output > 0
             if active:
                 data_loss += margin
+                self.passing += 1
             d = [-yi * (1.0 / n) if active else 0.0]  # d loss / d score
             for layer in range(last, -1, -1):
                 inputs, outputs = acts[layer], acts[layer + 1]
