@@ -136,6 +136,8 @@ def as_value(x: Operand, op: str) -> Value:
     """Return x as a Value: Values pass through, real numbers become constants."""
     if isinstance(x, Value):
         return x
+    if type(x) is float:  # the common constant (1.0, a label, a data point): no checks needed
+        return _node(x, (), "", None)
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"unsupported operand for {op}: Value and {describe(x)}")
     return Value(as_float(x, f"operand of {op}"))
