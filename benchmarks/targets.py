@@ -76,7 +76,11 @@ def evaluate(sections: dict[str, Any]) -> list[dict[str, Any]]:
             _check(
                 "scalar sweep: worst fast path / floor", sweep["max_ratio_vs_floor"], 2.5, unit="x"
             ),
-            _check("scalar sweep: exponent of time vs nodes", sweep["exponent_ours"], 1.1),
+            _check(
+                "scalar sweep: exponent of time vs nodes (a factor per width)",
+                sweep["exponent_ours"],
+                1.1,
+            ),
         ]
     graph = sections.get("graph")
     if graph:
