@@ -65,6 +65,15 @@ def test_wrong_number_of_inputs_names_both_sizes(model, x, sizes):
     assert f"expects {sizes[0]} inputs" in message and f"got {sizes[1]}" in message
 
 
+def test_a_replaced_layer_of_the_wrong_size_is_an_error_not_a_number():
+    """MLP calls each layer as a user would, so a layer swapped in with the wrong number
+    of inputs is caught by its own check rather than zip() dropping inputs."""
+    model = MLP(2, [4, 1], seed=0)
+    model.layers[1] = Layer(3, 1, activation=None, seed=1)
+    with pytest.raises(ValueError, match="expects 3 inputs, got 4"):
+        model([1.0, 2.0])
+
+
 def test_bad_constructor_arguments():
     with pytest.raises(ValueError, match="activation"):
         MLP(2, [3, 1], activation="gelu")

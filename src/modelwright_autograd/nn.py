@@ -186,10 +186,7 @@ class Layer(Module):
         nin = len(self.neurons[0].w)
         if len(x) != nin:
             raise ValueError(f"Layer expects {nin} inputs, got {len(x)}")
-        return self._forward([as_value(xi, "Layer input") for xi in x])  # lifted once
-
-    def _forward(self, xs: list[Value]) -> list[Value]:
-        """The layer on inputs already checked and lifted to Values (MLP's hot path)."""
+        xs = [as_value(xi, "Layer input") for xi in x]  # lift numbers once, not per neuron
         return [n._forward(xs) for n in self.neurons]
 
     def parameters(self) -> list[Value]:
@@ -242,9 +239,9 @@ class MLP(Module):
             )
         if len(x) != self.nin:
             raise ValueError(f"MLP expects {self.nin} inputs, got {len(x)}")
-        out = [as_value(xi, "MLP input") for xi in x]
-        for layer in self.layers:  # each layer's output is the next one's checked input
-            out = layer._forward(out)
+        out: list[Value] = list(x)  # type: ignore[arg-type]
+        for layer in self.layers:
+            out = layer(out)
         return out[0] if len(out) == 1 else out
 
     def parameters(self) -> list[Value]:
