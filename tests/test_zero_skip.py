@@ -6,6 +6,7 @@ compare the results where it matters with torch float64, bit for bit (nan for na
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -56,6 +57,22 @@ def test_an_unmarked_rule_runs_even_with_a_zero_gradient():
     _, y, calls = _spy_node(3.0, marked=False)
     (y * 0.0).backward()
     assert calls == [0.0]
+
+
+def test_a_rule_need_not_be_hashable():
+    """A custom op's rule may be any callable (here an unhashable dataclass instance):
+    the walk reads the mark as an attribute."""
+
+    @dataclasses.dataclass
+    class Scale:
+        k: float
+
+        def __call__(self, g, out, a):
+            return (self.k * g,)
+
+    x = Value(2.0)
+    (Value(6.0, (x,), "scale", Scale(3.0)) * 0.0).backward()
+    assert x.grad == 0.0
 
 
 def test_a_nonzero_gradient_always_runs_the_rule():

@@ -157,17 +157,22 @@ def _compared(x: object) -> float | None:
 # already classifies passes nothing back), and running those rules only adds +-0.0.
 # ``backward()`` therefore skips a node whose gradient is 0.0 when its rule is marked
 # ``@zero_safe`` and its output is finite and nonzero: such a rule then returns only +-0.0
-# or None, and adding +-0.0 changes no accumulator (they start at 0.0, and 0.0 + -0.0 is
-# 0.0). Unmarked rules always run: a zero times an infinite derivative must still give
-# nan (0 ** 0.5 has one), as torch's does. docs/design.md has the argument for each rule.
-_ZERO_SAFE: set[Callable[..., Grads]] = set()
+# or None, and adding +-0.0 changes no gradient that is not -0.0 (interior gradients are
+# reset to 0.0 each pass and zero_grad() writes 0.0; 0.0 + -0.0 is 0.0). Unmarked rules
+# always run: a zero times an infinite derivative must still give nan (0 ** 0.5 has one),
+# as torch's does. docs/design.md has the argument for each rule.
 
 
 def zero_safe(rule: Callable[..., Grads]) -> Callable[..., Grads]:
     """Mark ``rule`` as returning only +-0.0 or None for g = 0.0 whenever the node's output
     is finite and nonzero (so ``backward()`` may skip it); returns ``rule`` itself."""
-    _ZERO_SAFE.add(rule)
+    rule.zero_safe = True  # type: ignore[attr-defined]
     return rule
+
+
+def _is_zero_safe(rule: Callable[..., Grads]) -> bool:
+    """Whether ``rule`` is marked (an attribute, not a set: a rule need not be hashable)."""
+    return getattr(rule, "zero_safe", False) is True
 
 
 # ---------------------------------------------------------------------- the operations
@@ -537,7 +542,7 @@ class Value:
             rule = node._backward
             if rule is None:
                 continue
-            if node.grad == 0.0 and rule in _ZERO_SAFE and 0.0 < abs(node.data) < _INF:
+            if node.grad == 0.0 and 0.0 < abs(node.data) < _INF and _is_zero_safe(rule):
                 continue  # it would pass on only +-0.0 (see zero_safe above)
             # The one place gradients are accumulated: += because a node used twice
             # (a * a, or a reached by two paths) must receive the sum of both. Unrolled
