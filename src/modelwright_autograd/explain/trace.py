@@ -4,8 +4,10 @@ For every node, in the reverse topological order backward() uses, the trace hold
 gradient that arrived, each input's local derivative (its formula and its value) and the
 amount pushed to that input. The numbers are not a second copy of the calculus: each comes
 from calling the node's own backward rule, which returns its inputs' gradients, so the
-narration cannot disagree with the engine. The same ``Trace`` is printed as a table, as
-JSON (``to_dict``), drawn by ``picture.py`` and animated by ``page.py``.
+narration cannot disagree with the engine. A node whose gradient is 0.0, which backward()
+may skip (its rule would push only +-0.0), is shown with its zeros all the same. The same
+``Trace`` is printed as a table, as JSON (``to_dict``), drawn by ``picture.py`` and
+animated by ``page.py``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ MAX_TERMS = 8
 
 #: What each column of the printed table means (also the page's legend).
 LEGEND = (
-    ("step", "the order in which backward() runs each node's rule"),
+    ("step", "the order in which backward() walks the nodes"),
     ("node", "the value whose rule runs: its text in the expression (v1, v2... if unnamed)"),
     ("op", "the operation that made it"),
     ("data", "its value, from the forward pass"),
