@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Union
 
 from .checks import as_float, describe
-from .graph import GradMode, enable_grad, topological_order
+from .graph import GradMode, enable_grad
 
 Operand = Union["Value", int, float]
 Num = Union["Value", float]  # what a rule computes with: floats, or Values under create_graph
@@ -111,22 +111,28 @@ _new = object.__new__
 
 
 def _node(
-    data: float, prev: tuple[Value, ...], op: str, rule: Callable[..., Grads] | None
+    data: float,
+    a: Value | None,
+    b: Value | tuple[Value, ...] | None,
+    op: str,
+    rule: Callable[..., Grads] | None,
 ) -> Value:
     """An op's result, built without ``Value()``'s argument checks (``data`` is already a
-    float, there is no label): the same object, made faster on the hot path (the
-    arithmetic operators, relu and the fused ops). Under no_grad() it records no history,
-    as ``Value()`` does."""
+    float, there is no label): the same object, made faster on the hot path. Its inputs
+    go in as Value's slots hold them: ``a`` (and ``b``) for an op of one (two) inputs, or
+    ``None, inputs`` for a fused op's tuple. Under no_grad() it records no history, as
+    ``Value()`` does."""
     out = _new(Value)
     out.data = data
     out.grad = 0.0
     out.label = ""
     if GradMode.enabled:
-        out._prev = prev
+        out._a = a
+        out._b = b
         out._op = op
         out._backward = rule
     else:
-        out._prev = ()
+        out._a = out._b = None
         out._op = ""
         out._backward = None
     return out
@@ -137,7 +143,7 @@ def as_value(x: Operand, op: str) -> Value:
     if isinstance(x, Value):
         return x
     if type(x) is float:  # the common constant (1.0, a label, a data point): no checks needed
-        return _node(x, (), "", None)
+        return _node(x, None, None, "", None)
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"unsupported operand for {op}: Value and {describe(x)}")
     return Value(as_float(x, f"operand of {op}"))
@@ -185,7 +191,7 @@ def _is_zero_safe(rule: Callable[..., Grads]) -> bool:
 
 def _add(a: Value, b: Operand) -> Value:
     b = as_value(b, "+")
-    return _node(a.data + b.data, (a, b), "+", _add_backward)
+    return _node(a.data + b.data, a, b, "+", _add_backward)
 
 
 @zero_safe
@@ -196,7 +202,7 @@ def _add_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _mul(a: Value, b: Operand) -> Value:
     b = as_value(b, "*")
-    return _node(a.data * b.data, (a, b), "*", _mul_backward)
+    return _node(a.data * b.data, a, b, "*", _mul_backward)
 
 
 @zero_safe
@@ -296,7 +302,7 @@ def _tanh_backward(g: Num, out: Num, a: Num) -> Grads:
 def _relu(a: Value) -> Value:
     """max(0, a). ``< 0`` rather than ``> 0`` so that relu(nan) is nan and relu(-0.0) is
     -0.0, as in torch."""
-    return _node(0.0 if a.data < 0.0 else a.data, (a,), "relu", _relu_backward)
+    return _node(0.0 if a.data < 0.0 else a.data, a, None, "relu", _relu_backward)
 
 
 @zero_safe
@@ -328,7 +334,7 @@ def sum_values(values: Iterable[Operand]) -> Value:
     total = 0.0
     for v in inputs:  # left to right, the order a chain of + would use
         total += v.data
-    return _node(total, inputs, "sum", _sum_backward)
+    return _node(total, None, inputs, "sum", _sum_backward)
 
 
 @zero_safe
@@ -343,7 +349,7 @@ def dot_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
     total = b.data
     for w, x in zip(ws, xs):  # the order micrograd's sum(w*x, b) uses, bit for bit
         total += w.data * x.data
-    return _node(total, (*ws, *xs, b), "dot", _dot_backward)
+    return _node(total, None, (*ws, *xs, b), "dot", _dot_backward)
 
 
 @zero_safe
@@ -374,8 +380,8 @@ def dot_relu_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Va
         total += w.data * x.data
     out = 0.0 if total < 0.0 else total  # relu, as _relu writes it
     if -_INF < total <= 0.0:  # inactive with finite inputs: no gradient flows back
-        return _node(out, (*ws, *xs, b), "dot_relu", None)
-    return _node(out, (*ws, *xs, b), "dot_relu", _dot_relu_backward)
+        return _node(out, None, (*ws, *xs, b), "dot_relu", None)
+    return _node(out, None, (*ws, *xs, b), "dot_relu", _dot_relu_backward)
 
 
 @zero_safe
@@ -399,8 +405,11 @@ class Value:
     each interior node's ``grad`` holding its gradient from that latest pass.
     """
 
-    # __slots__: no per-instance __dict__, so a node costs a fixed ~80 bytes.
-    __slots__ = ("_backward", "_op", "_prev", "data", "grad", "label")
+    # __slots__: no per-instance __dict__. An op's one or two inputs sit in the node's own
+    # slots _a and _b rather than in a tuple (56 bytes more): a node is 88 bytes (7 slots +
+    # 32 of headers) and its float 24, 112 in all. A fused op, with any number of inputs,
+    # keeps their tuple in _b (with _a None). docs/design.md has the arithmetic.
+    __slots__ = ("_a", "_b", "_backward", "_op", "data", "grad", "label")
     # Make NumPy scalars defer to Value's reflected operators (np.float64(2) * Value(3)).
     __array_ufunc__ = None
 
@@ -418,15 +427,31 @@ class Value:
             raise TypeError(f"Value(): label must be a str, got {describe(label)}")
         self.data = data
         self.grad: float | Value = 0.0
-        if GradMode.enabled:
+        if GradMode.enabled and _prev:
             # A tuple, not the course's set: for ``a * a`` the rule needs both slots (a, a).
-            self._prev = _prev
+            _prev = tuple(_prev)
+            if len(_prev) == 1:
+                self._a, self._b = _prev[0], None
+            elif len(_prev) == 2:
+                self._a, self._b = _prev
+            else:
+                self._a, self._b = None, _prev
             self._backward = _backward
-        else:  # under no_grad(): a result with no history, a constant
-            self._prev = ()
-            self._backward = None
-        self._op = _op if self._prev else ""
+            self._op = _op
+        else:  # a leaf, or under no_grad(): a result with no history, a constant
+            self._a = self._b = None
+            self._backward = _backward if GradMode.enabled else None
+            self._op = ""
         self.label = label
+
+    @property
+    def _prev(self) -> tuple[Value, ...]:
+        """The inputs this node was computed from, in order (empty for a leaf): the graph
+        walks' view of the slots ``_a`` and ``_b``."""
+        a, b = self._a, self._b
+        if a is None:
+            return () if b is None else b
+        return (a,) if b is None else (a, b)
 
     def __repr__(self) -> str:
         return f"Value(data={self.data!r}, grad={self.grad!r})"
@@ -529,9 +554,9 @@ class Value:
         """
         if not (create_graph and isinstance(gradient, Value)):
             gradient = as_float(gradient, "backward(gradient)")
-        order = topological_order(self, leaves=False)  # a leaf has no rule to run
+        order = _interior_order(self)
         for node in order:
-            if node._prev:
+            if node._a is not None or node._b is not None:  # not a leaf root
                 node.grad = 0.0
         if create_graph:
             with enable_grad():  # as torch: a create_graph pass records even under no_grad()
@@ -545,26 +570,66 @@ class Value:
             if node.grad == 0.0 and 0.0 < abs(node.data) < _INF and _is_zero_safe(rule):
                 continue  # it would pass on only +-0.0 (see zero_safe above)
             # The one place gradients are accumulated: += because a node used twice
-            # (a * a, or a reached by two paths) must receive the sum of both. Unrolled
-            # for one and two inputs, which is almost every node.
-            prev = node._prev
-            n = len(prev)
-            if n == 2:
-                a, b = prev
+            # (a * a, or a reached by two paths) must receive the sum of both. The inputs
+            # are read from the slots (not the _prev tuple), one or two being almost
+            # every node.
+            a = node._a
+            b = node._b
+            if a is None:  # a fused op: its inputs are the tuple b
+                for p, gp in zip(b, rule(node.grad, node.data, *[p.data for p in b])):
+                    if gp is not None:
+                        p.grad += gp
+            elif b is None:
+                (ga,) = rule(node.grad, node.data, a.data)
+                if ga is not None:
+                    a.grad += ga
+            else:
                 ga, gb = rule(node.grad, node.data, a.data, b.data)
                 if ga is not None:
                     a.grad += ga
                 if gb is not None:
                     b.grad += gb
-            elif n == 1:
-                (a,) = prev
-                (ga,) = rule(node.grad, node.data, a.data)
-                if ga is not None:
-                    a.grad += ga
-            else:
-                for p, gp in zip(prev, rule(node.grad, node.data, *[p.data for p in prev])):
-                    if gp is not None:
-                        p.grad += gp
+
+
+_EMIT = object()  # on _interior_order's stack: "the node below has all its inputs listed"
+
+
+def _interior_order(root: Value) -> list[Value]:
+    """``graph.topological_order(root, leaves=False)`` for Values, in the same order: the
+    nodes root depends on that have inputs (a leaf has no rule to run), root always
+    included, each after all of its inputs. It reads the input slots ``_a``/``_b``
+    directly, where the ``_prev`` property would make a call and a tuple per edge, and it
+    allocates no object per node (no iterator, no stack-entry tuple), which would give
+    the cyclic collector more to count and to scan on backward()'s hot path."""
+    if root._a is None and root._b is None:
+        return [root]  # a leaf: nothing to walk
+    order = []
+    expanded = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node is _EMIT:
+            order.append(stack.pop())
+            continue
+        if node in expanded:  # pushed by two consumers: already listed by the first
+            continue
+        expanded.add(node)
+        stack.append(node)
+        stack.append(_EMIT)
+        # Push the inputs that have inputs, last first, so the first is expanded first
+        # (as topological_order's iterator does).
+        a = node._a
+        b = node._b
+        if a is None:
+            for p in reversed(b):
+                if (p._a is not None or p._b is not None) and p not in expanded:
+                    stack.append(p)
+            continue
+        if b is not None and (b._a is not None or b._b is not None) and b not in expanded:
+            stack.append(b)
+        if (a._a is not None or a._b is not None) and a not in expanded:
+            stack.append(a)
+    return order
 
 
 def _backward_creating_graph(root: Value, order: list[Value], seed: Value) -> None:
