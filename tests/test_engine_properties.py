@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from modelwright_autograd import Value, sum_values
+from modelwright_autograd.engine import _interior_order
+from modelwright_autograd.graph import topological_order
 
 
 def _positive(t):
@@ -158,3 +160,19 @@ def test_random_graph_backward_runs_each_rule_once_and_reruns_accumulate(graph):
     out.backward()
     for g1, leaf in zip(first, leaves):
         assert _close(leaf.grad, 2 * g1, 1e-12)
+
+
+@settings(derandomize=True, deadline=None, max_examples=200)
+@given(graphs)
+def test_backward_walks_the_graph_in_the_shared_walks_order(graph):
+    """backward()'s own walk, which reads Value's input slots, lists exactly the nodes of
+    graph.topological_order(leaves=False), in the same order: the order in which the
+    gradients reaching a node are added up, so every gradient's rounding, is the shared
+    walk's."""
+    leaf_values, steps = graph
+    out, _ = _run(leaf_values, steps, Value)
+    assume(out is not None)
+    walked = _interior_order(out)
+    shared = topological_order(out, leaves=False)
+    assert len(walked) == len(shared)
+    assert all(a is b for a, b in zip(walked, shared))

@@ -405,10 +405,9 @@ class Value:
     each interior node's ``grad`` holding its gradient from that latest pass.
     """
 
-    # __slots__: no per-instance __dict__. An op's one or two inputs sit in the node's own
-    # slots _a and _b rather than in a tuple (56 bytes more): a node is 88 bytes (7 slots +
-    # 32 of headers) and its float 24, 112 in all. A fused op, with any number of inputs,
-    # keeps their tuple in _b (with _a None). docs/design.md has the arithmetic.
+    # __slots__, no __dict__. An op's one or two inputs sit in the slots _a, _b, not in a
+    # 56-byte tuple: 112 bytes a retained node (88 + its float) instead of 160. A fused op
+    # keeps its inputs' tuple in _b (with _a None); _prev gives them (docs/design.md).
     __slots__ = ("_a", "_b", "_backward", "_op", "data", "grad", "label")
     # Make NumPy scalars defer to Value's reflected operators (np.float64(2) * Value(3)).
     __array_ufunc__ = None
