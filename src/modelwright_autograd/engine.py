@@ -117,11 +117,10 @@ def _node(
     op: str,
     rule: Callable[..., Grads] | None,
 ) -> Value:
-    """An op's result, built without ``Value()``'s argument checks (``data`` is already a
-    float, there is no label): the same object, made faster on the hot path. Its inputs
-    go in as Value's slots hold them: ``a`` (and ``b``) for an op of one (two) inputs, or
-    ``None, inputs`` for a fused op's tuple. Under no_grad() it records no history, as
-    ``Value()`` does."""
+    """Every op's result, built without ``Value()``'s argument checks (``data`` is already
+    a float, there is no label): the same object, made faster. Its inputs go in as Value's
+    slots hold them: ``a`` (and ``b``) for an op of one (two) inputs, or ``None, inputs``
+    for a fused op's tuple. Under no_grad() it records no history, as ``Value()`` does."""
     out = _new(Value)
     out.data = data
     out.grad = 0.0
@@ -213,7 +212,7 @@ def _mul_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _sub(a: Value, b: Operand) -> Value:
     b = as_value(b, "-")
-    return Value(a.data - b.data, (a, b), "-", _sub_backward)
+    return _node(a.data - b.data, a, b, "-", _sub_backward)
 
 
 @zero_safe
@@ -224,7 +223,7 @@ def _sub_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _div(a: Value, b: Operand) -> Value:
     b = as_value(b, "/")
-    return Value(_ieee_div(a.data, b.data), (a, b), "/", _div_backward)
+    return _node(_ieee_div(a.data, b.data), a, b, "/", _div_backward)
 
 
 def _div_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
@@ -234,7 +233,7 @@ def _div_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 
 def _neg(a: Value) -> Value:
-    return Value(-a.data, (a,), "neg", _neg_backward)
+    return _node(-a.data, a, None, "neg", _neg_backward)
 
 
 @zero_safe
@@ -247,9 +246,9 @@ def _pow(a: Value, b: Operand) -> Value:
     """a ** b. A number exponent becomes a constant input that receives no gradient; a
     Value exponent is differentiated too (``Value ** Value``, and ``2 ** v`` via __rpow__)."""
     if isinstance(b, Value):
-        return Value(_ieee_pow(a.data, b.data), (a, b), "**", _pow_backward)
+        return _node(_ieee_pow(a.data, b.data), a, b, "**", _pow_backward)
     n = Value(as_float(b, "Value ** exponent"))
-    return Value(_ieee_pow(a.data, n.data), (a, n), "**", _powc_backward)
+    return _node(_ieee_pow(a.data, n.data), a, n, "**", _powc_backward)
 
 
 def _powc_backward(g: Num, out: Num, a: Num, n: Num) -> Grads:
@@ -268,7 +267,7 @@ def _pow_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _exp(a: Value) -> Value:
     """e ** a (``inf`` beyond about 709.78, never OverflowError)."""
-    return Value(_ieee_exp(a.data), (a,), "exp", _exp_backward)
+    return _node(_ieee_exp(a.data), a, None, "exp", _exp_backward)
 
 
 @zero_safe
@@ -279,7 +278,7 @@ def _exp_backward(g: Num, out: Num, a: Num) -> Grads:
 
 def _log(a: Value) -> Value:
     """Natural log: ``-inf`` at 0 and ``nan`` below it, as in IEEE float64."""
-    return Value(_ieee_log(a.data), (a,), "log", _log_backward)
+    return _node(_ieee_log(a.data), a, None, "log", _log_backward)
 
 
 @zero_safe
@@ -290,7 +289,7 @@ def _log_backward(g: Num, out: Num, a: Num) -> Grads:
 
 def _tanh(a: Value) -> Value:
     """Hyperbolic tangent; math.tanh saturates to +-1.0 and never overflows."""
-    return Value(math.tanh(a.data), (a,), "tanh", _tanh_backward)
+    return _node(math.tanh(a.data), a, None, "tanh", _tanh_backward)
 
 
 @zero_safe
@@ -314,7 +313,7 @@ def _relu_backward(g: Num, out: Num, a: Num) -> Grads:
 
 def _sigmoid(a: Value) -> Value:
     """The logistic function 1 / (1 + e**-a), without overflow for any a."""
-    return Value(_ieee_sigmoid(a.data), (a,), "sigmoid", _sigmoid_backward)
+    return _node(_ieee_sigmoid(a.data), a, None, "sigmoid", _sigmoid_backward)
 
 
 @zero_safe
@@ -426,21 +425,24 @@ class Value:
             raise TypeError(f"Value(): label must be a str, got {describe(label)}")
         self.data = data
         self.grad: float | Value = 0.0
-        if GradMode.enabled and _prev:
+        if not GradMode.enabled:  # under no_grad(): a result with no history, a constant
+            _prev, _backward = (), None
+        if _prev:
             # A tuple, not the course's set: for ``a * a`` the rule needs both slots (a, a).
-            _prev = tuple(_prev)
-            if len(_prev) == 1:
-                self._a, self._b = _prev[0], None
-            elif len(_prev) == 2:
+            if type(_prev) is not tuple:
+                _prev = tuple(_prev)
+            n = len(_prev)
+            if n == 2:
                 self._a, self._b = _prev
+            elif n == 1:
+                self._a, self._b = _prev[0], None
             else:
                 self._a, self._b = None, _prev
-            self._backward = _backward
             self._op = _op
-        else:  # a leaf, or under no_grad(): a result with no history, a constant
+        else:
             self._a = self._b = None
-            self._backward = _backward if GradMode.enabled else None
             self._op = ""
+        self._backward = _backward
         self.label = label
 
     @property
