@@ -623,12 +623,12 @@ def _interior_order(root: Value) -> list[Value]:
         b = node._b
         if a is None:
             for p in reversed(b):
-                if (p._a is not None or p._b is not None) and p not in expanded:
+                if (p._b is not None or p._a is not None) and p not in expanded:
                     stack.append(p)
             continue
-        if b is not None and (b._a is not None or b._b is not None) and b not in expanded:
+        if b is not None and (b._b is not None or b._a is not None) and b not in expanded:
             stack.append(b)
-        if (a._a is not None or a._b is not None) and a not in expanded:
+        if (a._b is not None or a._a is not None) and a not in expanded:
             stack.append(a)
     return order
 
