@@ -21,11 +21,11 @@ def topological_order(root: Any, leaves: bool = True) -> list[Any]:
     shared nodes appear once however many paths lead to them.
 
     ``leaves=False`` leaves out the inputs that have no inputs themselves (parameters,
-    constants; ``root`` is always listed): the scalar ``backward()`` has nothing to do at a
-    leaf but receive gradient, and skipping them spares the walk a set lookup for every
-    edge into one, a third of a neural net's edges. (``Value.backward`` walks in this
-    same order with its own copy, engine._interior_order, which reads Value's input
-    slots and allocates nothing per node.)
+    constants; ``root`` is always listed): ``backward()`` has nothing to do at a leaf but
+    receive gradient, and skipping them spares the walk a set lookup for every edge into
+    one, a third of a neural net's edges. The tensor backward() walks this; the scalar one
+    walks the same order with its own copy (engine._interior_order), which reads Value's
+    input slots and allocates nothing per node.
     """
     order: list[Any] = []
     visited = {root}
