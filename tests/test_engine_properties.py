@@ -176,3 +176,12 @@ def test_backward_walks_the_graph_in_the_shared_walks_order(graph):
     shared = topological_order(out, leaves=False)
     assert len(walked) == len(shared)
     assert all(a is b for a, b in zip(walked, shared))
+
+
+def test_backward_walks_an_empty_sum_as_the_shared_walk_does():
+    # sum_values([]) has no inputs: both walks take it for a leaf (it has no rule to run)
+    x = Value(2.0)
+    out = (x * sum_values([])) + sum_values([x, 1.0])
+    walked, shared = _interior_order(out), topological_order(out, leaves=False)
+    assert len(walked) == len(shared) == 3  # out, the product, the sum of x and 1
+    assert all(a is b for a, b in zip(walked, shared))

@@ -333,7 +333,8 @@ def sum_values(values: Iterable[Operand]) -> Value:
     total = 0.0
     for v in inputs:  # left to right, the order a chain of + would use
         total += v.data
-    return _node(total, None, inputs, "sum", _sum_backward)
+    # None for no inputs at all: the slots of a node without any, as Value() makes them
+    return _node(total, None, inputs or None, "sum", _sum_backward)
 
 
 @zero_safe
