@@ -71,6 +71,33 @@ def test_a_custom_op_of_any_arity_keeps_its_inputs_in_order():
     assert (a.grad, b.grad, c.grad) == (7.0 + 13.0 + 23.0, 11.0 + 19.0, 17.0)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: sum_values([]),
+        lambda: sum_values(x for x in []),
+        lambda: Value(2.0, [], "c", lambda g, out: ()),
+        lambda: Value(2.0, iter([]), "c", lambda g, out: ()),
+    ],
+)
+def test_a_node_without_inputs_is_a_leaf(make):
+    # With no inputs there is nothing to pass a gradient to: no rule, no op, and
+    # backward() only seeds it, as on any leaf (here as the root and as an input).
+    node = make()
+    assert node._prev == () and node._backward is None and node._op == ""
+    node.backward()
+    assert node.grad == 1.0
+    x = Value(3.0)
+    (x * make()).backward()
+    assert x.grad == make().data
+
+
+@pytest.mark.parametrize("bad", [(Value(1.0), None), (None,), (Value(1.0), 2.0), ["a"]])
+def test_a_custom_op_whose_inputs_are_not_values_is_refused(bad):
+    with pytest.raises(TypeError, match=r"^Value\(\): _prev must hold Values, got "):
+        Value(1.0, bad, "x", lambda g, out, *xs: (g,) * len(xs))
+
+
 def test_ints_beyond_float64_say_so():
     with pytest.raises(OverflowError, match=r"Value\(\): int .* too large for a float64"):
         Value(10**400)

@@ -179,7 +179,7 @@ def test_backward_walks_the_graph_in_the_shared_walks_order(graph):
 
 
 def test_backward_walks_an_empty_sum_as_the_shared_walk_does():
-    # sum_values([]) has no inputs: both walks take it for a leaf (it has no rule to run)
+    # sum_values([]) has no inputs, so no rule either: both walks take it for a leaf
     x = Value(2.0)
     out = (x * sum_values([])) + sum_values([x, 1.0])
     walked, shared = _interior_order(out), topological_order(out, leaves=False)

@@ -333,8 +333,9 @@ def sum_values(values: Iterable[Operand]) -> Value:
     total = 0.0
     for v in inputs:  # left to right, the order a chain of + would use
         total += v.data
-    # None for no inputs at all: the slots of a node without any, as Value() makes them
-    return _node(total, None, inputs or None, "sum", _sum_backward)
+    if not inputs:  # the sum of nothing: 0.0, a constant with no inputs and no rule
+        return _node(total, None, None, "", None)
+    return _node(total, None, inputs, "sum", _sum_backward)
 
 
 @zero_safe
@@ -426,12 +427,16 @@ class Value:
             raise TypeError(f"Value(): label must be a str, got {describe(label)}")
         self.data = data
         self.grad: float | Value = 0.0
-        if not GradMode.enabled:  # under no_grad(): a result with no history, a constant
-            _prev, _backward = (), None
-        if _prev:
-            # A tuple, not the course's set: for ``a * a`` the rule needs both slots (a, a).
-            if type(_prev) is not tuple:
-                _prev = tuple(_prev)
+        # A tuple, not the course's set: for ``a * a`` the rule needs both slots (a, a).
+        _prev = _prev if type(_prev) is tuple else tuple(_prev)
+        for p in _prev:
+            if not isinstance(p, Value):
+                raise TypeError(f"Value(): _prev must hold Values, got {describe(p)}")
+        if not (_prev and GradMode.enabled):  # a leaf, or a constant under no_grad()
+            self._a = self._b = None
+            self._op = ""
+            self._backward = None  # with no inputs there is nothing to pass a gradient to
+        else:
             n = len(_prev)
             if n == 2:
                 self._a, self._b = _prev
@@ -440,10 +445,7 @@ class Value:
             else:
                 self._a, self._b = None, _prev
             self._op = _op
-        else:
-            self._a = self._b = None
-            self._op = ""
-        self._backward = _backward
+            self._backward = _backward
         self.label = label
 
     @property
