@@ -41,6 +41,7 @@ from modelwright_autograd import Tensor, Value, cat, einsum, grad, outer, stack,
 from modelwright_autograd import functional as functional_module
 from modelwright_autograd import tensor as tensor_module
 from modelwright_autograd.graph import topological_order
+from modelwright_autograd.tensor import linear_relu
 
 TF = torch.nn.functional
 TOL = 1e-9
@@ -187,6 +188,11 @@ TENSOR_ROWS = {
         lambda x: torch.relu(1 - torch.tensor([1.0, -1.0, 1.0, 1.0, -1.0, -1.0]) * x).mean(),
         [_values((6,), 28, "away") * 3],
     ),
+    "svm-target": (
+        F.svm_loss,
+        lambda s, y: torch.relu(1 - y * s).mean(),
+        [_values((2, 3), 28, "away") * 3, _values((2, 3), 40)],
+    ),
     **{
         f"linear{shape}{'+bias' if bias else ''}": (
             F.linear,
@@ -194,6 +200,15 @@ TENSOR_ROWS = {
             [_values(shape, 17), _values((3, 4), 18)] + ([_values((3,), 19)] if bias else []),
         )
         for shape in [(5, 4), (4,), (2, 3, 4)]
+        for bias in (True, False)
+    },
+    **{
+        f"linear_relu{shape}{'+bias' if bias else ''}": (
+            linear_relu,
+            lambda *a: torch.relu(TF.linear(*a)),
+            [_values(shape, 17), _values((3, 4), 18)] + ([_values((3,), 19)] if bias else []),
+        )
+        for shape in [(5, 4), (2, 3, 4)]
         for bias in (True, False)
     },
     # a float32 leaf under float64 work: its gradient is cast to float32 (a cast node), as

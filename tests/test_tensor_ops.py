@@ -24,6 +24,7 @@ from modelwright_autograd import (
     stack,
     where,
 )
+from modelwright_autograd.tensor import linear_relu
 
 TF = torch.nn.functional
 
@@ -301,6 +302,34 @@ def test_linear_like_torch(xshape, bias):
     compare(F.linear, TF.linear, arrays)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("xshape", [(5, 4), (4,), (2, 3, 4)], ids=str)
+def test_linear_relu_like_torch(xshape, bias):
+    arrays = [_values(xshape, 17), _values((3, 4), 18)] + ([_values((3,), 19)] if bias else [])
+    compare(linear_relu, lambda *a: torch.relu(TF.linear(*a)), arrays)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_linear_relu_is_linear_then_relu_bit_for_bit(dtype):
+    """The fused node equals linear(...).relu() in value and gradients, sign of zero
+    included, on pre-activations that are positive, negative, +0.0, -0.0, inf and nan."""
+    x_data = np.array([[1.0, 0.0], [-1.0, 2.0], [0.0, -0.0], [np.inf, 1.0], [np.nan, 1.0]])
+    w_data = np.array([[1.0, -1.0], [0.5, 0.0], [-0.0, 0.0]])
+    b_data = np.array([0.0, -0.0, -0.0])
+    upstream = np.array([[1.0, -2.0, np.inf]] * 5)
+    results = []
+    for fn in (linear_relu, lambda x, w, b: F.linear(x, w, b).relu()):
+        ts = [Tensor(a, requires_grad=True, dtype=dtype) for a in (x_data, w_data, b_data)]
+        with np.errstate(invalid="ignore"):  # inf * 0 is nan in both, on purpose
+            out = fn(*ts)
+            out.backward(upstream)
+        results.append([out.data] + [t.grad for t in ts])
+    for fused, unfused in zip(*results):
+        assert fused.dtype == unfused.dtype == dtype
+        np.testing.assert_array_equal(fused, unfused)
+        np.testing.assert_array_equal(np.signbit(fused), np.signbit(unfused))
+
+
 @pytest.mark.parametrize("keepdim", [False, True])
 @pytest.mark.parametrize("op, dim", REDUCE_CASES, ids=str)
 def test_reductions_over_every_dim_like_torch(op, dim, keepdim):
@@ -497,6 +526,31 @@ def test_svm_loss_like_torch():
     s = _values((6,), 28, kind="away")
     y = np.random.default_rng(29).choice([-1.0, 1.0], 6)
     compare(lambda x: F.svm_loss(x, y), lambda x: torch.relu(1 - torch.tensor(y) * x).mean(), [s])
+
+
+def test_svm_loss_target_gradient_like_torch():
+    """A target that requires grad gets dL/dy = -s/N where the margin is violated."""
+    s, y = _values((4, 3), 30, kind="away"), _values((4, 3), 31)
+    compare(F.svm_loss, lambda s, y: torch.relu(1 - y * s).mean(), [s, y])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_svm_loss_fused_node_is_the_unfused_graph_bit_for_bit(dtype):
+    """The fused node's value and gradients equal mean(relu(1 - y*s)) built op by op, on
+    margins that are positive, negative, exactly 0, inf and nan."""
+    s_data = np.array([0.5, -2.0, 1.0, 0.0, np.inf, np.nan, 3.0, -0.25], dtype=dtype)
+    y_data = np.array([1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0, 1.0], dtype=dtype)
+    results = []
+    for loss_fn in (F.svm_loss, lambda s, y: (1.0 - y * s).relu().mean()):
+        s, y = Tensor(s_data, requires_grad=True), Tensor(y_data, requires_grad=True)
+        with np.errstate(invalid="ignore"):  # inf * 0 is nan in both, on purpose
+            loss = loss_fn(s, y)
+            loss.backward()
+        results.append([loss.data, s.grad, y.grad])
+    for fused, unfused in zip(*results):
+        assert fused.dtype == unfused.dtype == dtype
+        np.testing.assert_array_equal(fused, unfused)
+        np.testing.assert_array_equal(np.signbit(fused), np.signbit(unfused))
 
 
 def test_mse_and_bce_with_logits_like_torch():
@@ -835,6 +889,7 @@ GRADCHECK_CASES = [
     ("bce", F.binary_cross_entropy_with_logits, [(2, 3), (2, 3)], "any"),
     ("mse", F.mse_loss, [(2, 3), (2, 3)], "any"),
     ("linear", F.linear, [(2, 4), (3, 4), (3,)], "any"),
+    ("linear_relu", linear_relu, [(2, 4), (3, 4), (3,)], "any"),
     ("index", lambda t: t[np.array([0, 2, 0]), 1:], [(3, 3)], "any"),
     ("reshape_T", lambda t: t.reshape(3, 2).T * 2.0, [(2, 3)], "any"),
     ("cat", lambda a, b: cat([a, b], 1), [(2, 3), (2, 1)], "any"),

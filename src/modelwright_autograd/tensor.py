@@ -258,6 +258,10 @@ def sigmoid(x: Arr) -> Arr:
     return x.sigmoid() if isinstance(x, Tensor) else _sigmoid_array(x)
 
 
+def relu(x: Arr) -> Arr:
+    return x.relu() if isinstance(x, Tensor) else _relu_array(x)
+
+
 def select(mask: np.ndarray, x: Arr | float, y: Arr | float) -> Arr:
     """``x`` where ``mask`` holds, else ``y`` (either may be a number): ``np.where`` on
     arrays, a ``where`` node on Tensors, so the unselected side passes no gradient."""
@@ -515,23 +519,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     the same reason as ``Value.dot``: one node and one backward call per layer instead of
     three (transpose, matmul, add).
     """
-    check_tensor(input, "linear: input")
-    check_tensor(weight, "linear: weight")
-    if weight.data.ndim != 2 or input.data.ndim == 0 or input.shape[-1] != weight.shape[1]:
-        raise ValueError(
-            f"linear: input {input.shape} and weight {weight.shape}: the weight must be "
-            "(out_features, in_features) and the input's last dim in_features"
-        )
-    data = input.data @ weight.data.T
-    if bias is None:
-        return make_node(data, (input, weight), "linear", _linear_backward)
-    check_tensor(bias, "linear: bias")
-    if bias.shape != (weight.shape[0],):
-        raise ValueError(
-            f"linear: bias {bias.shape} must be ({weight.shape[0]},) for weight {weight.shape}"
-        )
-    data += bias.data  # in place: ``data`` is a fresh product
-    return make_node(data, (input, weight, bias), "linear", _linear_backward)
+    data, prev = _linear_forward(input, weight, bias, "linear")
+    return make_node(data, prev, "linear", _linear_backward)
 
 
 def _linear_backward(g: Arr, out: Arr, ctx: None, need: Need, x: Arr, w: Arr, *b: Arr) -> Grads:
@@ -542,6 +531,46 @@ def _linear_backward(g: Arr, out: Arr, ctx: None, need: Need, x: Arr, w: Arr, *b
     if not b:
         return gx, gw
     return gx, gw, (sum_dims(g2, (0,), False) if need[2] else None)
+
+
+def linear_relu(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``linear(input, weight, bias).relu()`` as one node: an MLP's hidden layer, whose
+    backward is relu's rule then linear's (one node fewer per layer to build and walk)."""
+    data, prev = _linear_forward(input, weight, bias, "linear_relu")
+    return make_node(_relu_array(data), prev, "linear_relu", _linear_relu_backward)
+
+
+def _linear_relu_backward(
+    g: Arr, out: Arr, ctx: None, need: Need, x: Arr, w: Arr, *b: Arr
+) -> Grads:
+    """y = relu(z), z = x W^T + b:  dz = dy where y > 0 (relu's rule, nan passing), then
+    linear's rule on dz."""
+    gz = zero_where(raw(out) <= 0.0, g)
+    return _linear_backward(gz, None, None, need, x, w, *b)
+
+
+def _linear_forward(
+    input: Tensor, weight: Tensor, bias: Tensor | None, op: str
+) -> tuple[np.ndarray, tuple[Tensor, ...]]:
+    """x @ W^T + b after checking the shapes (op names the caller in errors), and the
+    node's inputs."""
+    check_tensor(input, f"{op}: input")
+    check_tensor(weight, f"{op}: weight")
+    if weight.data.ndim != 2 or input.data.ndim == 0 or input.shape[-1] != weight.shape[1]:
+        raise ValueError(
+            f"{op}: input {input.shape} and weight {weight.shape}: the weight must be "
+            "(out_features, in_features) and the input's last dim in_features"
+        )
+    data = input.data @ weight.data.T
+    if bias is None:
+        return data, (input, weight)
+    check_tensor(bias, f"{op}: bias")
+    if bias.shape != (weight.shape[0],):
+        raise ValueError(
+            f"{op}: bias {bias.shape} must be ({weight.shape[0]},) for weight {weight.shape}"
+        )
+    data += bias.data  # in place: ``data`` is a fresh product
+    return data, (input, weight, bias)
 
 
 # ---------------------------------------------------------------------- unary functions
@@ -575,17 +604,20 @@ def _tanh_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 
 def _relu(a: Tensor) -> Tensor:
-    """max(0, x) with relu(nan) = nan and relu(-0.0) = -0.0, as in torch (and Value.relu).
+    """max(0, x) with relu(nan) = nan and relu(-0.0) = -0.0, as in torch (and Value.relu)."""
+    return make_node(_relu_array(a.data), (a,), "relu", _relu_backward)
 
-    ``np.maximum`` is branch-free, where ``np.where`` on a mask of random signs costs a
-    mispredicted branch per element (about 100 times slower on this project's machine);
-    maximum gives +0.0 at x = -0.0, so the zeros, rare and so a cheap select, keep x."""
-    x = a.data
+
+def _relu_array(x: np.ndarray) -> np.ndarray:
+    """relu on an array. ``np.maximum`` is branch-free, where ``np.where`` on a mask of
+    random signs costs a mispredicted branch per element (about 100 times slower on this
+    project's machine); maximum gives +0.0 at x = -0.0, so the zeros, rare and so a cheap
+    select, keep x."""
     out = np.maximum(x, 0.0)
     zero = x == 0.0
     if zero.any():
         out = np.where(zero, x, out)
-    return make_node(out, (a,), "relu", _relu_backward)
+    return out
 
 
 def _relu_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:

@@ -27,7 +27,7 @@ from .nn_ops import (
     max_pool2d,
 )
 from .seeding import numpy_rng
-from .tensor import Tensor, linear
+from .tensor import Tensor, linear, linear_relu
 
 Seed = int | np.random.Generator | np.random.RandomState | None
 
@@ -282,12 +282,13 @@ class MLP(Module):
             raise TypeError(f"{expected}, got {' '.join(describe(x).split())}")
         if x.data.ndim == 0 or x.shape[-1] != nin:
             raise ValueError(f"{expected}, got shape {x.shape}")
-        last = len(self.layers) - 1
-        for i, layer in enumerate(self.layers):
-            x = layer(x)
-            if i != last:
-                x = getattr(x, self.activation)()
-        return x
+        *hidden, output = self.layers
+        for layer in hidden:
+            if self.activation == "relu":  # the common case, one node per layer
+                x = linear_relu(x, layer.weight, layer.bias)
+            else:
+                x = getattr(layer(x), self.activation)()
+        return output(x)
 
     def __repr__(self) -> str:
         sizes = [self.layers[0].in_features] + [layer.out_features for layer in self.layers]
