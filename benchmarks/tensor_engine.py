@@ -30,7 +30,7 @@ import numpy as np
 
 from modelwright_autograd import collection_paused, tensor_nn
 from modelwright_autograd import functional as F
-from modelwright_autograd.optim import Adam
+from modelwright_autograd.optim import SGD, Adam
 from modelwright_autograd.tensor import Tensor
 
 from .common import Sizes, log, max_abs_diff, summarize
@@ -272,23 +272,27 @@ def ours_digits_epoch(model: tensor_nn.MLP, opt: Adam, X, y, batches) -> list[fl
 
 
 def ours_moons_run(layers: Layers, X, y, steps: int) -> list[float]:
-    """``steps`` SGD steps, each inside ``collection_paused()`` as the training loop runs it."""
+    """``steps`` SGD steps written as a user of this engine writes them: the loss is
+    ``F.svm_loss`` (one node) of the model's scores; the L2 term reaches the gradients
+    through ``SGD(weight_decay=2 * L2)`` (the gradient of L2 * sum(p*p) is 2 * L2 * p,
+    torch's way of adding it) and its value, L2 * sum of np.vdot(p, p) as the floor
+    computes it, is added to the reported loss; ``opt.zero_grad()`` clears the gradients.
+    Each step runs inside ``collection_paused()`` as the training loop runs it."""
     model = ours_mlp(layers)
     params = model.parameters()
+    opt = SGD(params, lr=demo_lr(0), weight_decay=2.0 * L2)
     x, y_col = Tensor(X), Tensor(y[:, None])
     losses = []
     for k in range(steps):
         with collection_paused():
-            scores = model(x)
-            data_loss = (1 - y_col * scores).relu().mean()
-            loss = data_loss + L2 * sum((p * p).sum() for p in params)
-            model.zero_grad()
-            loss.backward()
-            lr = demo_lr(k)
-            for p in params:
-                p.data -= lr * p.grad
-            losses.append(float(loss.data))
-            del loss, scores, data_loss
+            data_loss = F.svm_loss(model(x), y_col)
+            opt.zero_grad()
+            data_loss.backward()
+            penalty = L2 * sum(float(np.vdot(p.data, p.data)) for p in params)
+            opt.lr = demo_lr(k)
+            opt.step()
+            losses.append(float(data_loss.data) + penalty)
+            del data_loss
     return losses
 
 
