@@ -257,12 +257,13 @@ def ours_mlp(layers: Layers) -> tensor_nn.MLP:
     return model
 
 
-def ours_digits_epoch(model: tensor_nn.MLP, opt: Adam, X, y, batches) -> list[float]:
-    """One epoch, each step inside ``collection_paused()`` as the training loop runs it."""
+def ours_digits_epoch(model: tensor_nn.MLP, opt: Adam, X: Tensor, y, batches) -> list[float]:
+    """One epoch, each step inside ``collection_paused()`` as the training loop runs it;
+    the batch is ``X[idx]`` of the whole set as a Tensor, as torch's loop indexes its."""
     losses = []
     for idx in batches:
         with collection_paused():
-            loss = F.cross_entropy(model(Tensor(X[idx])), y[idx])
+            loss = F.cross_entropy(model(X[idx]), y[idx])
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -339,7 +340,7 @@ def _run(sizes: Sizes) -> dict[str, Any]:
 
     # ---- digits: one epoch = every mini-batch of the training split (or the first few)
     X, y = digits_data(dtype)
-    Xt, yt = torch.from_numpy(X), torch.from_numpy(y)
+    Xt, yt, Xours = torch.from_numpy(X), torch.from_numpy(y), Tensor(X)
     digits: dict[int, tuple[dict[str, list[float]], dict[str, list[float]], int]] = {}
     for batch in DIGITS_BATCHES:
         epochs = epoch_batches(len(y), sizes.tensor_repeats + 1, sizes.digits_batches, batch)
@@ -352,7 +353,7 @@ def _run(sizes: Sizes) -> dict[str, Any]:
         epoch_runners: dict[str, Callable[[list[np.ndarray]], list[float]]] = {
             "torch": lambda b, m=tmodel, o=topt: torch_digits_epoch(m, o, Xt, yt, b),
             "numpy floor": lambda b, n=npnet: numpy_digits_epoch(n, X, y, b),
-            "ours": lambda b, m=omodel, o=oopt: ours_digits_epoch(m, o, X, y, b),
+            "ours": lambda b, m=omodel, o=oopt: ours_digits_epoch(m, o, Xours, y, b),
         }
         log(f"tensor: digits batch {batch}, warm-up epoch ({len(epochs[0])} batches)")
         first = {name: fn(epochs[0]) for name, fn in epoch_runners.items()}

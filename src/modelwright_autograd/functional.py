@@ -161,9 +161,7 @@ def cross_entropy(logits: Tensor, target: object) -> Tensor:
     # probability, so a wrong class with a margin of 2000 still gives the exact loss 2000.
     loss = (np.log(total) - (x[np.arange(n), t] - top[:, 0])).mean()
     e /= total[:, None]  # now the softmax probabilities, which the backward rule reuses
-    onehot = np.zeros_like(e)
-    onehot[np.arange(n), t] = 1.0
-    return make_node(loss, (logits,), "cross_entropy", _cross_entropy_backward, (e, onehot))
+    return make_node(loss, (logits,), "cross_entropy", _cross_entropy_backward, (e, t))
 
 
 def _cross_entropy_backward(
@@ -171,13 +169,21 @@ def _cross_entropy_backward(
 ) -> Grads:
     """L = mean_i(-log softmax(x_i)[t_i]):  dL/dx_i = (softmax(x_i) - onehot(t_i)) / N.
 
-    The fast pass reuses the forward's probabilities; under create_graph they are computed
-    again as a Tensor op, so that the second derivative sees how they depend on x.
+    The fast pass reuses the forward's probabilities (a copy with 1 taken off at each
+    target); under create_graph they are computed again as a Tensor op, so that the
+    second derivative sees how they depend on x.
     """
-    probs, onehot = ctx
-    x = logits.reshape(probs.shape)
-    p = x.softmax(1) if isinstance(x, Tensor) else probs
-    return (((p - onehot) * (g / probs.shape[0])).reshape(logits.shape),)
+    probs, t = ctx
+    rows = np.arange(len(t))
+    if isinstance(logits, Tensor):
+        onehot = np.zeros_like(probs)
+        onehot[rows, t] = 1.0
+        d = (logits.reshape(probs.shape).softmax(1) - onehot) * (g / len(t))
+    else:
+        d = probs.copy()
+        d[rows, t] -= 1.0
+        d *= g / len(t)
+    return (d if d.shape == logits.shape else d.reshape(logits.shape),)
 
 
 # ---------------------------------------------------------------------- two-class losses

@@ -281,9 +281,8 @@ def zero_where(mask: np.ndarray, g: Arr) -> Arr:
     what the selection gives."""
     if type(g) is not np.ndarray:
         return select(mask, 0.0, g)
-    bits = g.view(f"i{g.itemsize}")
-    keep = np.negative(~mask, dtype=bits.dtype)  # -1 (all ones) where kept, else 0
-    return (bits & keep).view(g.dtype)
+    keep = np.subtract(mask, 1, dtype=f"i{g.itemsize}")  # -1 (all ones) where kept, else 0
+    return (g.view(keep.dtype) & keep).view(g.dtype)
 
 
 def prod_dims(x: Arr, d: int | None, keepdim: bool) -> Arr:
@@ -525,19 +524,20 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 def _linear_backward(g: Arr, out: Arr, ctx: None, need: Need, x: Arr, w: Arr, *b: Arr) -> Grads:
     """y = x W^T + b:  dx = dy W, dW = dy^T x (summed over all batch rows), db = sum dy."""
-    g2 = g.reshape(-1, g.shape[-1])
     gx = g @ w if need[0] else None
-    gw = g2.T @ x.reshape(-1, x.shape[-1]) if need[1] else None
+    if g.ndim != 2:  # a batch of any shape is a batch of rows
+        g, x = g.reshape(-1, g.shape[-1]), x.reshape(-1, x.shape[-1])
+    gw = g.T @ x if need[1] else None
     if not b:
         return gx, gw
-    return gx, gw, (sum_dims(g2, (0,), False) if need[2] else None)
+    return gx, gw, (sum_dims(g, (0,), False) if need[2] else None)
 
 
 def linear_relu(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``linear(input, weight, bias).relu()`` as one node: an MLP's hidden layer, whose
     backward is relu's rule then linear's (one node fewer per layer to build and walk)."""
     data, prev = _linear_forward(input, weight, bias, "linear_relu")
-    return make_node(_relu_array(data), prev, "linear_relu", _linear_relu_backward)
+    return make_node(_relu_array(data, overwrite=True), prev, "linear_relu", _linear_relu_backward)
 
 
 def _linear_relu_backward(
@@ -608,16 +608,16 @@ def _relu(a: Tensor) -> Tensor:
     return make_node(_relu_array(a.data), (a,), "relu", _relu_backward)
 
 
-def _relu_array(x: np.ndarray) -> np.ndarray:
-    """relu on an array. ``np.maximum`` is branch-free, where ``np.where`` on a mask of
-    random signs costs a mispredicted branch per element (about 100 times slower on this
+def _relu_array(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """relu on an array (written into x itself with ``overwrite``, for an array the caller
+    has just made). ``np.maximum`` is branch-free, where ``np.where`` on a mask of random
+    signs costs a mispredicted branch per element (about 100 times slower on this
     project's machine); maximum gives +0.0 at x = -0.0, so the zeros, rare and so a cheap
     select, keep x."""
-    out = np.maximum(x, 0.0)
     zero = x == 0.0
     if zero.any():
-        out = np.where(zero, x, out)
-    return out
+        return np.where(zero, x, np.maximum(x, 0.0))
+    return np.maximum(x, 0.0, out=x if overwrite else None)
 
 
 def _relu_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:

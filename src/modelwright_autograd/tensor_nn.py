@@ -277,11 +277,10 @@ class MLP(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         nin = self.layers[0].in_features
-        expected = f"MLP expects a Tensor of shape (..., {nin}) ({nin} features per row)"
         if not isinstance(x, Tensor):  # an ndarray's repr spans lines: keep the message one
-            raise TypeError(f"{expected}, got {' '.join(describe(x).split())}")
+            raise TypeError(f"{self._expects()}, got {' '.join(describe(x).split())}")
         if x.data.ndim == 0 or x.shape[-1] != nin:
-            raise ValueError(f"{expected}, got shape {x.shape}")
+            raise ValueError(f"{self._expects()}, got shape {x.shape}")
         *hidden, output = self.layers
         for layer in hidden:
             if self.activation == "relu":  # the common case, one node per layer
@@ -289,6 +288,10 @@ class MLP(Module):
             else:
                 x = getattr(layer(x), self.activation)()
         return output(x)
+
+    def _expects(self) -> str:
+        nin = self.layers[0].in_features
+        return f"MLP expects a Tensor of shape (..., {nin}) ({nin} features per row)"
 
     def __repr__(self) -> str:
         sizes = [self.layers[0].in_features] + [layer.out_features for layer in self.layers]
