@@ -196,7 +196,8 @@ def svm_loss(input: Tensor, target: object) -> Tensor:
     check_tensor(input, "svm_loss: input")
     target = _as_target(target, input, "svm_loss")
     hinge = relu_any(1.0 - target.data * input.data)
-    return make_node(hinge.mean(), (input, target), "svm_loss", _svm_loss_backward, hinge)
+    mean = hinge.sum() / hinge.size  # what mean() computes, without its Python wrapper
+    return make_node(mean, (input, target), "svm_loss", _svm_loss_backward, hinge)
 
 
 def _svm_loss_backward(g: Arr, out: Arr, hinge: np.ndarray, need: Need, s: Arr, y: Arr) -> Grads:

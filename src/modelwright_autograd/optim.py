@@ -47,7 +47,9 @@ class Optimizer:
             if g is None:
                 continue
             if weight_decay:
-                g = g + weight_decay * p.data
+                decay = weight_decay * p.data
+                decay += g  # g + weight_decay * p, in the one new array
+                g = decay
             yield i, p, g
 
 
