@@ -127,7 +127,7 @@ def _class_targets(target: object, n: int, classes: int, shape: tuple[int, ...])
         )
     t = t.reshape(n)
     bad = (t < 0) | (t >= classes)
-    if bad.any():
+    if np.count_nonzero(bad):
         raise IndexError(
             f"cross_entropy: target {t[bad][0]} is out of range for {classes} classes "
             f"(valid 0 to {classes - 1})"
@@ -159,7 +159,8 @@ def cross_entropy(logits: Tensor, target: object) -> Tensor:
     total = e.sum(axis=1)
     # -log p_t = log(sum_j e^(x_j - max)) - (x_t - max): never the log of an underflowed
     # probability, so a wrong class with a margin of 2000 still gives the exact loss 2000.
-    loss = (np.log(total) - (x[np.arange(n), t] - top[:, 0])).mean()
+    # The mean is sum / n, what mean() computes, without its Python wrapper's 1.5 us.
+    loss = (np.log(total) - (x[np.arange(n), t] - top[:, 0])).sum() / n
     e /= total[:, None]  # now the softmax probabilities, which the backward rule reuses
     return make_node(loss, (logits,), "cross_entropy", _cross_entropy_backward, (e, t))
 

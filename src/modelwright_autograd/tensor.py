@@ -562,18 +562,19 @@ def _linear_forward(
     node's inputs."""
     check_tensor(input, f"{op}: input")
     check_tensor(weight, f"{op}: weight")
-    if weight.data.ndim != 2 or input.data.ndim == 0 or input.shape[-1] != weight.shape[1]:
+    x, w = input.data, weight.data
+    if w.ndim != 2 or x.ndim == 0 or x.shape[-1] != w.shape[1]:
         raise ValueError(
-            f"{op}: input {input.shape} and weight {weight.shape}: the weight must be "
+            f"{op}: input {x.shape} and weight {w.shape}: the weight must be "
             "(out_features, in_features) and the input's last dim in_features"
         )
-    data = input.data @ weight.data.T
+    data = x @ w.T
     if bias is None:
         return data, (input, weight)
     check_tensor(bias, f"{op}: bias")
-    if bias.shape != (weight.shape[0],):
+    if bias.data.shape != (w.shape[0],):
         raise ValueError(
-            f"{op}: bias {bias.shape} must be ({weight.shape[0]},) for weight {weight.shape}"
+            f"{op}: bias {bias.data.shape} must be ({w.shape[0]},) for weight {w.shape}"
         )
     data += bias.data  # in place: ``data`` is a fresh product
     return data, (input, weight, bias)
