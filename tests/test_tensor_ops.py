@@ -949,3 +949,26 @@ def test_relu_gradient_masks_inf_nan_and_keeps_signed_zeros_like_torch(dtype):
     np.testing.assert_array_equal(
         ours.grad.view(f"u{want.itemsize}"), want.view(f"u{want.itemsize}")
     )
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_zero_where_selects_exactly(dtype):
+    """The kit's zero_where is np.where(mask, +0.0, g) bit for bit, inf, nan and -0.0 in g
+    included, for a mask of g's shape, one that broadcasts either way, and 0-d ones."""
+    from modelwright_autograd.tensor import zero_where
+
+    g = np.array([[1.5, -np.inf, np.nan], [-0.0, 0.0, -2.0]], dtype=dtype)
+    cases = [
+        (np.array([[True, False, True], [False, True, True]]), g),
+        (np.array([[True], [False]]), g),
+        (np.array([False, True, False]), g),
+        (np.ones((2, 2, 3), dtype=bool), g),
+        (np.array(3.0) <= 0.0, np.array(-0.0, dtype=dtype)),
+        (np.array(-3.0) <= 0.0, np.array(np.nan, dtype=dtype)),
+    ]
+    for mask, values in cases:
+        ours = zero_where(mask, values)
+        expected = np.where(mask, np.zeros((), dtype=dtype), values)
+        assert ours.dtype == dtype and ours.shape == expected.shape
+        np.testing.assert_array_equal(ours, expected)
+        np.testing.assert_array_equal(np.signbit(ours), np.signbit(expected))

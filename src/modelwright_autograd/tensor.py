@@ -282,9 +282,10 @@ def zero_where(mask: np.ndarray, g: Arr) -> Arr:
     if type(g) is not np.ndarray:
         return select(mask, 0.0, g)
     ints = _SAME_SIZE_INT[g.itemsize]
-    keep = mask.astype(ints)
+    keep = np.asarray(mask).astype(ints)
     keep -= 1  # -1 (all ones) where kept, else 0
-    return (g.view(ints) & keep).view(g.dtype)
+    into = keep if keep.shape == g.shape else None  # no new array unless g broadcasts
+    return np.bitwise_and(g.view(ints), keep, out=into).view(g.dtype)
 
 
 # by itemsize: the integer type whose bits a float's are viewed as
