@@ -309,13 +309,15 @@ def test_linear_relu_like_torch(xshape, bias):
     compare(linear_relu, lambda *a: torch.relu(TF.linear(*a)), arrays)
 
 
+@pytest.mark.parametrize("b_data", [[0.0, -0.0, -0.0], [1.0, -0.5, -1.0], [0.5, -0.0, 2.0]])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_linear_relu_is_linear_then_relu_bit_for_bit(dtype):
+def test_linear_relu_is_linear_then_relu_bit_for_bit(dtype, b_data):
     """The fused node equals linear(...).relu() in value and gradients, sign of zero
-    included, on pre-activations that are positive, negative, +0.0, -0.0, inf and nan."""
+    included, on pre-activations that are positive, negative, +0.0, -0.0, inf and nan,
+    with biases holding zeros of both signs or none (which spares the -0.0 search)."""
     x_data = np.array([[1.0, 0.0], [-1.0, 2.0], [0.0, -0.0], [np.inf, 1.0], [np.nan, 1.0]])
     w_data = np.array([[1.0, -1.0], [0.5, 0.0], [-0.0, 0.0]])
-    b_data = np.array([0.0, -0.0, -0.0])
+    b_data = np.array(b_data)
     upstream = np.array([[1.0, -2.0, np.inf]] * 5)
     results = []
     for fn in (linear_relu, lambda x, w, b: F.linear(x, w, b).relu()):

@@ -542,9 +542,17 @@ def _linear_backward(g: Arr, out: Arr, ctx: None, need: Need, x: Arr, w: Arr, *b
 
 def linear_relu(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``linear(input, weight, bias).relu()`` as one node: an MLP's hidden layer, whose
-    backward is relu's rule then linear's (one node fewer per layer to build and walk)."""
+    backward is relu's rule then linear's (one node fewer per layer to build and walk).
+
+    relu's search for -0.0 (which ``np.maximum`` would make +0.0) is spared when no bias
+    element is 0: x W^T + b is -0.0 only where b is, as a sum is -0.0 only when both of
+    its terms are."""
     data, prev = _linear_forward(input, weight, bias, "linear_relu")
-    return make_node(_relu_array(data, overwrite=True), prev, "linear_relu", _linear_relu_backward)
+    if bias is not None and bias.data.all():
+        out = np.maximum(data, 0.0, out=data)
+    else:
+        out = _relu_array(data, overwrite=True)
+    return make_node(out, prev, "linear_relu", _linear_relu_backward)
 
 
 def _linear_relu_backward(
