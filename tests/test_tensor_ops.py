@@ -536,6 +536,10 @@ def test_svm_loss_target_gradient_like_torch():
     compare(F.svm_loss, lambda s, y: torch.relu(1 - y * s).mean(), [s, y])
 
 
+def test_svm_loss_of_0d_tensors_like_torch():
+    compare(F.svm_loss, lambda s, y: torch.relu(1 - y * s).mean(), [np.array(0.3), np.array(-1.0)])
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_svm_loss_fused_node_is_the_unfused_graph_bit_for_bit(dtype):
     """The fused node's value and gradients equal mean(relu(1 - y*s)) built op by op, on

@@ -43,7 +43,6 @@ from .tensor import (
     softplus,
     zero_where,
 )
-from .tensor import relu as relu_any  # the kit's: NumPy on arrays, the op on Tensors
 from .tensor import sigmoid as sigmoid_any  # the kit's: NumPy on arrays, the op on Tensors
 
 __all__ = [
@@ -193,10 +192,12 @@ def svm_loss(input: Tensor, target: object) -> Tensor:
 
     One node rather than four (mul, sub, relu, mean): a small model's step is mostly
     per-node overhead. Its rule repeats the four rules' arithmetic in their order, so the
-    gradients are the unfused graph's to the last bit."""
+    gradients are the unfused graph's to the last bit. The margin 1 - y*s is never -0.0
+    (a difference is -0.0 only when it is -0.0 - +0.0), so ``np.maximum`` alone is its
+    relu, nan kept."""
     check_tensor(input, "svm_loss: input")
     target = _as_target(target, input, "svm_loss")
-    hinge = relu_any(1.0 - target.data * input.data)
+    hinge = np.maximum(1.0 - target.data * input.data, 0.0)
     mean = hinge.sum() / hinge.size  # what mean() computes, without its Python wrapper
     return make_node(mean, (input, target), "svm_loss", _svm_loss_backward, hinge)
 

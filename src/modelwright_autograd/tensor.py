@@ -258,10 +258,6 @@ def sigmoid(x: Arr) -> Arr:
     return x.sigmoid() if isinstance(x, Tensor) else _sigmoid_array(x)
 
 
-def relu(x: Arr) -> Arr:
-    return x.relu() if isinstance(x, Tensor) else _relu_array(x)
-
-
 def select(mask: np.ndarray, x: Arr | float, y: Arr | float) -> Arr:
     """``x`` where ``mask`` holds, else ``y`` (either may be a number): ``np.where`` on
     arrays, a ``where`` node on Tensors, so the unselected side passes no gradient."""
