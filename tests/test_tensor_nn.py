@@ -317,3 +317,25 @@ def test_mlp_given_the_wrong_input_says_what_it_expects():
         assert str(info.value) == f"{expected} shape {shape}"
     assert model(Tensor(np.zeros((5, 2)))).shape == (5, 1)
     assert model(Tensor(np.zeros(2))).shape == (1,)
+
+
+def test_mlp_runs_the_forward_of_a_hidden_layer_swapped_in():
+    """MLP fuses its own Linear layers with the relu (linear_relu); a layer the user swaps
+    in, such as a Linear subclass with its own forward, is called instead."""
+
+    class Doubled(Linear):
+        def forward(self, x):
+            return super().forward(x) * 2.0
+
+    model = MLP(3, [4, 2], seed=0)
+    x = Tensor(np.random.default_rng(0).standard_normal((5, 3)))
+    plain = model(x).data
+    swapped = Doubled(3, 4, seed=1)
+    swapped.weight.data[...] = model.layers[0].weight.data
+    swapped.bias.data[...] = model.layers[0].bias.data
+    model.layers[0] = swapped
+    first = model.layers[0]
+    hidden = np.maximum(2.0 * (x.data @ first.weight.data.T + first.bias.data), 0.0)
+    expected = hidden @ model.layers[1].weight.data.T + model.layers[1].bias.data
+    np.testing.assert_allclose(model(x).data, expected, rtol=1e-12)
+    assert not np.allclose(model(x).data, plain)

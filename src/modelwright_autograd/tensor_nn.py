@@ -283,7 +283,9 @@ class MLP(Module):
             raise ValueError(f"{self._expects()}, got shape {x.shape}")
         *hidden, output = self.layers
         for layer in hidden:
-            if self.activation == "relu":  # the common case, one node per layer
+            # The common case in one node; a layer swapped in (a subclass, another module)
+            # is called, so its own forward runs.
+            if self.activation == "relu" and type(layer) is Linear:
                 x = linear_relu(x, layer.weight, layer.bias)
             else:
                 x = getattr(layer(x), self.activation)()
