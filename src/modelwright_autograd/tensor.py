@@ -222,7 +222,7 @@ def sum_dims(x: Arr, dims: Dims, keepdim: bool) -> Arr:
     """``x`` summed over ``dims`` (normalised dims, or None for all)."""
     if isinstance(x, Tensor):
         return x.sum(dims, keepdim=keepdim)
-    return x.sum(axis=dims, keepdims=keepdim)
+    return np.add.reduce(x, axis=dims, keepdims=keepdim)  # x.sum() without its wrapper
 
 
 def expand(g: Arr, dims: Dims, shape: Shape) -> Arr:
@@ -1967,7 +1967,8 @@ class Tensor:
                     "backward: grad can be implicitly created only for scalar outputs; this "
                     f"tensor has shape {self.shape}, so pass gradient= an array of that shape"
                 )
-            seed = np.ones(self.data.shape, dtype=self.data.dtype)
+            seed = np.empty(self.data.shape, dtype=self.data.dtype)
+            seed.fill(1)  # np.ones() is this in a Python wrapper
         elif create_graph and isinstance(gradient, Tensor):
             seed = gradient  # kept as it is: the gradients may depend on it too, as in torch
         else:
@@ -1992,16 +1993,36 @@ class Tensor:
 def _backward_walk(root: Tensor, order: list[Tensor], seed: Arr, create_graph: bool) -> None:
     """Run every node's rule in reverse topological order, accumulating into the inputs."""
     _accumulate(root, seed, None)
+    if create_graph:  # the same rules on the nodes: the gradients get history
+        for node in reversed(order):
+            rule, g = node._backward, node.grad
+            if rule is None or g is None:
+                continue
+            prev = node._prev
+            need = tuple([p.requires_grad for p in prev])
+            grads = rule(g, node, node._ctx, need, *prev)
+            for p, gp, n in zip(prev, grads, need):
+                if n and gp is not None:
+                    _accumulate(p, gp, g)
+        return
     for node in reversed(order):
         rule, g = node._backward, node.grad
         if rule is None or g is None:
             continue
         prev = node._prev
         need = tuple([p.requires_grad for p in prev])  # a list first: faster than a generator
-        if create_graph:  # the same rule on the nodes: the gradients get history
-            grads = rule(g, node, node._ctx, need, *prev)
-        else:
-            grads = rule(g, node.data, node._ctx, need, *[p.data for p in prev])
+        grads = rule(g, node.data, node._ctx, need, *[p.data for p in prev])
         for p, gp, n in zip(prev, grads, need):
             if n and gp is not None:
+                # _accumulate's two common cases written out (a call per edge saved): a
+                # later arrival of the input's shape is added in place; a first arrival
+                # the rule has just made, of the input's shape and dtype, is kept as it is
+                data = p.data
+                if type(gp) is np.ndarray and gp.shape == data.shape:
+                    if p.grad is not None:
+                        p.grad += gp
+                        continue
+                    if gp is not g and gp.base is None and gp.dtype == data.dtype:
+                        p.grad = gp
+                        continue
                 _accumulate(p, gp, g)
