@@ -61,3 +61,66 @@ def test_float32_parameters_stay_float32():
     for p, t in zip(ours, theirs):
         assert p.data.dtype == np.float32
         np.testing.assert_allclose(p.data, t.detach().numpy(), rtol=1e-6)
+
+
+def _mlp_and_separate_copies(dtype=np.float64):
+    """A tensor_nn.MLP (its parameters views of one buffer) and the same parameters as
+    separate arrays, each with the same random gradients on every call of ``grads``."""
+    from modelwright_autograd import tensor_nn
+
+    model = tensor_nn.MLP(3, [5, 4, 2], seed=7, dtype=dtype)
+    shared = model.parameters()
+    separate = [Tensor(p.data.copy(), requires_grad=True) for p in shared]
+    return shared, separate
+
+
+def test_mlp_parameters_are_views_of_one_buffer_with_their_values():
+    from modelwright_autograd import tensor_nn
+
+    model = tensor_nn.MLP(3, [5, 2], seed=7, dtype=np.float32)
+    reference = tensor_nn.Linear(3, 5, seed=np.random.default_rng(7), dtype=np.float32)
+    params = model.parameters()
+    buffer = params[0].data.base
+    assert buffer is not None and buffer.size == sum(p.data.size for p in params)
+    assert all(p.data.base is buffer and p.data.dtype == np.float32 for p in params)
+    np.testing.assert_array_equal(params[0].data, reference.weight.data)
+    np.testing.assert_array_equal(params[1].data, reference.bias.data)
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 1e-2])
+def test_adam_on_one_buffer_equals_adam_on_separate_arrays_bit_for_bit(weight_decay):
+    shared, separate = _mlp_and_separate_copies()
+    torch_params = [torch.tensor(p.data.copy(), requires_grad=True) for p in shared]
+    opt_shared = Adam(shared, lr=0.05, weight_decay=weight_decay)
+    assert opt_shared._tiled[1] is not None  # the one-subtraction path is the one tested
+    opt_separate = Adam(separate, lr=0.05, weight_decay=weight_decay)
+    topt = torch.optim.Adam(torch_params, lr=0.05, weight_decay=weight_decay)
+    rng = np.random.default_rng(5)
+    arrays = [p.data for p in shared]
+    for _ in range(4):
+        for a, b, t in zip(shared, separate, torch_params):
+            g = rng.standard_normal(a.shape)
+            a.grad, b.grad, t.grad = g.copy(), g.copy(), torch.from_numpy(g.copy())
+        opt_shared.step()
+        opt_separate.step()
+        topt.step()
+    for a, b, t, array in zip(shared, separate, torch_params, arrays):
+        assert a.data is array  # updated in place, still the module's view
+        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_allclose(a.data, t.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_adam_updates_a_parameter_whose_data_was_replaced():
+    shared, separate = _mlp_and_separate_copies()
+    opt_shared, opt_separate = Adam(shared, lr=0.1), Adam(separate, lr=0.1)
+    rng = np.random.default_rng(6)
+    for step in range(3):
+        if step == 1:  # the user swaps in an array of their own: no longer in the buffer
+            shared[0].data = shared[0].data.copy()
+        for a, b in zip(shared, separate):
+            g = rng.standard_normal(a.shape)
+            a.grad, b.grad = g.copy(), g.copy()
+        opt_shared.step()
+        opt_separate.step()
+    for a, b in zip(shared, separate):
+        np.testing.assert_array_equal(a.data, b.data)

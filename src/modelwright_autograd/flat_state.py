@@ -4,9 +4,10 @@ Adam keeps two arrays per parameter (m and v) and updates each with about a doze
 calls; on a small MLP those calls, not the arithmetic, are most of the optimiser's time.
 With every parameter's state as a slice of one flat array, the update is a dozen calls
 for the whole model, plus one copy in (the gradients) and one subtraction out per
-parameter. The parameters themselves are left where they are: nothing the user holds
-changes identity. Used by ``optim.Adam`` for Tensor parameters (this module is the only
-part of the optimisers that needs NumPy).
+parameter. The optimiser leaves the parameters where they are: nothing the user holds
+changes identity. A module may keep its own parameters as views of one buffer
+(``share_buffer``, as ``tensor_nn.MLP`` does); Adam then subtracts from that buffer once.
+Used by ``optim.Adam`` for Tensor parameters.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class FlatState:
         self.dtype = np.result_type(*arrays)
         bounds = np.cumsum([0] + [a.size for a in arrays])
         self.slices = [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
+        self.sizes = [a.size for a in arrays]
         self.size = int(bounds[-1])
 
     @classmethod
@@ -43,12 +45,53 @@ class FlatState:
         return flat, [flat[s].reshape(shape) for s, shape in zip(self.slices, self.shapes)]
 
     def gather(self, arrays: Sequence[np.ndarray], out: np.ndarray) -> np.ndarray:
-        """Copy ``arrays`` into their slices of ``out``."""
+        """Copy ``arrays`` into their slices of ``out`` (one ``concatenate`` when each has
+        its slice's size; otherwise slice by slice, where a wrong size is an error)."""
+        if [a.size for a in arrays] == self.sizes:
+            return np.concatenate(arrays, axis=None, out=out, casting="unsafe")
         for s, a in zip(self.slices, arrays):
             out[s] = a.reshape(-1)
         return out
+
+    def tiled(self, arrays: Sequence[np.ndarray]) -> np.ndarray | None:
+        """The one flat array that ``arrays`` are, in order, the consecutive slices of
+        (laid out as this state is, as ``share_buffer`` makes them), or None: then a
+        single operation on that buffer is one on every array."""
+        base = arrays[0].base
+        if not (
+            type(base) is np.ndarray
+            and base.ndim == 1
+            and base.size == self.size
+            and base.dtype == self.dtype
+            and base.flags.writeable
+        ):
+            return None
+        start, step = base.ctypes.data, base.itemsize
+        for s, a in zip(self.slices, arrays):
+            if (
+                a.base is not base
+                or not a.flags.c_contiguous
+                or a.ctypes.data != start + s.start * step
+            ):
+                return None
+        return base
 
     def subtract_from(self, arrays: Sequence[np.ndarray], flat: np.ndarray) -> None:
         """``array -= its slice of flat`` for each array, in place."""
         for s, shape, a in zip(self.slices, self.shapes, arrays):
             a -= flat[s].reshape(shape)
+
+
+def share_buffer(tensors: Sequence[Any]) -> None:
+    """Move the tensors' data into one new flat array, each ``.data`` becoming a view of
+    its slice (same values, shapes and dtype). A module does this with its parameters so
+    that ``Adam`` can update them all with one subtraction (``FlatState.tiled``); a
+    ``.data`` the user later replaces is simply no longer part of the buffer."""
+    if not FlatState.fits(tensors):
+        return  # mixed dtypes: one buffer would change some
+    arrays = [t.data for t in tensors]
+    flat = FlatState(arrays)
+    views = flat.zeros()[1]
+    for t, a, view in zip(tensors, arrays, views):
+        view[...] = a
+        t.data = view

@@ -119,10 +119,14 @@ class Adam(Optimizer):
 
         if not FlatState.fits(self.params):
             return None
-        flat = FlatState([p.data for p in self.params])
+        arrays = [p.data for p in self.params]
+        flat = FlatState(arrays)
         self._m_flat, self._m = flat.zeros()
         self._v_flat, self._v = flat.zeros()
-        self._g_flat, self._scratch = flat.zeros()[0], flat.zeros()[0]
+        self._g_flat, self._scratch, self._denom = (flat.zeros()[0] for _ in range(3))
+        # Parameters a module keeps in one buffer (share_buffer) are updated with one
+        # subtraction, while each .data is still the array it was (checked every step)
+        self._tiled = (arrays, flat.tiled(arrays))
         return flat
 
     def step(self) -> None:
@@ -148,21 +152,34 @@ class Adam(Optimizer):
     def _step_flat(self) -> None:
         """The update above for every parameter at once, on the flat arrays (every
         parameter has a gradient, so all have taken the same number of steps)."""
+        import numpy as np  # only Tensor parameters get here (Values need no NumPy)
+
         flat = self._flat
         beta1, beta2 = self.betas
         t = self._steps[0] + 1
         self._steps = [t] * len(self.params)
+        arrays, buffer = self._tiled
+        if buffer is not None and any(p.data is not a for p, a in zip(self.params, arrays)):
+            buffer = None  # some .data was replaced: not the buffer's views any more
         g = flat.gather([p.grad for p in self.params], self._g_flat)
+        # The arithmetic above, in the same order, written into kept scratch arrays
+        scratch, denom = self._scratch, self._denom
         if self.weight_decay:
-            g += self.weight_decay * flat.gather([p.data for p in self.params], self._scratch)
+            data = buffer if buffer is not None else flat.gather(arrays, scratch)
+            g += np.multiply(data, self.weight_decay, out=scratch)
         m, v = self._m_flat, self._v_flat
         m *= beta1
-        m += (1.0 - beta1) * g
+        m += np.multiply(g, 1.0 - beta1, out=scratch)
         v *= beta2
-        v += (1.0 - beta2) * (g * g)
-        denom = v**0.5
+        np.multiply(g, g, out=scratch)
+        scratch *= 1.0 - beta2
+        v += scratch
+        np.sqrt(v, out=denom)  # what v**0.5 computes
         denom /= math.sqrt(1.0 - beta2**t)
         denom += self.eps
-        update = m / denom
+        update = np.divide(m, denom, out=denom)
         update *= self.lr / (1.0 - beta1**t)
-        flat.subtract_from([p.data for p in self.params], update)
+        if buffer is not None:
+            buffer -= update
+        else:
+            flat.subtract_from([p.data for p in self.params], update)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .checks import describe, positive_int
+from .flat_state import share_buffer
 from .nn import ACTIVATIONS, mlp_layer_key, state_dict_key_problems
 from .nn_ops import (
     Pair,
@@ -269,6 +270,7 @@ class MLP(Module):
         self.layers = [
             Linear(sizes[i], sizes[i + 1], seed=rng, dtype=dtype) for i in range(len(nouts))
         ]
+        share_buffer(self.parameters())  # so that Adam updates them in one subtraction
         self.activation = activation
 
     def _named_children(self) -> Iterator[tuple[str, Module]]:
