@@ -124,3 +124,28 @@ def test_adam_updates_a_parameter_whose_data_was_replaced():
         opt_separate.step()
     for a, b in zip(shared, separate):
         np.testing.assert_array_equal(a.data, b.data)
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 2e-4])
+def test_sgd_on_one_buffer_equals_sgd_on_separate_arrays_bit_for_bit(weight_decay):
+    from modelwright_autograd import SGD
+
+    shared, separate = _mlp_and_separate_copies()
+    torch_params = [torch.tensor(p.data.copy(), requires_grad=True) for p in shared]
+    opt_shared = SGD(shared, lr=0.3, weight_decay=weight_decay)
+    assert opt_shared._shared_buffer() is not None  # the one-buffer path is the one tested
+    opt_separate = SGD(separate, lr=0.3, weight_decay=weight_decay)
+    topt = torch.optim.SGD(torch_params, lr=0.3, weight_decay=weight_decay)
+    rng = np.random.default_rng(8)
+    for step in range(4):
+        if step == 2:  # a replaced .data leaves the buffer: the per-array step takes over
+            shared[1].data = shared[1].data.copy()
+        for a, b, t in zip(shared, separate, torch_params):
+            g = rng.standard_normal(a.shape)
+            a.grad, b.grad, t.grad = g.copy(), g.copy(), torch.from_numpy(g.copy())
+        opt_shared.step()
+        opt_separate.step()
+        topt.step()
+    for a, b, t in zip(shared, separate, torch_params):
+        np.testing.assert_array_equal(a.data, b.data)
+        np.testing.assert_allclose(a.data, t.detach().numpy(), rtol=1e-12, atol=1e-14)

@@ -39,6 +39,30 @@ class Optimizer:
         """Update every parameter that has a gradient, in place."""
         raise NotImplementedError
 
+    def _flat_layout(self) -> Any:
+        """For Tensor parameters of one dtype, their FlatState (flat_state.py), else None;
+        notes whether their arrays tile one buffer (``share_buffer``, as tensor_nn.MLP's
+        do), which a step can then update with one operation."""
+        self._tiled: tuple[list[Any], Any] = ([], None)
+        if any(isinstance(p.data, float) for p in self.params):
+            return None  # Values: plain floats, no NumPy
+        from .flat_state import FlatState
+
+        if not FlatState.fits(self.params):
+            return None
+        arrays = [p.data for p in self.params]
+        flat = FlatState(arrays)
+        self._tiled = (arrays, flat.tiled(arrays))
+        return flat
+
+    def _shared_buffer(self) -> Any:
+        """The buffer the parameters tile, if each ``.data`` is still the view it was when
+        the optimiser was made (the user may have replaced one), else None."""
+        arrays, buffer = self._tiled
+        if buffer is None or any(p.data is not a for p, a in zip(self.params, arrays)):
+            return None
+        return buffer
+
     def _gradients(self, weight_decay: float) -> Iterator[tuple[int, Any, Any]]:
         """(index, parameter, gradient) for each parameter that has a gradient, with L2
         weight decay folded in (``g + weight_decay * p``) as torch does."""
@@ -68,8 +92,12 @@ class SGD(Optimizer):
         self.momentum = _non_negative("momentum", momentum)
         self.weight_decay = _non_negative("weight_decay", weight_decay)
         self._buffers: list[Any] = [None] * len(self.params)
+        self._flat = self._flat_layout()
+        self._flat_grad: Any = None  # the gradients gathered, made on the first such step
 
     def step(self) -> None:
+        if not self.momentum and self._step_shared():
+            return
         for i, p, g in self._gradients(self.weight_decay):
             if self.momentum:
                 buf = self._buffers[i]
@@ -79,6 +107,30 @@ class SGD(Optimizer):
                 self._buffers[i] = buf
                 g = buf
             p.data -= self.lr * g
+
+    def _step_shared(self) -> bool:
+        """The step above (no momentum) as five NumPy calls for parameters that tile one
+        buffer (``share_buffer``) and all have gradients; False, having done nothing, for
+        any others. The arithmetic is the per-parameter step's, element by element."""
+        import numpy as np  # only Tensor parameters get here (Values need no NumPy)
+
+        buffer = self._shared_buffer()
+        if buffer is None:
+            return False
+        grads = [p.grad for p in self.params]
+        # arrays of the parameters' dtype (any other would be rounded to it first)
+        if not all(type(g) is np.ndarray and g.dtype == buffer.dtype for g in grads):
+            return False
+        if self._flat_grad is None:
+            self._flat_grad = np.empty_like(buffer)
+        g = self._flat.gather(grads, self._flat_grad)
+        if self.weight_decay:
+            decay = self.weight_decay * buffer
+            decay += g
+            g = decay
+        g *= self.lr
+        buffer -= g
+        return True
 
 
 class Adam(Optimizer):
@@ -113,20 +165,12 @@ class Adam(Optimizer):
     def _flat_state(self) -> Any:
         """For Tensor parameters of one dtype, m and v as views into flat arrays (see
         flat_state.py), so that a step is a dozen NumPy calls for the whole model."""
-        if any(isinstance(p.data, float) for p in self.params):
-            return None  # Values: plain floats, no NumPy
-        from .flat_state import FlatState
-
-        if not FlatState.fits(self.params):
+        flat = self._flat_layout()
+        if flat is None:
             return None
-        arrays = [p.data for p in self.params]
-        flat = FlatState(arrays)
         self._m_flat, self._m = flat.zeros()
         self._v_flat, self._v = flat.zeros()
         self._g_flat, self._scratch, self._denom = (flat.zeros()[0] for _ in range(3))
-        # Parameters a module keeps in one buffer (share_buffer) are updated with one
-        # subtraction, while each .data is still the array it was (checked every step)
-        self._tiled = (arrays, flat.tiled(arrays))
         return flat
 
     def step(self) -> None:
@@ -158,14 +202,16 @@ class Adam(Optimizer):
         beta1, beta2 = self.betas
         t = self._steps[0] + 1
         self._steps = [t] * len(self.params)
-        arrays, buffer = self._tiled
-        if buffer is not None and any(p.data is not a for p, a in zip(self.params, arrays)):
-            buffer = None  # some .data was replaced: not the buffer's views any more
+        buffer = self._shared_buffer()
         g = flat.gather([p.grad for p in self.params], self._g_flat)
         # The arithmetic above, in the same order, written into kept scratch arrays
         scratch, denom = self._scratch, self._denom
         if self.weight_decay:
-            data = buffer if buffer is not None else flat.gather(arrays, scratch)
+            data = (
+                buffer
+                if buffer is not None
+                else flat.gather([p.data for p in self.params], scratch)
+            )
             g += np.multiply(data, self.weight_decay, out=scratch)
         m, v = self._m_flat, self._v_flat
         m *= beta1
