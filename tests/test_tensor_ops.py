@@ -559,6 +559,23 @@ def test_svm_loss_fused_node_is_the_unfused_graph_bit_for_bit(dtype):
         np.testing.assert_array_equal(np.signbit(fused), np.signbit(unfused))
 
 
+@pytest.mark.parametrize("upstream", [-2.5, 0.0, -0.0, np.inf, np.nan])
+def test_svm_loss_rule_is_the_unfused_graph_bit_for_bit_for_any_upstream_gradient(upstream):
+    """The same comparison with a gradient other than 1 arriving at the loss (its rule
+    selects -(g/N) or -0.0 in one step where the unfused graph expands, masks and negates)."""
+    s_data = np.array([0.5, -2.0, 1.0, 0.0, np.inf, np.nan, 3.0, -0.25])
+    y_data = np.array([1.0, -1.0, 1.0, -1.0, 1.0, 1.0, -1.0, 1.0])
+    results = []
+    for loss_fn in (F.svm_loss, lambda s, y: (1.0 - y * s).relu().mean()):
+        s, y = Tensor(s_data, requires_grad=True), Tensor(y_data, requires_grad=True)
+        with np.errstate(invalid="ignore"):
+            loss_fn(s, y).backward(gradient=np.array(upstream))
+        results.append([s.grad, y.grad])
+    for fused, unfused in zip(*results):
+        np.testing.assert_array_equal(fused, unfused)
+        np.testing.assert_array_equal(np.signbit(fused), np.signbit(unfused))
+
+
 def test_mse_and_bce_with_logits_like_torch():
     a, b = _values((4, 3), 25), _values((4, 3), 26)
     compare(F.mse_loss, TF.mse_loss, [a, b])

@@ -205,7 +205,10 @@ def svm_loss(input: Tensor, target: object) -> Tensor:
 def _svm_loss_backward(g: Arr, out: Arr, hinge: np.ndarray, need: Need, s: Arr, y: Arr) -> Grads:
     """L = mean(relu(1 - y*s)):  dL/ds = -y/N and dL/dy = -s/N where the hinge is positive
     (or nan, which relu passes on), else 0."""
-    gm = -zero_where(hinge <= 0.0, expand(g / hinge.size, None, hinge.shape))
+    if isinstance(g, Tensor):  # create_graph: mean's, relu's and sub's rules as nodes
+        gm = -zero_where(hinge <= 0.0, expand(g / hinge.size, None, hinge.shape))
+    else:  # the same numbers in one selection: -(+0.0) where relu stops g/N, else -(g/N)
+        gm = np.where(hinge <= 0.0, -0.0, -(g / hinge.size))
     return (gm * y if need[0] else None), (gm * s if need[1] else None)
 
 
