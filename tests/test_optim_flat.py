@@ -64,14 +64,22 @@ def test_float32_parameters_stay_float32():
 
 
 def _mlp_and_separate_copies(dtype=np.float64):
-    """A tensor_nn.MLP (its parameters views of one buffer) and the same parameters as
-    separate arrays, each with the same random gradients on every call of ``grads``."""
+    """A tensor_nn.MLP's parameters (views of one buffer) and copies of them as separate
+    arrays."""
     from modelwright_autograd import tensor_nn
 
     model = tensor_nn.MLP(3, [5, 4, 2], seed=7, dtype=dtype)
     shared = model.parameters()
     separate = [Tensor(p.data.copy(), requires_grad=True) for p in shared]
     return shared, separate
+
+
+def _set_gradients(rng, *groups):
+    """The same random gradient for the i-th parameter of every group (ours or torch's)."""
+    for params in zip(*groups):
+        g = rng.standard_normal(params[0].shape)
+        for p in params:
+            p.grad = torch.from_numpy(g.copy()) if isinstance(p, torch.Tensor) else g.copy()
 
 
 def test_mlp_parameters_are_views_of_one_buffer_with_their_values():
@@ -98,9 +106,7 @@ def test_adam_on_one_buffer_equals_adam_on_separate_arrays_bit_for_bit(weight_de
     rng = np.random.default_rng(5)
     arrays = [p.data for p in shared]
     for _ in range(4):
-        for a, b, t in zip(shared, separate, torch_params):
-            g = rng.standard_normal(a.shape)
-            a.grad, b.grad, t.grad = g.copy(), g.copy(), torch.from_numpy(g.copy())
+        _set_gradients(rng, shared, separate, torch_params)
         opt_shared.step()
         opt_separate.step()
         topt.step()
@@ -117,9 +123,7 @@ def test_adam_updates_a_parameter_whose_data_was_replaced():
     for step in range(3):
         if step == 1:  # the user swaps in an array of their own: no longer in the buffer
             shared[0].data = shared[0].data.copy()
-        for a, b in zip(shared, separate):
-            g = rng.standard_normal(a.shape)
-            a.grad, b.grad = g.copy(), g.copy()
+        _set_gradients(rng, shared, separate)
         opt_shared.step()
         opt_separate.step()
     for a, b in zip(shared, separate):
@@ -140,9 +144,7 @@ def test_sgd_on_one_buffer_equals_sgd_on_separate_arrays_bit_for_bit(weight_deca
     for step in range(4):
         if step == 2:  # a replaced .data leaves the buffer: the per-array step takes over
             shared[1].data = shared[1].data.copy()
-        for a, b, t in zip(shared, separate, torch_params):
-            g = rng.standard_normal(a.shape)
-            a.grad, b.grad, t.grad = g.copy(), g.copy(), torch.from_numpy(g.copy())
+        _set_gradients(rng, shared, separate, torch_params)
         opt_shared.step()
         opt_separate.step()
         topt.step()
