@@ -7,7 +7,8 @@ for the whole model, plus one copy in (the gradients) and one subtraction out pe
 parameter. The optimiser leaves the parameters where they are: nothing the user holds
 changes identity. A module may keep its own parameters as views of one buffer
 (``share_buffer``, as ``tensor_nn.MLP`` does); Adam then subtracts from that buffer once.
-Used by ``optim.Adam`` for Tensor parameters.
+Used by ``optim.Adam`` and ``optim.SGD`` for Tensor parameters: all of the optimisers' NumPy
+is here, so that optim.py and the scalar engine need none.
 """
 
 from __future__ import annotations
@@ -52,6 +53,40 @@ class FlatState:
         for s, a in zip(self.slices, arrays):
             out[s] = a.reshape(-1)
         return out
+
+    def holds(self, arrays: Sequence[Any]) -> bool:
+        """Whether every one of ``arrays`` is a NumPy array of this state's dtype."""
+        return all(type(a) is np.ndarray and a.dtype == self.dtype for a in arrays)
+
+    @staticmethod
+    def adam_update(
+        g: np.ndarray,
+        m: np.ndarray,
+        v: np.ndarray,
+        scratch: tuple[np.ndarray, np.ndarray],
+        betas: tuple[float, float],
+        eps: float,
+        step_size: float,
+        correction2_sqrt: float,
+    ) -> np.ndarray:
+        """Adam's update on flat arrays: m and v are advanced in place and the step to
+        subtract is returned (in ``scratch[1]``). The arithmetic of ``optim.Adam``'s
+        per-parameter step in its order, written into the two kept scratch arrays rather
+        than a new array per operation."""
+        beta1, beta2 = betas
+        tmp, denom = scratch
+        m *= beta1
+        m += np.multiply(g, 1.0 - beta1, out=tmp)
+        v *= beta2
+        np.multiply(g, g, out=tmp)
+        tmp *= 1.0 - beta2
+        v += tmp
+        np.sqrt(v, out=denom)  # what v**0.5 computes
+        denom /= correction2_sqrt
+        denom += eps
+        update = np.divide(m, denom, out=denom)
+        update *= step_size
+        return update
 
     def tiled(self, arrays: Sequence[np.ndarray]) -> np.ndarray | None:
         """The one flat array that ``arrays`` are, in order, the consecutive slices of

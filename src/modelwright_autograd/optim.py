@@ -93,7 +93,8 @@ class SGD(Optimizer):
         self.weight_decay = _non_negative("weight_decay", weight_decay)
         self._buffers: list[Any] = [None] * len(self.params)
         self._flat = self._flat_layout()
-        self._flat_grad: Any = None  # the gradients gathered, made on the first such step
+        if self._tiled[1] is not None:
+            self._flat_grad = self._flat.zeros()[0]  # where the gradients are gathered
 
     def step(self) -> None:
         if not self.momentum and self._step_shared():
@@ -110,19 +111,13 @@ class SGD(Optimizer):
 
     def _step_shared(self) -> bool:
         """The step above (no momentum) as five NumPy calls for parameters that tile one
-        buffer (``share_buffer``) and all have gradients; False, having done nothing, for
-        any others. The arithmetic is the per-parameter step's, element by element."""
-        import numpy as np  # only Tensor parameters get here (Values need no NumPy)
-
+        buffer (``share_buffer``) and all have gradients, arrays of their dtype (any
+        other would be rounded to it first); False, having done nothing, for any others.
+        The arithmetic is the per-parameter step's, element by element."""
         buffer = self._shared_buffer()
-        if buffer is None:
-            return False
         grads = [p.grad for p in self.params]
-        # arrays of the parameters' dtype (any other would be rounded to it first)
-        if not all(type(g) is np.ndarray and g.dtype == buffer.dtype for g in grads):
+        if buffer is None or not self._flat.holds(grads):
             return False
-        if self._flat_grad is None:
-            self._flat_grad = np.empty_like(buffer)
         g = self._flat.gather(grads, self._flat_grad)
         if self.weight_decay:
             decay = self.weight_decay * buffer
@@ -196,35 +191,27 @@ class Adam(Optimizer):
     def _step_flat(self) -> None:
         """The update above for every parameter at once, on the flat arrays (every
         parameter has a gradient, so all have taken the same number of steps)."""
-        import numpy as np  # only Tensor parameters get here (Values need no NumPy)
-
         flat = self._flat
         beta1, beta2 = self.betas
         t = self._steps[0] + 1
         self._steps = [t] * len(self.params)
         buffer = self._shared_buffer()
         g = flat.gather([p.grad for p in self.params], self._g_flat)
-        # The arithmetic above, in the same order, written into kept scratch arrays
-        scratch, denom = self._scratch, self._denom
         if self.weight_decay:
-            data = (
-                buffer
-                if buffer is not None
-                else flat.gather([p.data for p in self.params], scratch)
-            )
-            g += np.multiply(data, self.weight_decay, out=scratch)
-        m, v = self._m_flat, self._v_flat
-        m *= beta1
-        m += np.multiply(g, 1.0 - beta1, out=scratch)
-        v *= beta2
-        np.multiply(g, g, out=scratch)
-        scratch *= 1.0 - beta2
-        v += scratch
-        np.sqrt(v, out=denom)  # what v**0.5 computes
-        denom /= math.sqrt(1.0 - beta2**t)
-        denom += self.eps
-        update = np.divide(m, denom, out=denom)
-        update *= self.lr / (1.0 - beta1**t)
+            data = buffer
+            if data is None:
+                data = flat.gather([p.data for p in self.params], self._scratch)
+            g += self.weight_decay * data
+        update = flat.adam_update(
+            g,
+            self._m_flat,
+            self._v_flat,
+            (self._scratch, self._denom),
+            self.betas,
+            self.eps,
+            self.lr / (1.0 - beta1**t),
+            math.sqrt(1.0 - beta2**t),
+        )
         if buffer is not None:
             buffer -= update
         else:
