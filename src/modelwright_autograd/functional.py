@@ -125,7 +125,9 @@ def _class_targets(target: object, n: int, classes: int, shape: tuple[int, ...])
             f"got {t.shape}"
         )
     t = t.reshape(n)
-    bad = (t < 0) | (t >= classes)
+    # one comparison finds both kinds of bad index: as 64-bit ints viewed unsigned, a
+    # negative one is above 2**63 - 1, so at least ``classes`` (for int64, no copy)
+    bad = t.astype(np.int64, copy=False).view(np.uint64) >= classes
     if np.count_nonzero(bad):
         raise IndexError(
             f"cross_entropy: target {t[bad][0]} is out of range for {classes} classes "
@@ -161,13 +163,14 @@ def cross_entropy(logits: Tensor, target: object) -> Tensor:
     # -log p_t = log(sum_j e^(x_j - max)) - (x_t - max): never the log of an underflowed
     # probability, so a wrong class with a margin of 2000 still gives the exact loss 2000.
     # The mean is sum / n, what mean() computes.
-    loss = np.add.reduce(np.log(total) - (x[np.arange(n), t] - top[:, 0])) / n
+    rows = np.arange(n)  # kept for the rule, which selects the same elements
+    loss = np.add.reduce(np.log(total) - (x[rows, t] - top[:, 0])) / n
     e /= total[:, None]  # now the softmax probabilities, which the backward rule reuses
-    return make_node(loss, (logits,), "cross_entropy", _cross_entropy_backward, (e, t))
+    return make_node(loss, (logits,), "cross_entropy", _cross_entropy_backward, (e, t, rows))
 
 
 def _cross_entropy_backward(
-    g: Arr, out: Arr, ctx: tuple[np.ndarray, np.ndarray], need: Need, logits: Arr
+    g: Arr, out: Arr, ctx: tuple[np.ndarray, np.ndarray, np.ndarray], need: Need, logits: Arr
 ) -> Grads:
     """L = mean_i(-log softmax(x_i)[t_i]):  dL/dx_i = (softmax(x_i) - onehot(t_i)) / N.
 
@@ -175,8 +178,7 @@ def _cross_entropy_backward(
     target); under create_graph they are computed again as a Tensor op, so that the
     second derivative sees how they depend on x.
     """
-    probs, t = ctx
-    rows = np.arange(len(t))
+    probs, t, rows = ctx
     if isinstance(logits, Tensor):
         onehot = np.zeros_like(probs)
         onehot[rows, t] = 1.0

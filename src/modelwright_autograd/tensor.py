@@ -835,7 +835,10 @@ def _index_key(key: Any) -> tuple[Any, bool]:
 
 def _getitem(a: Tensor, key: Any) -> Tensor:
     """NumPy indexing: ints, slices, None, ``...`` and integer arrays (repeats allowed)."""
-    key, basic = _index_key(key)
+    if type(key) is np.ndarray:  # a mini-batch's rows: nothing for _index_key to check
+        basic = False
+    else:
+        key, basic = _index_key(key)
     try:
         data = a.data[key]
     except IndexError as e:
