@@ -26,7 +26,7 @@ import gc
 from types import TracebackType
 
 
-class collection_paused:  # noqa: N801 - used as a function, ``with collection_paused():``
+class collection_paused:  # lower case: it is used as a function, ``with collection_paused():``
     """Disable the cyclic garbage collector inside the block (one training step: forward,
     backward, update, then ``del`` the loss) and restore its previous state on the way
     out, exceptions included. Nests: an inner block leaves the collector as the outer one
