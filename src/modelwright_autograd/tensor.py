@@ -565,8 +565,9 @@ def _linear_forward(
 ) -> tuple[np.ndarray, tuple[Tensor, ...]]:
     """x @ W^T + b after checking the shapes (op names the caller in errors), and the
     node's inputs."""
-    check_tensor(input, f"{op}: input")
-    check_tensor(weight, f"{op}: weight")
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)):  # messages on error only
+        check_tensor(input, f"{op}: input")
+        check_tensor(weight, f"{op}: weight")
     x, w = input.data, weight.data
     if w.ndim != 2 or x.ndim == 0 or x.shape[-1] != w.shape[1]:
         raise ValueError(
@@ -576,7 +577,8 @@ def _linear_forward(
     data = x @ w.T
     if bias is None:
         return data, (input, weight)
-    check_tensor(bias, f"{op}: bias")
+    if not isinstance(bias, Tensor):
+        check_tensor(bias, f"{op}: bias")
     if bias.data.shape != (w.shape[0],):
         raise ValueError(
             f"{op}: bias {bias.data.shape} must be ({w.shape[0]},) for weight {w.shape}"
