@@ -310,5 +310,30 @@ def test_operand_index_and_loss_errors():
         F.cross_entropy(logits, Tensor([0.0, 1.0, 2.0]))
     with pytest.raises(ValueError, match=re.escape("need a target of shape (3,), got (2,)")):
         F.cross_entropy(logits, [0, 1])
+
+
+@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint64"])
+def test_cross_entropy_target_range_in_every_integer_dtype(dtype):
+    """The range check is one comparison on the targets as int64 viewed unsigned: a
+    negative index of a narrow type (int8's -1) must still be caught when there are more
+    classes than that type's positive range, and the largest index kept must be valid."""
+    classes = 300 if np.iinfo(dtype).max >= 299 else 100
+    logits = Tensor(np.zeros((2, classes)), requires_grad=True)
+    last = np.array([0, classes - 1], dtype=dtype)
+    loss = F.cross_entropy(logits, last)
+    ref = torch.nn.functional.cross_entropy(
+        torch.zeros((2, classes), dtype=torch.float64), torch.tensor([0, classes - 1])
+    )
+    assert float(loss.data) == pytest.approx(ref.item(), abs=1e-12)
+    too_big = np.array([0, classes], dtype=dtype)
+    with pytest.raises(IndexError, match=f"target {classes} is out of range for {classes}"):
+        F.cross_entropy(logits, too_big)
+    if np.iinfo(dtype).min < 0:
+        with pytest.raises(IndexError, match="target -1 is out of range"):
+            F.cross_entropy(Tensor(np.zeros((2, 300))), np.array([0, -1], dtype=dtype))
+    else:
+        largest = np.array([0, np.iinfo(dtype).max], dtype=dtype)
+        with pytest.raises(IndexError, match=f"target {np.iinfo(dtype).max} is out of range"):
+            F.cross_entropy(logits, largest)
     with pytest.raises(ValueError, match=re.escape("logits must be (N, C) or (C,), got (1, 3, 4)")):
         F.cross_entropy(Tensor(np.zeros((1, 3, 4))), [0])
