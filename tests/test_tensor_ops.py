@@ -332,6 +332,17 @@ def test_linear_relu_is_linear_then_relu_bit_for_bit(dtype, b_data):
         np.testing.assert_array_equal(np.signbit(fused), np.signbit(unfused))
 
 
+def test_linear_relu_with_a_bias_of_another_dtype_keeps_the_rounded_minus_zero():
+    """A float64 bias of -1e-50 added to a float32 product rounds to -0.0 there: relu keeps
+    it -0.0 (as linear(...).relu() does), so the no-zero-bias shortcut must not apply."""
+    x = Tensor(np.zeros((1, 2)), dtype=np.float32)
+    w = Tensor(np.ones((1, 2)), dtype=np.float32)
+    b = Tensor(np.array([-1e-50]))
+    fused, unfused = linear_relu(x, w, b).data, F.linear(x, w, b).relu().data
+    np.testing.assert_array_equal(np.signbit(fused), np.signbit(unfused))
+    assert np.signbit(fused).all()
+
+
 @pytest.mark.parametrize("keepdim", [False, True])
 @pytest.mark.parametrize("op, dim", REDUCE_CASES, ids=str)
 def test_reductions_over_every_dim_like_torch(op, dim, keepdim):

@@ -542,9 +542,14 @@ def linear_relu(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Te
 
     relu's search for -0.0 (which ``np.maximum`` would make +0.0) is spared when no bias
     element is 0: x W^T + b is -0.0 only where b is, as a sum is -0.0 only when both of
-    its terms are."""
+    its terms are. Only for a bias of the product's dtype: one added in another dtype is
+    rounded to it first, and a tiny nonzero float64 bias can round to a float32 -0.0."""
     data, prev = _linear_forward(input, weight, bias, "linear_relu")
-    if bias is not None and np.count_nonzero(bias.data) == bias.data.size:  # .all(), quicker
+    if (
+        bias is not None
+        and bias.data.dtype == data.dtype
+        and np.count_nonzero(bias.data) == bias.data.size  # .all(), quicker
+    ):
         out = np.maximum(data, 0.0, out=data)
     else:
         out = _relu_array(data, overwrite=True)
