@@ -137,7 +137,7 @@ def test_sgd_on_one_buffer_equals_sgd_on_separate_arrays_bit_for_bit(weight_deca
     shared, separate = _mlp_and_separate_copies()
     torch_params = [torch.tensor(p.data.copy(), requires_grad=True) for p in shared]
     opt_shared = SGD(shared, lr=0.3, weight_decay=weight_decay)
-    assert opt_shared._shared_buffer() is not None  # the one-buffer path is the one tested
+    assert opt_shared._gather_pays and opt_shared._shared_buffer() is not None  # tested here
     opt_separate = SGD(separate, lr=0.3, weight_decay=weight_decay)
     topt = torch.optim.SGD(torch_params, lr=0.3, weight_decay=weight_decay)
     rng = np.random.default_rng(8)
@@ -151,3 +151,50 @@ def test_sgd_on_one_buffer_equals_sgd_on_separate_arrays_bit_for_bit(weight_deca
     for a, b, t in zip(shared, separate, torch_params):
         np.testing.assert_array_equal(a.data, b.data)
         np.testing.assert_allclose(a.data, t.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_sgd_gathers_only_small_parameters():
+    """The one-buffer SGD step gathers every gradient first: it pays for small parameters
+    (the moons MLP's) and is left to the per-parameter step for larger ones."""
+    from modelwright_autograd import SGD, tensor_nn
+
+    small = tensor_nn.MLP(2, [16, 16, 1], seed=0).parameters()
+    large = tensor_nn.MLP(64, [128, 64, 10], seed=0).parameters()
+    assert SGD(small, lr=0.1)._gather_pays
+    assert not SGD(large, lr=0.1)._gather_pays
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "SGD momentum", "Adam"])
+@pytest.mark.parametrize("tiled", [True, False], ids=["one buffer", "separate arrays"])
+@pytest.mark.parametrize("bad_shape", [(1, 4), (1,)], ids=str)
+def test_a_gradient_of_the_wrong_shape_is_refused_not_broadcast(optimizer, tiled, bad_shape):
+    """NumPy would broadcast a (1,) gradient into a (4,) bias, and a flat copy would take a
+    (1, 4) one as the bias's numbers: a gradient must have its parameter's shape."""
+    import modelwright_autograd as mw
+
+    shared, separate = _mlp_and_separate_copies()
+    params = shared if tiled else separate
+    for p in params:
+        p.grad = np.ones_like(p.data)
+    params[3].grad = np.ones(bad_shape)  # the second layer's bias has shape (4,)
+    kind, _, momentum = optimizer.partition(" ")
+    opt = mw.Adam(params, lr=0.1) if kind == "Adam" else mw.SGD(params, 0.1, 0.9 * bool(momentum))
+    before = [p.data.copy() for p in params]
+    with pytest.raises(
+        ValueError, match=r"parameter 3 has shape \(4,\) but its gradient has shape"
+    ):
+        opt.step()
+    for p, b in zip(params, before):  # checked before any parameter moves
+        np.testing.assert_array_equal(p.data, b)
+
+
+def test_weight_decay_is_added_in_the_gradients_dtype():
+    """g + weight_decay * p with a float64 gradient on a float32 parameter is computed in
+    float64, as before, and rounded once when the parameter is updated."""
+    from modelwright_autograd import SGD
+
+    p = Tensor(np.array([1.0, 3.0], dtype=np.float32), requires_grad=True)
+    p.grad = np.array([1e-9, 1.0 / 3.0])
+    expected = (p.data - 1.0 * (p.grad + 0.1 * p.data)).astype(np.float32)
+    SGD([p], lr=1.0, weight_decay=0.1).step()
+    np.testing.assert_array_equal(p.data, expected)

@@ -55,8 +55,12 @@ class FlatState:
         return out
 
     def holds(self, arrays: Sequence[Any]) -> bool:
-        """Whether every one of ``arrays`` is a NumPy array of this state's dtype."""
-        return all(type(a) is np.ndarray and a.dtype == self.dtype for a in arrays)
+        """Whether every one of ``arrays`` is a NumPy array of this state's dtype and of its
+        slice's shape."""
+        return all(
+            type(a) is np.ndarray and a.dtype == self.dtype and a.shape == shape
+            for a, shape in zip(arrays, self.shapes)
+        )
 
     @staticmethod
     def adam_update(
