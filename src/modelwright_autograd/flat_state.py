@@ -67,25 +67,25 @@ class FlatState:
         g: np.ndarray,
         m: np.ndarray,
         v: np.ndarray,
-        scratch: tuple[np.ndarray, np.ndarray],
+        scratch: np.ndarray,
         betas: tuple[float, float],
         eps: float,
         step_size: float,
         correction2_sqrt: float,
     ) -> np.ndarray:
         """Adam's update on flat arrays: m and v are advanced in place and the step to
-        subtract is returned (in ``scratch[1]``). The arithmetic of ``optim.Adam``'s
-        per-parameter step in its order, written into the two kept scratch arrays rather
-        than a new array per operation."""
+        subtract is returned (in ``scratch``). The arithmetic of ``optim.Adam``'s
+        per-parameter step in its order, written into one kept scratch array (and into g,
+        once it is no longer needed) rather than a new array per operation: the fewer
+        arrays a step touches, the more of them stay in the cache."""
         beta1, beta2 = betas
-        tmp, denom = scratch
         m *= beta1
-        m += np.multiply(g, 1.0 - beta1, out=tmp)
+        m += np.multiply(g, 1.0 - beta1, out=scratch)
         v *= beta2
-        np.multiply(g, g, out=tmp)
-        tmp *= 1.0 - beta2
-        v += tmp
-        np.sqrt(v, out=denom)  # what v**0.5 computes
+        np.multiply(g, g, out=g)
+        g *= 1.0 - beta2
+        v += g
+        denom = np.sqrt(v, out=scratch)  # what v**0.5 computes
         denom /= correction2_sqrt
         denom += eps
         update = np.divide(m, denom, out=denom)

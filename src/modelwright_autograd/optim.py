@@ -122,10 +122,11 @@ class SGD(Optimizer):
             p.data -= self.lr * g
 
     def _step_shared(self) -> bool:
-        """The step above (no momentum) as five NumPy calls for small parameters that tile
-        one buffer (``share_buffer``) and all have gradients, arrays of their dtype (any
-        other would be rounded to it first); False, having done nothing, for any others.
-        The arithmetic is the per-parameter step's, element by element."""
+        """The step above (no momentum) as three NumPy calls (five with weight decay) for
+        small parameters that tile one buffer (``share_buffer``) and all have gradients,
+        arrays of their dtype and shape (any other dtype would be rounded to it first);
+        False, having done nothing, for any others. The arithmetic is the per-parameter
+        step's, element by element."""
         buffer = self._shared_buffer() if self._gather_pays else None
         grads = [p.grad for p in self.params]
         if buffer is None or not self._flat.holds(grads):
@@ -177,7 +178,7 @@ class Adam(Optimizer):
             return None
         self._m_flat, self._m = flat.zeros()
         self._v_flat, self._v = flat.zeros()
-        self._g_flat, self._scratch, self._denom = (flat.zeros()[0] for _ in range(3))
+        self._g_flat, self._scratch = flat.zeros()[0], flat.zeros()[0]
         return flat
 
     def step(self) -> None:
@@ -221,7 +222,7 @@ class Adam(Optimizer):
             g,
             self._m_flat,
             self._v_flat,
-            (self._scratch, self._denom),
+            self._scratch,
             self.betas,
             self.eps,
             self.lr / (1.0 - beta1**t),
