@@ -630,7 +630,7 @@ def _relu(a: Tensor) -> Tensor:
 def _relu_array(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """relu on an array (written into x itself with ``overwrite``, for an array the caller
     has just made). ``np.maximum`` is branch-free, where ``np.where`` on a mask of random
-    signs costs a mispredicted branch per element (about 100 times slower on this
+    signs costs a mispredicted branch per element (several times slower on this
     project's machine); maximum gives +0.0 at x = -0.0, so the zeros, rare and so a cheap
     select, keep x (counted rather than ``any()``-ed: count_nonzero is the quicker)."""
     zero = x == 0.0
