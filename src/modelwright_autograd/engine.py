@@ -54,6 +54,22 @@ def _ieee_pow(a: float, b: float) -> float:
         return _NAN  # negative base, fractional exponent
 
 
+def _ieee_sqrt(x: float) -> float:
+    """The square root as IEEE gives it: nan below 0 (-inf included), -0.0 at -0.0."""
+    return math.sqrt(x) if x >= 0.0 else _NAN
+
+
+def _const_pow(a: float, n: float) -> float:
+    """a ** n for a constant exponent, as torch computes it: n = 0.5 as sqrt and n = -0.5 as
+    its reciprocal (so (-0.0) ** 0.5 is -0.0 and (-inf) ** 0.5 nan, where C's pow gives 0.0
+    and inf, and the last bit is sqrt's), any other n as C's pow."""
+    if n == 0.5:
+        return _ieee_sqrt(a)
+    if n == -0.5:
+        return _ieee_div(1.0, _ieee_sqrt(a))
+    return _ieee_pow(a, n)
+
+
 def _ieee_exp(x: float) -> float:
     try:
         return math.exp(x)
@@ -100,6 +116,11 @@ def _pow_any(x: Num, y: Num) -> Num:
     if type(x) is float and type(y) is float:
         return _ieee_pow(x, y)
     return x**y
+
+
+def _const_pow_any(x: Num, n: float) -> Num:
+    """x ** n for a constant n: as the forward computes it on floats, the ``**`` op on Values."""
+    return _const_pow(x, n) if type(x) is float else x**n
 
 
 def _log_any(x: Num) -> Num:
@@ -248,13 +269,13 @@ def _pow(a: Value, b: Operand) -> Value:
     if isinstance(b, Value):
         return _node(_ieee_pow(a.data, b.data), a, b, "**", _pow_backward)
     n = Value(as_float(b, "Value ** exponent"))
-    return _node(_ieee_pow(a.data, n.data), a, n, "**", _powc_backward)
+    return _node(_const_pow(a.data, n.data), a, n, "**", _powc_backward)
 
 
 def _powc_backward(g: Num, out: Num, a: Num, n: Num) -> Grads:
     """c = a ** n for a constant n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
     n = _raw(n)  # a constant: a plain float in both passes
-    return (None if n == 0.0 else n * _pow_any(a, n - 1.0) * g), None
+    return (None if n == 0.0 else n * _const_pow_any(a, n - 1.0) * g), None
 
 
 def _pow_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:

@@ -444,14 +444,22 @@ def _pow(a: Tensor, exponent: float) -> Tensor:
             f"{describe(exponent)}"
         )
     n = float(exponent)
-    return make_node(a.data**n, (a,), "**", _pow_backward, n)
+    return make_node(power(a.data, n), (a,), "**", _pow_backward, n)
+
+
+def power(x: Arr, n: float) -> Arr:
+    """x ** n for a number n, as torch computes it: NumPy already takes n = 0.5 as sqrt, and
+    n = -0.5 is 1/sqrt(x) here (C's pow differs at -0.0 and -inf, and in the last bit)."""
+    if n == -0.5 and type(x) is np.ndarray:
+        return 1.0 / np.sqrt(x)
+    return x**n
 
 
 def _pow_backward(g: Arr, out: Arr, n: float, need: Need, a: Arr) -> Grads:
     """c = a ** n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
     if n == 0.0:
         return (zeros_like(a),)
-    return (n * a ** (n - 1.0) * g,)
+    return (n * power(a, n - 1.0) * g,)
 
 
 def _neg(a: Tensor) -> Tensor:
