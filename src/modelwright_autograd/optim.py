@@ -68,21 +68,22 @@ class Optimizer:
         weight decay folded in (``g + weight_decay * p``, in the gradient's dtype) as torch
         does; every shape is checked before any parameter is updated."""
         with_grads = [(i, p, p.grad) for i, p in enumerate(self.params) if p.grad is not None]
-        for i, p, g in with_grads:
-            self._check_shape(i, p, g)
+        self._check_shapes(with_grads)
         if not weight_decay:
             return with_grads
         return [(i, p, g + weight_decay * p.data) for i, p, g in with_grads]
 
-    def _check_shape(self, i: int, p: Any, g: Any) -> None:
-        """A gradient must have its parameter's shape: NumPy would broadcast a (1,) or
-        (1, n) one into the update, or a flat copy place its numbers wrongly."""
-        shape = getattr(p.data, "shape", None)
-        if shape is not None and getattr(g, "shape", shape) != shape:
-            raise ValueError(
-                f"{type(self).__name__}: parameter {i} has shape {shape} but its gradient "
-                f"has shape {g.shape}"
-            )
+    def _check_shapes(self, with_grads: list[tuple[int, Any, Any]]) -> None:
+        """Each (index, parameter, gradient): a gradient must have its parameter's shape, as
+        NumPy would broadcast a (1,) or (1, n) one into the update, or a flat copy place
+        its numbers wrongly."""
+        for i, p, g in with_grads:
+            shape = getattr(p.data, "shape", None)
+            if shape is not None and getattr(g, "shape", shape) != shape:
+                raise ValueError(
+                    f"{type(self).__name__}: parameter {i} has shape {shape} but its "
+                    f"gradient has shape {g.shape}"
+                )
 
 
 class SGD(Optimizer):
@@ -210,8 +211,7 @@ class Adam(Optimizer):
         self._steps = [t] * len(self.params)
         buffer = self._shared_buffer()
         grads = [p.grad for p in self.params]
-        for i, (p, grad) in enumerate(zip(self.params, grads)):
-            self._check_shape(i, p, grad)
+        self._check_shapes([(i, p, grad) for i, (p, grad) in enumerate(zip(self.params, grads))])
         g = flat.gather(grads, self._g_flat)
         if self.weight_decay:
             data = buffer
