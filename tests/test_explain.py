@@ -599,12 +599,12 @@ def test_a_full_disk_is_a_one_line_error(tmp_path, monkeypatch, capsys):
     assert err.count("\n") == 1 and f"cannot write {path}: No space left" in err
 
 
-def test_readmes_explain_excerpts_are_what_the_command_prints(capsys):
+def test_the_docs_explain_excerpts_are_what_the_command_prints(capsys):
     import re
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
-    section = readme[readme.index("## Seeing backpropagation work") :]
+    doc = Path(__file__).resolve().parents[1] / "docs" / "explain.md"
+    section = doc.read_text("utf-8")
     table, accumulation = re.findall(r"```text\n(.*?)```", section, re.S)[:2]
     assert main(["explain", "a*b + c", "a=2", "b=3", "c=4"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -1,6 +1,6 @@
 """``train --dataset digits --model cnn``: the CNN learner against the same model in torch,
 the run's outputs and a checkpoint ``evaluate`` reloads bit for bit, usage errors, and
-(slow) the accuracy the README reports."""
+(slow) the accuracy docs/tensor-engine.md reports."""
 
 from __future__ import annotations
 
@@ -160,6 +160,6 @@ def test_cnn_usage_errors(tmp_path, capsys, options, named):
 
 @pytest.mark.slow
 def test_cnn_default_run_reaches_98_5_percent_on_the_test_split(tmp_path):
-    """The README's command with seed 1 (its accuracy over seeds 1-5 is in the README)."""
+    """docs/tensor-engine.md's command with seed 1 (its accuracy over seeds 1-5 is there)."""
     _, metrics = _train(tmp_path, "--seed", "1", "--quiet")
     assert metrics["test_accuracy"] >= 0.985

@@ -5,8 +5,8 @@ of its op, not a closure over its own node), so reference counting frees every d
 graph at once and the cyclic collector never finds anything in one. CPython runs it
 anyway: every 700 net allocations of container objects trigger a young collection, and a
 step allocates thousands of nodes, so it keeps scanning live graphs for nothing, and the
-more so the larger the graph, since the older generations hold all of it (the README's
-Performance section has the measured share, from ``python -m benchmarks``). Pausing it
+more so the larger the graph, since the older generations hold all of it (docs/performance.md
+has the measured share, from ``python -m benchmarks``). Pausing it
 for the step is therefore safe: no memory waits for it that would not wait anyway, and
 cycles made elsewhere (user code) are collected once it is back on. Two things decide
 whether it pays:
