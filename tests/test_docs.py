@@ -108,6 +108,8 @@ def test_the_docs_index_links_every_doc():
     assert pages <= linked, f"docs/README.md does not link {sorted(pages - linked)}"
 
 
-def test_the_readme_is_a_front_door():
-    """The course asks for a README a stranger could follow; it stays short (wc -w)."""
+def test_the_readme_and_the_report_stay_short():
+    """The course asks for a README a stranger could follow and a report of about one page:
+    at most 1,500 and 1,000 words as `wc -w` counts them."""
     assert len((ROOT / "README.md").read_text("utf-8").split()) <= 1500
+    assert len((ROOT / "REPORT.md").read_text("utf-8").split()) <= 1000
