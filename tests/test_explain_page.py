@@ -147,3 +147,19 @@ assert "graphviz Python package is not installed" in str(caught[0].message)
 """
     subprocess.run([sys.executable, "-c", code], check=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g.svg", "p.html"]
+
+
+def test_the_trace_imports_none_of_its_views():
+    # one direction only: narrate/page/picture import trace, never the other way round
+    import ast
+    from pathlib import Path
+
+    import modelwright_autograd.explain.trace as trace_module
+
+    tree = ast.parse(Path(trace_module.__file__).read_text("utf-8"))
+    imported = {
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
+    }
+    assert not imported & {"page", "picture", "narrate", "command"}, imported

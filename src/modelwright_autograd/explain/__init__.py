@@ -2,16 +2,18 @@
 interactive page that steps through it.
 
 * ``expr``: a safe expression language that builds ``Value`` graphs from text;
-* ``trace``: ``explain(value)`` runs backward() and records every step (a ``Trace``);
+* ``trace``: the record of a backward pass, step by step (a ``Trace``);
 * ``picture``: the layered layout, SVG and DOT drawings (``draw_graph``, ``save_graph``);
 * ``page``: the self-contained HTML page that animates a trace;
+* ``narrate``: ``explain(value)`` runs backward(), records it and can write the page;
 * ``command``: the ``modelwright-autograd explain`` command.
 """
 
 from .expr import ExpressionError, parse_assignments, parse_expression
+from .narrate import explain
 from .page import Page, write_page
 from .picture import Graph, GraphvizMissingWarning, draw_graph, save_graph
-from .trace import InputStep, Node, Step, Trace, explain
+from .trace import InputStep, Node, Step, Trace
 
 __all__ = [
     "ExpressionError",

@@ -12,9 +12,9 @@ from pathlib import Path
 from ..files import check_writable
 from ..graph import topological_order
 from .expr import ExpressionError, parse_assignments, parse_expression
+from .narrate import explain
 from .page import write_page
 from .picture import FORMATS, Graph, GraphvizMissingWarning
-from .trace import explain
 
 _PROG = "modelwright-autograd explain: error:"
 

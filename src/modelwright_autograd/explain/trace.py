@@ -7,14 +7,14 @@ from calling the node's own backward rule, which returns its inputs' gradients, 
 narration cannot disagree with the engine. A node whose gradient is 0.0, which backward()
 may skip (its rule would push only +-0.0), is shown with its zeros all the same. The same
 ``Trace`` is printed as a table, as JSON (``to_dict``), drawn by ``picture.py`` and
-animated by ``page.py``.
+animated by ``page.py``; ``narrate.explain`` runs the pass and records it (this module
+imports neither, so the trace sits below every view of it).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -243,44 +243,6 @@ def local_text(i: InputStep) -> str:
         return "-"
     value = _fmt(i.local)
     return value if i.formula in ("", value) else f"{i.formula} = {value}"
-
-
-def explain(
-    value: Value,
-    variables: Mapping[str, Value] | None = None,
-    html: str | os.PathLike[str] | None = None,
-) -> Trace:
-    """Run ``value.backward()`` and record every step of it (see ``Trace``).
-
-    ``variables`` names the leaves whose gradients to report (default: every labelled
-    leaf); other leaves are constants. Like ``backward()``, this adds into leaf gradients:
-    call ``zero_grad()`` first for a fresh pass over leaves that were used before.
-    ``html="page.html"`` also writes the interactive page of the pass (see ``page.py``);
-    the path is checked before the pass runs.
-    """
-    if not isinstance(value, Value):
-        raise TypeError(f"explain needs a Value, got {type(value).__name__}")
-    if html is not None:
-        from ..files import check_writable
-
-        check_writable(html)
-    order = topological_order(value)
-    if variables is None:
-        variables = {_name_of(n): n for n in order if not n._prev and _name_of(n)}
-    before = {name: v.grad for name, v in variables.items()}
-    notes = [
-        f"{name} already had grad {_fmt(g)} from an earlier backward(); "
-        "backward() adds to leaf gradients (zero_grad() starts afresh)"
-        for name, g in before.items()
-        if g != 0.0
-    ]
-    value.backward()
-    trace = record(value, variables, order, before, tuple(notes))
-    if html is not None:
-        from .page import write_page
-
-        write_page(trace, html)
-    return trace
 
 
 def record(

@@ -1,0 +1,48 @@
+"""``explain(value)``: run the backward pass, record it as a ``Trace`` and, if asked, write
+the page of it. It sits above ``trace.py`` (the record) and ``page.py`` (one view of the
+record), so neither of those imports the other's caller."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from ..engine import Value
+from ..files import check_writable
+from ..graph import topological_order
+from .page import write_page
+from .trace import Trace, _fmt, _name_of, record
+
+
+def explain(
+    value: Value,
+    variables: Mapping[str, Value] | None = None,
+    html: str | os.PathLike[str] | None = None,
+) -> Trace:
+    """Run ``value.backward()`` and record every step of it (see ``Trace``).
+
+    ``variables`` names the leaves whose gradients to report (default: every labelled
+    leaf); other leaves are constants. Like ``backward()``, this adds into leaf gradients:
+    call ``zero_grad()`` first for a fresh pass over leaves that were used before.
+    ``html="page.html"`` also writes the interactive page of the pass (see ``page.py``);
+    the path is checked before the pass runs.
+    """
+    if not isinstance(value, Value):
+        raise TypeError(f"explain needs a Value, got {type(value).__name__}")
+    if html is not None:
+        check_writable(html)
+    order = topological_order(value)
+    if variables is None:
+        variables = {_name_of(n): n for n in order if not n._prev and _name_of(n)}
+    before = {name: v.grad for name, v in variables.items()}
+    notes = [
+        f"{name} already had grad {_fmt(g)} from an earlier backward(); "
+        "backward() adds to leaf gradients (zero_grad() starts afresh)"
+        for name, g in before.items()
+        if g != 0.0
+    ]
+    value.backward()
+    trace = record(value, variables, order, before, tuple(notes))
+    if html is not None:
+        write_page(trace, html)
+    return trace
