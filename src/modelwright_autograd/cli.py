@@ -518,6 +518,10 @@ def run_explain(args: argparse.Namespace) -> int:
     return run(args)
 
 
+#: The longest path init echoes back; a longer one is described, not printed.
+MAX_SHOWN_PATH = 200
+
+
 def add_init(subparsers: Subparsers) -> None:
     """The ``init`` command's options."""
     parser = subparsers.add_parser(
@@ -527,9 +531,10 @@ def add_init(subparsers: Subparsers) -> None:
             "Write a starter for building your own engine into DIR: engine.py with a Value "
             "whose forwards are given and whose backward rules and backward() are TODOs, "
             "nn.py (Neuron, Layer, MLP), a README of steps and starter.ipynb with the "
-            "gradient check. DIR must be new or empty (exit code 2 otherwise); the files "
-            "are written beside it first and renamed into place, so a failed write (exit "
-            "code 1) leaves nothing behind."
+            "gradient check. DIR must be new or empty, or a symbolic link to an empty "
+            "folder (exit code 2 otherwise); an existing folder is filled in place and "
+            "keeps its permissions, owner and group. A failed write (exit code 1) removes "
+            "what it wrote."
         ),
     )
     parser.add_argument(
@@ -550,10 +555,15 @@ def run_init(args: argparse.Namespace) -> int:
         print(f"modelwright-autograd init: error: {printable(str(error))}", file=sys.stderr)
         return error.exit_code
     shown = shell_word(str(args.dir))
+    if len(shown) > MAX_SHOWN_PATH:
+        shown = f"the folder given (a path of {len(str(args.dir)):,} characters)"
+        check = "modelwright-autograd check on that folder"
+    else:
+        check = f"modelwright-autograd check {shown}"
     return emit(
         [
             f"wrote {', '.join(p.name for p in written)} to {shown}",
-            f"next: fill in the TODOs, then run: modelwright-autograd check {shown}",
+            f"next: fill in the TODOs, then run: {check}",
         ]
     )
 

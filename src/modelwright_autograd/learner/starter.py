@@ -1,15 +1,24 @@
-"""``modelwright-autograd init DIR``: copy the starter engine into a new or empty folder."""
+"""``modelwright-autograd init DIR``: copy the starter engine into a new or empty folder.
+
+The folder is made (``mkdir``, as the user's umask and a setgid parent decide) when it is
+missing; an existing empty folder (``.``, ``"$PWD"``, a symbolic link to one, a mount
+point) is filled in place, never replaced, so it keeps its mode, owner, group and setgid
+bit. The files are written into a hidden staging folder inside it (same filesystem, same
+group rules) and renamed up one by one; a failure removes what was written.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
 import shutil
+import stat
 from importlib import resources
 from pathlib import Path
 
-from ..files import atomic_write
+from ..files import atomic_write, file_kind
 
 TEMPLATES = ("engine.py", "nn.py", "README.md", "starter.ipynb")
 
@@ -22,30 +31,67 @@ class StarterError(Exception):
         self.exit_code = exit_code
 
 
+def _existing_folder(directory: Path) -> bool:
+    """True for an existing folder (or a symbolic link to one) that is empty; False when
+    nothing is there. Anything else is a StarterError saying why it cannot be used."""
+    try:
+        mode = os.lstat(directory).st_mode
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(mode):
+        try:
+            mode = os.stat(directory).st_mode
+        except FileNotFoundError:
+            raise StarterError(
+                f"{directory} is a symbolic link to {os.readlink(directory)}, which does not "
+                "exist; create that folder or name another"
+            ) from None
+    if not stat.S_ISDIR(mode):
+        raise StarterError(f"{directory} is {file_kind(mode)}, not a folder")
+    with os.scandir(directory) as entries:
+        if next(entries, None) is not None:
+            raise StarterError(f"{directory} is not empty; choose a new or empty folder")
+    return True
+
+
+def _write_templates(folder: Path) -> None:
+    templates = resources.files(__package__) / "templates"
+    for name in TEMPLATES:
+        text = (templates / name).read_text(encoding="utf-8")
+        atomic_write(folder / name, lambda f, text=text: f.write(text))
+
+
 def write_starter(directory: str | Path) -> list[Path]:
-    """Write the starter's files into ``directory`` (created if missing) and return their
-    paths. Refuses a folder that holds anything, writing nothing. The files are written
-    into a staging folder beside ``directory`` and renamed into place, so a failure (a
-    full disk) leaves no half-written starter to block the next ``init``."""
+    """Write the starter's files into ``directory`` (created if missing, filled in place if
+    it is an empty folder or a link to one) and return their paths. Refuses a folder that
+    holds anything, or a path that is not a folder, writing nothing. On any failure (a full
+    disk, Ctrl-C) what was written is removed and the folder is as it was, or absent."""
     directory = Path(directory)
     try:
-        if directory.exists() and not directory.is_dir():
-            raise StarterError(f"{directory} exists and is not a folder")
-        if directory.is_dir() and any(directory.iterdir()):
-            raise StarterError(f"{directory} is not empty; choose a new or empty folder")
+        created = not _existing_folder(directory)
     except OSError as error:  # a name too long, a folder we may not read
         raise StarterError(f"cannot use {directory}: {error.strerror or error}") from None
-    staging = directory.parent / f".init-{secrets.token_hex(4)}.tmp"
+    staging = directory / f".init-{secrets.token_hex(4)}.tmp"
+    moved: list[Path] = []
     try:
-        directory.parent.mkdir(parents=True, exist_ok=True)
+        if created:  # mkdir, never a rename onto the name: nothing made meanwhile is replaced
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            directory.mkdir()
         staging.mkdir()
-        templates = resources.files(__package__) / "templates"
+        _write_templates(staging)
         for name in TEMPLATES:
-            text = (templates / name).read_text(encoding="utf-8")
-            atomic_write(staging / name, lambda f, text=text: f.write(text))
-        os.replace(staging, directory)  # onto a missing or empty folder
-    except OSError as error:
+            os.rename(staging / name, directory / name)
+            moved.append(directory / name)
+        staging.rmdir()
+    except BaseException as error:
+        for path in moved:
+            path.unlink(missing_ok=True)
         shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            with contextlib.suppress(OSError):
+                directory.rmdir()  # only if still empty
+        if not isinstance(error, OSError):
+            raise
         code = 2 if error.errno == errno.ENAMETOOLONG else 1
         raise StarterError(f"cannot write {directory}: {error.strerror or error}", code) from None
     return [directory / name for name in TEMPLATES]
