@@ -18,6 +18,9 @@ log_softmax and the reductions (tensor).
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+
 import numpy as np
 import pytest
 import torch
@@ -238,6 +241,10 @@ def test_tensor_op_double_backward_matches_torch(name):
 
 
 def _rules_of(module):
+    """The backward rules a module defines (a package: each of its modules')."""
+    if hasattr(module, "__path__"):
+        subs = pkgutil.iter_modules(module.__path__, module.__name__ + ".")
+        return set().union(*(_rules_of(importlib.import_module(m.name)) for m in subs))
     return {
         obj
         for name, obj in vars(module).items()
@@ -246,7 +253,7 @@ def _rules_of(module):
 
 
 def test_every_tensor_rule_is_differentiated_twice():
-    """Every backward rule in tensor.py and functional.py is reached by some row above,
+    """Every backward rule in the tensor package and functional.py is reached by some row above,
     and so are the kit's own ops (expand, scatter) through the second pass."""
     reached = set()
     for ours, _, arrays in TENSOR_ROWS.values():

@@ -18,12 +18,12 @@ from .checks import as_float, describe
 from .engine import Value, as_value
 from .graph import enable_grad
 
-Node = Any  # a Value or a Tensor (tensor.py is imported only when Tensors are in use)
+Node = Any  # a Value or a Tensor (the tensor package is imported only when Tensors are in use)
 
 
 # ---------------------------------------------------------------------- engines
 def _tensor_module() -> Any:
-    """tensor.py if it is loaded (no Tensor can exist before it is), else None."""
+    """The tensor package if it is loaded (no Tensor can exist before it is), else None."""
     return sys.modules.get("modelwright_autograd.tensor")
 
 

@@ -1,7 +1,8 @@
 """Functions on Tensors, named as in ``torch.nn.functional`` (import it as ``F``).
 
 Activations and softmax forward to the Tensor methods; ``linear``, ``leaky_relu``,
-``softplus``, ``gelu`` and ``pad`` are ops of tensor.py, where each sits beside its rule;
+``softplus``, ``gelu`` and ``pad`` are ops of the tensor package (linalg.py, elementwise.py,
+shape.py), where each sits beside its rule;
 convolution, pooling, dropout, normalisation and embedding come from nn_ops.py.
 The losses each reduce to the mean over the batch, as torch's default.
 ``cross_entropy``, ``binary_cross_entropy_with_logits`` and ``svm_loss`` are fused single

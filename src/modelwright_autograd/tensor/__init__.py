@@ -1,0 +1,103 @@
+"""The tensor engine: ``Tensor`` wraps a NumPy array and remembers how it was made.
+
+It mirrors the scalar engine (engine.py): each op is a forward function directly above its
+backward rule, written with the op-building kit so that it serves both the fast pass
+(arrays) and ``backward(create_graph=True)`` (Tensors). The package is split by op family,
+each module opening with its op table:
+
+    core.py         Tensor, make_node, input checks, un-broadcasting, the backward walk
+    kit.py          the op-building kit (and its ops expand, scatter, where)
+    elementwise.py  arithmetic, unary functions, comparisons, activations
+    reductions.py   sum, mean, max/min, prod, var/std, logsumexp, norm, softmax
+    shape.py        reshape, transpose, indexing, cat/stack, expand, flip, repeat, pad
+    linalg.py       matmul, linear, linear_relu, outer, einsum
+
+Importing the package imports every family, which binds its ops as Tensor methods.
+docs/design.md explains the design, dtypes and speed.
+"""
+
+from .core import (
+    Arr,
+    Dims,
+    Grads,
+    Need,
+    Operand,
+    Shape,
+    Tensor,
+    _to_array,
+    check_tensor,
+    grad_for,
+    make_node,
+    raw,
+    sum_to,
+)
+from .elementwise import gelu, leaky_relu, maximum, minimum, power, softplus
+from .kit import (
+    cos,
+    erf,
+    exp,
+    expand,
+    log,
+    permute,
+    prod_dims,
+    scatter,
+    select,
+    sigmoid,
+    sin,
+    sum_dims,
+    swapaxes,
+    tanh,
+    where,
+    zero_where,
+    zeros_like,
+)
+from .linalg import einsum, linear, linear_relu, outer
+from .reductions import ValuesIndices
+from .shape import cat, pad, stack
+
+__all__ = [
+    "Arr",
+    "Dims",
+    "Grads",
+    "Need",
+    "Operand",
+    "Shape",
+    "Tensor",
+    "ValuesIndices",
+    "_to_array",
+    "cat",
+    "check_tensor",
+    "cos",
+    "einsum",
+    "erf",
+    "exp",
+    "expand",
+    "gelu",
+    "grad_for",
+    "leaky_relu",
+    "linear",
+    "linear_relu",
+    "log",
+    "make_node",
+    "maximum",
+    "minimum",
+    "outer",
+    "pad",
+    "permute",
+    "power",
+    "prod_dims",
+    "raw",
+    "scatter",
+    "select",
+    "sigmoid",
+    "sin",
+    "softplus",
+    "stack",
+    "sum_dims",
+    "sum_to",
+    "swapaxes",
+    "tanh",
+    "where",
+    "zero_where",
+    "zeros_like",
+]

@@ -1,0 +1,518 @@
+"""Elementwise ops of the tensor engine, each forward directly above its backward rule
+``rule(g, out, ctx, need, *inputs)`` (kit.py), bound as Tensor methods at the end.
+
+    op                         forward          rule                     d(c)/d(input)
+    a + b, a - b               _add, _sub       _add/_sub_backward       1, 1 / 1, -1
+    a * b, a / b               _mul, _div       _mul/_div_backward       b, a / 1/b, -c/b
+    number + t, - * /          _radd, ...       (the above, swapped)
+    a ** n (a number)          _pow             _pow_backward            n a^(n-1)
+    a ** b, number ** t        _pow_tensor      _pow_tensor_backward     b a^(b-1), c ln a
+    -a                         _neg             _neg_backward            -1
+    exp, log                   _exp, _log       _exp/_log_backward       c / 1/a
+    tanh, sigmoid              _tanh, _sigmoid  _tanh/_sigmoid_backward  1-c^2 / c(1-c)
+    relu                       _relu            _relu_backward           1 where c > 0
+    abs, sign                  _abs, _sign      _abs/_sign_backward      sign(a) / 0
+    sqrt                       _sqrt            _sqrt_backward           1/(2c)
+    sin, cos                   _sin, _cos       _sin/_cos_backward       cos a / -sin a
+    log1p, expm1               _log1p, _expm1   _log1p/_expm1_backward   1/(1+a) / c+1
+    erf                        _erf             _erf_backward            2/sqrt(pi) e^-a^2
+    clamp (clip)               _clamp           _clamp_backward          1 inside [lo, hi]
+    maximum, minimum           maximum, minimum _maximum/_minimum_bw.    1 to the winner
+    leaky_relu                 leaky_relu       _leaky_relu_backward     1 or the slope
+    softplus                   softplus         _softplus_backward       sigmoid(beta a)
+    gelu                       gelu             _gelu_backward           Phi(a) + a phi(a)
+    < <= > >= == !=            _comparison      (none: a constant)
+
+``where`` is the kit's selection (kit.py); docs/tensor-ops.md tabulates the gradients.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ..checks import describe
+from .core import Arr, Grads, Need, Operand, Tensor, _lift, check_tensor, make_node, raw
+from .kit import (
+    _constant,
+    _erf_array,
+    _number,
+    _sigmoid_array,
+    cos,
+    erf,
+    exp,
+    log,
+    sigmoid,
+    sin,
+    tanh,
+    zero_where,
+    zeros_like,
+)
+
+
+def _elementwise(op: str, ufunc: np.ufunc, a: Tensor, b: Tensor) -> np.ndarray:
+    """ufunc(a, b) under broadcasting, with an error naming both shapes."""
+    try:
+        return ufunc(a.data, b.data)
+    except ValueError:
+        raise ValueError(f"{op}: shapes {a.shape} and {b.shape} cannot broadcast") from None
+
+
+# ---------------------------------------------------------------------- binary arithmetic
+# Each forward is followed by its rule ``rule(g, out, ctx, need, *inputs)`` (see the kit
+# above): it returns one gradient per input, skipping those with ``need[i]`` False.
+
+
+def _add(a: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, a, "add")
+    return make_node(_elementwise("add", np.add, a, other), (a, other), "+", _add_backward)
+
+
+def _add_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = a + b:  dc/da = 1, dc/db = 1 (the engine sums each back to its input's shape)."""
+    return g, g
+
+
+def _sub(a: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, a, "sub")
+    return make_node(_elementwise("sub", np.subtract, a, other), (a, other), "-", _sub_backward)
+
+
+def _sub_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = a - b:  dc/da = 1, dc/db = -1."""
+    return g, (-g if need[1] else None)
+
+
+def _mul(a: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, a, "mul")
+    return make_node(_elementwise("mul", np.multiply, a, other), (a, other), "*", _mul_backward)
+
+
+def _mul_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = a * b:  dc/da = b, dc/db = a."""
+    return (g * b if need[0] else None), (g * a if need[1] else None)
+
+
+def _div(a: Tensor, other: Operand) -> Tensor:
+    other = _lift(other, a, "div")
+    return make_node(_elementwise("div", np.true_divide, a, other), (a, other), "/", _div_backward)
+
+
+def _div_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = a / b:  dc/da = 1/b, dc/db = -a/b**2, computed as torch does, -(a/b)/b = -c/b,
+    because b*b underflows to 0 (or overflows) where c/b is still a normal float."""
+    return (g / b if need[0] else None), (-g * (out / b) if need[1] else None)
+
+
+# Reflected forms: ``2 - t`` and friends lift the number to a constant of t's dtype.
+def _radd(a: Tensor, other: Operand) -> Tensor:
+    return _add(_lift(other, a, "add"), a)
+
+
+def _rsub(a: Tensor, other: Operand) -> Tensor:
+    return _sub(_lift(other, a, "sub"), a)
+
+
+def _rmul(a: Tensor, other: Operand) -> Tensor:
+    return _mul(_lift(other, a, "mul"), a)
+
+
+def _rdiv(a: Tensor, other: Operand) -> Tensor:
+    return _div(_lift(other, a, "div"), a)
+
+
+def _pow(a: Tensor, exponent: float) -> Tensor:
+    """x ** n for a number n (a Python float keeps a float32 tensor float32); a Tensor or
+    array exponent is its own op, ``_pow_tensor``."""
+    if isinstance(exponent, (Tensor, np.ndarray)):
+        return _pow_tensor(a, _lift(exponent, a, "**"))
+    if isinstance(exponent, bool) or not isinstance(exponent, numbers.Real):
+        raise TypeError(
+            f"Tensor ** exponent: the exponent must be a number or a Tensor, got "
+            f"{describe(exponent)}"
+        )
+    n = float(exponent)
+    return make_node(power(a.data, n), (a,), "**", _pow_backward, n)
+
+
+def power(x: Arr, n: float) -> Arr:
+    """x ** n for a number n, as torch computes it: NumPy already takes n = 0.5 as sqrt, and
+    n = -0.5 is 1/sqrt(x) here (C's pow differs at -0.0 and -inf, and in the last bit)."""
+    if n == -0.5 and type(x) is np.ndarray:
+        return 1.0 / np.sqrt(x)
+    return x**n
+
+
+def _pow_backward(g: Arr, out: Arr, n: float, need: Need, a: Arr) -> Grads:
+    """c = a ** n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
+    if n == 0.0:
+        return (zeros_like(a),)
+    return (n * power(a, n - 1.0) * g,)
+
+
+def _neg(a: Tensor) -> Tensor:
+    return make_node(np.negative(a.data), (a,), "neg", _neg_backward)
+
+
+def _neg_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = -a:  dc/da = -1."""
+    return (-g,)
+
+
+# ---------------------------------------------------------------------- unary functions
+def _exp(a: Tensor) -> Tensor:
+    """e ** x elementwise (inf beyond about 709.78 in float64, as in torch)."""
+    return make_node(np.exp(a.data), (a,), "exp", _exp_backward)
+
+
+def _exp_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = e**a:  dc/da = e**a, which is c itself."""
+    return (out * g,)
+
+
+def _log(a: Tensor) -> Tensor:
+    """Natural log: -inf at 0 and nan below it (NumPy also warns)."""
+    return make_node(np.log(a.data), (a,), "log", _log_backward)
+
+
+def _log_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = ln a:  dc/da = 1/a."""
+    return (g / a,)
+
+
+def _tanh(a: Tensor) -> Tensor:
+    return make_node(np.tanh(a.data), (a,), "tanh", _tanh_backward)
+
+
+def _tanh_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = tanh a:  dc/da = 1 - c**2."""
+    return ((1.0 - out * out) * g,)
+
+
+def _relu(a: Tensor) -> Tensor:
+    """max(0, x) with relu(nan) = nan and relu(-0.0) = -0.0, as in torch (and Value.relu)."""
+    return make_node(_relu_array(a.data), (a,), "relu", _relu_backward)
+
+
+def _relu_array(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
+    """relu on an array (written into x itself with ``overwrite``, for an array the caller
+    has just made). ``np.maximum`` is branch-free, where ``np.where`` on a mask of random
+    signs costs a mispredicted branch per element (several times slower on this
+    project's machine); maximum gives +0.0 at x = -0.0, so the zeros, rare and so a cheap
+    select, keep x (counted rather than ``any()``-ed: count_nonzero is the quicker)."""
+    zero = x == 0.0
+    if np.count_nonzero(zero):
+        return np.where(zero, x, np.maximum(x, 0.0))
+    return np.maximum(x, 0.0, out=x if overwrite else None)
+
+
+def _relu_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = max(0, a):  dc/da = 0 where c <= 0 (so 0 at a = 0), else 1, as in torch; the
+    test is "c <= 0" so that nan passes its gradient on, as torch's does."""
+    return (zero_where(raw(out) <= 0.0, g),)
+
+
+def _sigmoid(a: Tensor) -> Tensor:
+    return make_node(_sigmoid_array(a.data), (a,), "sigmoid", _sigmoid_backward)
+
+
+def _sigmoid_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = 1/(1 + e**-a):  dc/da = c * (1 - c)."""
+    return (out * (1.0 - out) * g,)
+
+
+# ---------------------------------------------------------------------- elementwise
+def _abs(a: Tensor) -> Tensor:
+    return make_node(np.abs(a.data), (a,), "abs", _abs_backward)
+
+
+def _abs_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = |a|:  dc/da = sign(a), 0 at a = 0 (as torch)."""
+    return (g * np.sign(raw(a)),)
+
+
+def _sqrt(a: Tensor) -> Tensor:
+    """Square root: nan below 0 (NumPy also warns)."""
+    return make_node(np.sqrt(a.data), (a,), "sqrt", _sqrt_backward)
+
+
+def _sqrt_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = sqrt(a):  dc/da = 1 / (2c), inf at a = 0 (as torch)."""
+    with np.errstate(divide="ignore"):
+        return (g / (2.0 * out),)
+
+
+def _sign(a: Tensor) -> Tensor:
+    """-1, 0 or 1 by the sign of each element."""
+    return make_node(np.sign(a.data), (a,), "sign", _sign_backward)
+
+
+def _sign_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = sign(a) is flat wherever it is differentiable:  dc/da = 0 (as torch)."""
+    return (zeros_like(a),)
+
+
+def _sin(a: Tensor) -> Tensor:
+    return make_node(np.sin(a.data), (a,), "sin", _sin_backward)
+
+
+def _sin_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = sin a:  dc/da = cos a."""
+    return (g * cos(a),)
+
+
+def _cos(a: Tensor) -> Tensor:
+    return make_node(np.cos(a.data), (a,), "cos", _cos_backward)
+
+
+def _cos_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = cos a:  dc/da = -sin a."""
+    return (-g * sin(a),)
+
+
+def _log1p(a: Tensor) -> Tensor:
+    """ln(1 + x), accurate for tiny x where 1 + x rounds to 1."""
+    return make_node(np.log1p(a.data), (a,), "log1p", _log1p_backward)
+
+
+def _log1p_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = ln(1 + a):  dc/da = 1 / (1 + a)."""
+    return (g / (1.0 + a),)
+
+
+def _expm1(a: Tensor) -> Tensor:
+    """e^x - 1, accurate for tiny x where e^x rounds to 1."""
+    return make_node(np.expm1(a.data), (a,), "expm1", _expm1_backward)
+
+
+def _expm1_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = e^a - 1:  dc/da = e^a = c + 1."""
+    return (g * (out + 1.0),)
+
+
+def _erf(a: Tensor) -> Tensor:
+    """The error function (gelu is built on it)."""
+    return make_node(_erf_array(a.data), (a,), "erf", _erf_backward)
+
+
+def _erf_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+    """c = erf a:  dc/da = 2/sqrt(pi) e^(-a^2)."""
+    return (g * (exp(a * a * -1.0) * (2.0 / math.sqrt(math.pi))),)
+
+
+def _clamp(a: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """Each element limited to [min, max] (either may be None), as ``torch.clamp``: the
+    result is min(max(x, min), max), so max wins when min > max."""
+    if min is None and max is None:
+        raise ValueError("clamp: give min, max or both (both are None)")
+    lo = -math.inf if min is None else _number(min, "clamp: min")
+    hi = math.inf if max is None else _number(max, "clamp: max")
+    data = np.minimum(np.maximum(a.data, a.data.dtype.type(lo)), a.data.dtype.type(hi))
+    return make_node(data, (a,), "clamp", _clamp_backward, (lo, hi))
+
+
+def _clamp_backward(g: Arr, out: Arr, ctx: tuple[float, float], need: Need, a: Arr) -> Grads:
+    """c = clamp(a, lo, hi):  dc/da = 1 where lo <= a <= hi (the boundary included, as
+    torch), else 0."""
+    lo, hi = ctx
+    x = raw(a)
+    return (zero_where(~((x >= lo) & (x <= hi)), g),)
+
+
+def maximum(input: Tensor, other: Operand) -> Tensor:
+    """The elementwise larger of two tensors (broadcast), as ``torch.maximum``; nan wins."""
+    return _pairwise(input, other, "maximum", np.maximum, _maximum_backward)
+
+
+def _maximum_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = max(a, b):  dc/da = 1 where a > b, dc/db = 1 where b > a, and 1/2 each at a tie
+    (torch's rule); where either is nan both get the whole gradient, as in torch."""
+    return _tie_shares(g, raw(a), raw(b), np.less, need)
+
+
+def minimum(input: Tensor, other: Operand) -> Tensor:
+    """The elementwise smaller of two tensors (broadcast), as ``torch.minimum``; nan wins."""
+    return _pairwise(input, other, "minimum", np.minimum, _minimum_backward)
+
+
+def _minimum_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = min(a, b):  dc/da = 1 where a < b, dc/db = 1 where b < a, 1/2 each at a tie."""
+    return _tie_shares(g, raw(a), raw(b), np.greater, need)
+
+
+def _pairwise(
+    input: Tensor, other: Operand, op: str, ufunc: np.ufunc, rule: Callable[..., Grads]
+) -> Tensor:
+    """The node of a broadcasting two-input function (maximum, minimum)."""
+    check_tensor(input, f"{op}: input")
+    other = _lift(other, input, op)
+    return make_node(_elementwise(op, ufunc, input, other), (input, other), op, rule)
+
+
+def _tie_shares(g: Arr, A: np.ndarray, B: np.ndarray, loses: np.ufunc, need: Need) -> Grads:
+    """maximum's and minimum's gradients: none to the side that ``loses`` (np.less for
+    maximum), all of g to the other, half to each at a tie."""
+    share = g * _constant(np.where(A == B, 0.5, 1.0), g)
+    return (
+        zero_where(loses(A, B), share) if need[0] else None,
+        zero_where(loses(B, A), share) if need[1] else None,
+    )
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
+    """x for x > 0, else negative_slope * x (``torch.nn.functional.leaky_relu``)."""
+    check_tensor(input, "leaky_relu: input")
+    slope = _number(negative_slope, "leaky_relu: negative_slope")
+    x = input.data
+    data = np.where(x > 0.0, x, x * x.dtype.type(slope))
+    return make_node(data, (input,), "leaky_relu", _leaky_relu_backward, slope)
+
+
+def _leaky_relu_backward(g: Arr, out: Arr, slope: float, need: Need, a: Arr) -> Grads:
+    """c = a if a > 0 else s*a:  dc/da = 1 for a > 0, else s (so s at 0, as torch)."""
+    return (g * _constant(np.where(raw(a) > 0.0, 1.0, slope), g),)
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (where the two
+    agree to within e^-threshold), as ``torch.nn.functional.softplus``."""
+    check_tensor(input, "softplus: input")
+    b = _number(beta, "softplus: beta")
+    t = _number(threshold, "softplus: threshold")
+    if b == 0.0:
+        raise ValueError("softplus: beta must not be 0 (the result divides by it)")
+    x = input.data
+    bx = x * x.dtype.type(b)
+    linear = bx > t
+    data = np.where(linear, x, np.log1p(np.exp(np.where(linear, 0.0, bx))) / x.dtype.type(b))
+    return make_node(data, (input,), "softplus", _softplus_backward, (b, linear))
+
+
+def _softplus_backward(
+    g: Arr, out: Arr, ctx: tuple[float, np.ndarray], need: Need, a: Arr
+) -> Grads:
+    """c = log(1 + e^(b a)) / b:  dc/da = sigmoid(b a); 1 in the linear region."""
+    b, linear = ctx
+    return (g * (zero_where(linear, sigmoid(a * b)) + _constant(linear, g)),)
+
+
+_GELU_K = math.sqrt(2.0 / math.pi)  # the tanh form's scale
+_GELU_C = 0.044715  # and its cubic coefficient
+
+
+def gelu(input: Tensor, approximate: str = "none") -> Tensor:
+    """x Phi(x), Phi the standard normal CDF 0.5 (1 + erf(x / sqrt 2)), or with
+    ``approximate='tanh'`` 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2/pi), as
+    ``torch.nn.functional.gelu``."""
+    check_tensor(input, "gelu: input")
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    x = input.data
+    if approximate == "tanh":
+        data = 0.5 * x * (1.0 + np.tanh(_GELU_K * (x + _GELU_C * x * x * x)))
+    else:
+        data = 0.5 * x * (1.0 + _erf_array(x * math.sqrt(0.5)))
+    return make_node(data, (input,), "gelu", _gelu_backward, approximate)
+
+
+def _gelu_backward(g: Arr, out: Arr, approximate: str, need: Need, a: Arr) -> Grads:
+    """c = a Phi(a):  dc/da = Phi(a) + a phi(a), phi(a) = e^(-a^2/2) / sqrt(2 pi).
+    tanh form, t = tanh(u), u = k(a + 0.044715 a^3):
+    dc/da = 0.5 (1 + t) + 0.5 a (1 - t^2) k (1 + 3 * 0.044715 a^2)."""
+    if approximate == "tanh":
+        t = tanh((a + a * a * a * _GELU_C) * _GELU_K)
+        du = (a * a * (3.0 * _GELU_C) + 1.0) * _GELU_K
+        return (g * ((t + 1.0) * 0.5 + a * (1.0 - t * t) * du * 0.5),)
+    cdf = (erf(a * math.sqrt(0.5)) + 1.0) * 0.5
+    pdf = exp(a * a * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
+    return (g * (cdf + a * pdf),)
+
+
+def _pow_tensor(a: Tensor, b: Tensor) -> Tensor:
+    """a ** b for a Tensor exponent (broadcast); ``Tensor ** Tensor`` and ``2 ** t``."""
+    return make_node(_elementwise("pow", np.power, a, b), (a, b), "**", _pow_tensor_backward)
+
+
+def _pow_tensor_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = a ** b:  dc/da = b a^(b-1), dc/db = c ln a. As torch: dc/da = 0 where b = 0, and
+    dc/db = 0 where a = 0 and b >= 0 (the limit, where c ln a would be 0 * -inf). The masks
+    sit where torch's do (around g b a^(b-1); on c ln a alone), so second derivatives at the
+    masked points agree with torch's too."""
+    A, B = raw(a), raw(b)
+    with np.errstate(divide="ignore", invalid="ignore"):  # the masked cases are exact
+        ga = zero_where(B == 0.0, g * (b * a ** (b - 1.0))) if need[0] else None
+        gb = g * zero_where((A == 0.0) & (B >= 0.0), out * log(a)) if need[1] else None
+    return ga, gb
+
+
+def _rpow(a: Tensor, other: Operand) -> Tensor:
+    """number ** t: the number lifted to a constant of t's dtype."""
+    return _pow_tensor(_lift(other, a, "**"), a)
+
+
+# ---------------------------------------------------------------------- comparisons
+def _comparison(symbol: str, ufunc: np.ufunc) -> Callable[[Tensor, Any], Any]:
+    """The operator ``symbol``: an elementwise comparison giving a boolean Tensor with no
+    gradient (a constant), as torch; any other operand is NotImplemented, so ``t == None``
+    is False and ``t < 'x'`` a TypeError, as Python's rules give."""
+
+    def compare(a: Tensor, other: Any) -> Any:
+        if isinstance(other, Tensor):
+            b = other.data
+        elif isinstance(other, (np.ndarray, numbers.Real)):
+            b = other
+        else:
+            return NotImplemented
+        try:
+            data = ufunc(a.data, b)
+        except ValueError:
+            raise ValueError(
+                f"{symbol}: shapes {a.shape} and {np.shape(b)} cannot broadcast"
+            ) from None
+        return make_node(data, (), "", None)
+
+    compare.__name__ = f"compare{symbol}"
+    compare.__doc__ = f"a {symbol} b elementwise: a boolean Tensor with no gradient."
+    return compare
+
+
+# ---------------------------------------------------------------------- Tensor methods
+Tensor.__add__ = _add
+Tensor.__radd__ = _radd
+Tensor.__sub__ = _sub
+Tensor.__rsub__ = _rsub
+Tensor.__mul__ = _mul
+Tensor.__rmul__ = _rmul
+Tensor.__truediv__ = _div
+Tensor.__rtruediv__ = _rdiv
+Tensor.__pow__ = _pow
+Tensor.__rpow__ = _rpow
+Tensor.__neg__ = _neg
+Tensor.__abs__ = _abs
+Tensor.__lt__ = _comparison("<", np.less)
+Tensor.__le__ = _comparison("<=", np.less_equal)
+Tensor.__gt__ = _comparison(">", np.greater)
+Tensor.__ge__ = _comparison(">=", np.greater_equal)
+Tensor.__eq__ = _comparison("==", np.equal)  # type: ignore[assignment]
+Tensor.__ne__ = _comparison("!=", np.not_equal)  # type: ignore[assignment]
+Tensor.exp = _exp
+Tensor.log = _log
+Tensor.tanh = _tanh
+Tensor.relu = _relu
+Tensor.sigmoid = _sigmoid
+Tensor.abs = _abs
+Tensor.sqrt = _sqrt
+Tensor.sign = _sign
+Tensor.sin = _sin
+Tensor.cos = _cos
+Tensor.log1p = _log1p
+Tensor.expm1 = _expm1
+Tensor.erf = _erf
+Tensor.clamp = _clamp
+Tensor.clip = _clamp
+Tensor.maximum = maximum
+Tensor.minimum = minimum
