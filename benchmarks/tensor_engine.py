@@ -290,7 +290,7 @@ def ours_moons_run(layers: Layers, X, y, steps: int) -> list[float]:
             opt.zero_grad()
             data_loss.backward()
             penalty = L2 * sum(float(np.vdot(p.data, p.data)) for p in params)
-            opt.lr = demo_lr(k)
+            opt.param_groups[0]["lr"] = demo_lr(k)
             opt.step()
             losses.append(float(data_loss.data) + penalty)
             del data_loss

@@ -100,7 +100,7 @@ def test_adam_on_one_buffer_equals_adam_on_separate_arrays_bit_for_bit(weight_de
     shared, separate = _mlp_and_separate_copies()
     torch_params = [torch.tensor(p.data.copy(), requires_grad=True) for p in shared]
     opt_shared = Adam(shared, lr=0.05, weight_decay=weight_decay)
-    assert opt_shared._tiled[1] is not None  # the one-subtraction path is the one tested
+    assert opt_shared._states[0].tiled[1] is not None  # the one-subtraction path is the one tested
     opt_separate = Adam(separate, lr=0.05, weight_decay=weight_decay)
     topt = torch.optim.Adam(torch_params, lr=0.05, weight_decay=weight_decay)
     rng = np.random.default_rng(5)
@@ -137,7 +137,8 @@ def test_sgd_on_one_buffer_equals_sgd_on_separate_arrays_bit_for_bit(weight_deca
     shared, separate = _mlp_and_separate_copies()
     torch_params = [torch.tensor(p.data.copy(), requires_grad=True) for p in shared]
     opt_shared = SGD(shared, lr=0.3, weight_decay=weight_decay)
-    assert opt_shared._gather_pays and opt_shared._shared_buffer() is not None  # tested here
+    state = opt_shared._states[0]
+    assert state.gather_pays and state.shared_buffer() is not None  # tested here
     opt_separate = SGD(separate, lr=0.3, weight_decay=weight_decay)
     topt = torch.optim.SGD(torch_params, lr=0.3, weight_decay=weight_decay)
     rng = np.random.default_rng(8)
@@ -160,8 +161,8 @@ def test_sgd_gathers_only_small_parameters():
 
     small = tensor_nn.MLP(2, [16, 16, 1], seed=0).parameters()
     large = tensor_nn.MLP(64, [128, 64, 10], seed=0).parameters()
-    assert SGD(small, lr=0.1)._gather_pays
-    assert not SGD(large, lr=0.1)._gather_pays
+    assert SGD(small, lr=0.1)._states[0].gather_pays
+    assert not SGD(large, lr=0.1)._states[0].gather_pays
 
 
 @pytest.mark.parametrize("optimizer", ["SGD", "SGD momentum", "Adam"])

@@ -1,8 +1,9 @@
 """modelwright-autograd: reverse-mode automatic differentiation, built from scratch.
 
 ``Value`` is the scalar engine and ``MLP`` the neural net built on it; ``Tensor`` is the same
-engine over NumPy arrays (its nets in ``tensor_nn``, its losses in ``functional``); ``SGD``
-and ``Adam`` update anything with ``.data`` and ``.grad``; ``gradcheck`` compares gradients
+engine over NumPy arrays (its nets in ``tensor_nn``, its losses in ``functional``); ``SGD``,
+``Adam`` and ``AdamW`` update anything with ``.data`` and ``.grad`` (``clip_grad_norm_``,
+``LambdaLR`` and ``WarmupCosineLR`` as torch's); ``gradcheck`` compares gradients
 with finite differences (``gradgradcheck`` their derivatives); ``grad``, ``jacobian``,
 ``hessian``, ``hvp`` and ``jvp`` are torch.autograd's functions; ``draw_graph`` and the
 ``explain`` module show a backward pass at work.
@@ -23,7 +24,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import enable_grad, is_grad_enabled, no_grad
 from .losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, svm_loss
 from .nn import MLP, Layer, Module, Neuron
-from .optim import SGD, Adam
+from .optim import SGD, Adam, AdamW, LambdaLR, WarmupCosineLR, clip_grad_norm_
 
 #: name -> the module that defines it, imported on first use.
 _LAZY = {
@@ -56,14 +57,18 @@ __all__ = [
     "MLP",
     "SGD",
     "Adam",
+    "AdamW",
     "GradcheckError",
+    "LambdaLR",
     "Layer",
     "Module",
     "Neuron",
     "Tensor",
     "Value",
+    "WarmupCosineLR",
     "binary_cross_entropy_with_logits",
     "cat",
+    "clip_grad_norm_",
     "collection_paused",
     "cross_entropy",
     "draw_graph",

@@ -7,8 +7,8 @@ for the whole model, plus one copy in (the gradients) and one subtraction out pe
 parameter. The optimiser leaves the parameters where they are: nothing the user holds
 changes identity. A module may keep its own parameters as views of one buffer
 (``share_buffer``, as ``tensor_nn.MLP`` does); Adam then subtracts from that buffer once.
-Used by ``optim.Adam`` and ``optim.SGD`` for Tensor parameters: all of the optimisers' NumPy
-is here, so that optim.py and the scalar engine need none.
+Used by ``optim.Adam`` and ``optim.SGD`` for Tensor parameters, and by ``clip_grad_norm_``:
+all of the optimisers' NumPy is here, so that optim.py and the scalar engine need none.
 """
 
 from __future__ import annotations
@@ -134,3 +134,16 @@ def share_buffer(tensors: Sequence[Any]) -> None:
     for t, a, view in zip(tensors, arrays, views):
         view[...] = a
         t.data = view
+
+
+def array_norm(a: np.ndarray, p: float) -> float:
+    """The p-norm of an array's elements (p > 0, or inf for the largest magnitude),
+    computed in the array's dtype: one gradient's part of ``clip_grad_norm_``'s total."""
+    a = np.abs(np.asarray(a)).reshape(-1)
+    if not a.size:
+        return 0.0
+    if p == np.inf:
+        return float(a.max())
+    if p == 2.0:
+        return float(np.sqrt(np.dot(a, a)))
+    return float(np.sum(a**p) ** (1.0 / p))

@@ -1,11 +1,12 @@
 """Optimisers for anything with ``.data`` and ``.grad``: Values (floats) and Tensors
-(NumPy arrays) alike. The update rules follow ``torch.optim`` step for step."""
+(NumPy arrays) alike. The update rules follow ``torch.optim`` step for step, with torch's
+parameter groups; ``clip_grad_norm_`` and the learning-rate schedules are torch's too."""
 
 from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 
@@ -18,72 +19,160 @@ def _non_negative(name: str, x: object) -> float:
     return float(x)
 
 
-class Optimizer:
-    """Holds the parameters; ``zero_grad()`` clears their gradients between steps."""
+def _is_parameter(p: object) -> bool:
+    return hasattr(p, "data") and hasattr(p, "grad")
 
-    def __init__(self, params: Iterable[Any], lr: float) -> None:
-        self.params = list(params)
-        if not self.params:
-            raise ValueError("optimizer got an empty parameter list")
-        for p in self.params:
-            if not (hasattr(p, "data") and hasattr(p, "grad")):
-                raise TypeError(f"optimizer parameters need .data and .grad, got {type(p)}")
-        self.lr = _non_negative("learning rate", lr)
 
-    def zero_grad(self) -> None:
-        """Reset gradients: 0.0 for a Value, None for a Tensor (as torch does)."""
-        for p in self.params:
-            p.grad = 0.0 if isinstance(p.grad, float) else None
+class _GroupState:
+    """What a step keeps for one parameter group besides its settings: the parameters
+    and, for Tensor parameters of one dtype, their FlatState (flat_state.py; else None) and
+    the buffer their arrays tile if they tile one (``share_buffer``, as tensor_nn.MLP's
+    do), which a step can then update with one operation."""
 
-    def step(self) -> None:
-        """Update every parameter that has a gradient, in place."""
-        raise NotImplementedError
-
-    def _flat_layout(self) -> Any:
-        """For Tensor parameters of one dtype, their FlatState (flat_state.py), else None;
-        notes whether their arrays tile one buffer (``share_buffer``, as tensor_nn.MLP's
-        do), which a step can then update with one operation."""
-        self._tiled: tuple[list[Any], Any] = ([], None)
-        if any(isinstance(p.data, float) for p in self.params):
-            return None  # Values: plain floats, no NumPy
+    def __init__(self, params: list[Any]) -> None:
+        self.params = params
+        self.flat: Any = None
+        self.tiled: tuple[list[Any], Any] = ([], None)
+        if not params or any(isinstance(p.data, float) for p in params):
+            return  # Values: plain floats, no NumPy
         from .flat_state import FlatState
 
-        if not FlatState.fits(self.params):
-            return None
-        arrays = [p.data for p in self.params]
-        flat = FlatState(arrays)
-        self._tiled = (arrays, flat.tiled(arrays))
-        return flat
+        if FlatState.fits(params):
+            arrays = [p.data for p in params]
+            self.flat = FlatState(arrays)
+            self.tiled = (arrays, self.flat.tiled(arrays))
 
-    def _shared_buffer(self) -> Any:
+    def shared_buffer(self) -> Any:
         """The buffer the parameters tile, if each ``.data`` is still the view it was when
         the optimiser was made (the user may have replaced one), else None."""
-        arrays, buffer = self._tiled
+        arrays, buffer = self.tiled
         if buffer is None or any(p.data is not a for p, a in zip(self.params, arrays)):
             return None
         return buffer
 
-    def _gradients(self, weight_decay: float) -> list[tuple[int, Any, Any]]:
+    def gradients(self, weight_decay: float) -> list[tuple[int, Any, Any]]:
         """(index, parameter, gradient) for each parameter that has a gradient, with L2
         weight decay folded in (``g + weight_decay * p``, in the gradient's dtype) as torch
-        does; every shape is checked before any parameter is updated."""
+        does."""
         with_grads = [(i, p, p.grad) for i, p in enumerate(self.params) if p.grad is not None]
-        self._check_shapes(with_grads)
         if not weight_decay:
             return with_grads
         return [(i, p, g + weight_decay * p.data) for i, p, g in with_grads]
 
-    def _check_shapes(self, with_grads: list[tuple[int, Any, Any]]) -> None:
-        """Each (index, parameter, gradient): a gradient must have its parameter's shape, as
-        NumPy would broadcast a (1,) or (1, n) one into the update, or a flat copy place
-        its numbers wrongly."""
-        for i, p, g in with_grads:
-            shape = getattr(p.data, "shape", None)
-            if shape is not None and getattr(g, "shape", shape) != shape:
-                raise ValueError(
-                    f"{type(self).__name__}: parameter {i} has shape {shape} but its "
-                    f"gradient has shape {g.shape}"
-                )
+
+class Optimizer:
+    """Holds the parameters in ``param_groups`` (as torch: a list of dicts, each with its
+    ``"params"`` and its own settings, such as ``"lr"`` and ``"weight_decay"``);
+    ``zero_grad()`` clears their gradients between steps, ``step()`` updates them.
+
+    ``params`` is an iterable of parameters (one group) or of dicts, each a group whose
+    missing settings are the constructor's (``defaults``)."""
+
+    def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
+        if _is_parameter(params) or isinstance(params, dict):
+            raise TypeError(
+                f"{type(self).__name__}: params must be an iterable of parameters or of "
+                f"dicts (parameter groups), got one {type(params).__name__}"
+            )
+        self.defaults = self._checked(dict(defaults))
+        self.param_groups: list[dict[str, Any]] = []
+        self._states: list[Any] = []
+        items = list(params)
+        if not items:
+            raise ValueError("optimizer got an empty parameter list")
+        kinds = {isinstance(item, dict) for item in items}
+        if kinds == {True, False}:
+            raise TypeError(
+                f"{type(self).__name__}: params must be all parameters or all dicts "
+                "(parameter groups), not a mixture"
+            )
+        for group in items if kinds == {True} else [{"params": items}]:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        """Add a group: a dict with ``"params"`` and any settings to override (the others
+        are the constructor's); a parameter may belong to one group only."""
+        if not isinstance(param_group, dict) or "params" not in param_group:
+            raise TypeError(
+                f"{type(self).__name__}: a parameter group must be a dict with 'params', "
+                f"got {type(param_group).__name__}"
+            )
+        params = param_group["params"]
+        params = [params] if _is_parameter(params) else list(params)
+        for p in params:
+            if not _is_parameter(p):
+                raise TypeError(f"optimizer parameters need .data and .grad, got {type(p)}")
+        seen = {id(p) for group in self.param_groups for p in group["params"]}
+        if len({id(p) for p in params} | seen) != len(params) + len(seen):
+            raise ValueError(
+                f"{type(self).__name__}: a parameter appears more than once in the parameter groups"
+            )
+        group = self._checked({**self.defaults, **param_group, "params": params})
+        self.param_groups.append(group)
+        self._states.append(self._new_state(params))
+
+    @staticmethod
+    def _checked(group: dict[str, Any]) -> dict[str, Any]:
+        """``group`` with its settings checked (each a number >= 0, betas in [0, 1))."""
+        names = {"lr": "learning rate", "momentum": "momentum", "weight_decay": "weight_decay"}
+        for key, name in {**names, "eps": "eps"}.items():
+            if key in group:
+                group[key] = _non_negative(name, group[key])
+        if "betas" in group:
+            betas = group["betas"]
+            beta1, beta2 = (_non_negative("betas", b) for b in betas)
+            if not (beta1 < 1.0 and beta2 < 1.0):
+                raise ValueError(f"betas must each be in [0, 1), got {betas!r}")
+            group["betas"] = (beta1, beta2)
+        return group
+
+    def _new_state(self, params: list[Any]) -> Any:
+        return _GroupState(params)
+
+    def zero_grad(self) -> None:
+        """Reset gradients: 0.0 for a Value, None for a Tensor (as torch does)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.grad = 0.0 if isinstance(p.grad, float) else None
+
+    def step(self) -> None:
+        """Update every parameter that has a gradient, in place, each group with its own
+        settings; every gradient's shape is checked before any parameter moves."""
+        self._check_shapes()
+        for group, state in zip(self.param_groups, self._states):
+            self._update(group, state)
+
+    def _update(self, group: dict[str, Any], state: Any) -> None:
+        raise NotImplementedError
+
+    def _check_shapes(self) -> None:
+        """A gradient must have its parameter's shape, as NumPy would broadcast a (1,) or
+        (1, n) one into the update, or a flat copy place its numbers wrongly."""
+        many = len(self.param_groups) > 1
+        for k, group in enumerate(self.param_groups):
+            for i, p in enumerate(group["params"]):
+                g = p.grad
+                shape = getattr(p.data, "shape", None)
+                if g is not None and shape is not None and getattr(g, "shape", shape) != shape:
+                    where = f" of param_groups[{k}]" if many else ""
+                    raise ValueError(
+                        f"{type(self).__name__}: parameter {i}{where} has shape {shape} but "
+                        f"its gradient has shape {g.shape}"
+                    )
+
+
+class _SGDState(_GroupState):
+    """SGD's momentum buffers, and where a group's gradients are gathered (below)."""
+
+    def __init__(self, params: list[Any]) -> None:
+        super().__init__(params)
+        self.buffers: list[Any] = [None] * len(params)
+        # Gathering the gradients is a pass over every element (about a nanosecond each)
+        # that saves a few NumPy calls per parameter (about a microsecond each): it pays
+        # for small parameters only, as on the moons MLP, and costs on 64-128-64-10.
+        self.gather_pays = self.flat is not None and self.flat.size <= 1000 * len(params)
+        if self.tiled[1] is not None:
+            self.flat_grad = self.flat.zeros()[0]  # where the gradients are gathered
 
 
 class SGD(Optimizer):
@@ -97,49 +186,69 @@ class SGD(Optimizer):
         momentum: float = 0.0,
         weight_decay: float = 0.0,
     ) -> None:
-        super().__init__(params, lr)
-        self.momentum = _non_negative("momentum", momentum)
-        self.weight_decay = _non_negative("weight_decay", weight_decay)
-        self._buffers: list[Any] = [None] * len(self.params)
-        self._flat = self._flat_layout()
-        # Gathering the gradients is a pass over every element (about a nanosecond each)
-        # that saves a few NumPy calls per parameter (about a microsecond each): it pays
-        # for small parameters only, as on the moons MLP, and costs on 64-128-64-10.
-        self._gather_pays = self._flat is not None and self._flat.size <= 1000 * len(self.params)
-        if self._tiled[1] is not None:
-            self._flat_grad = self._flat.zeros()[0]  # where the gradients are gathered
+        super().__init__(params, {"lr": lr, "momentum": momentum, "weight_decay": weight_decay})
 
-    def step(self) -> None:
-        if not self.momentum and self._step_shared():
+    def _new_state(self, params: list[Any]) -> _SGDState:
+        return _SGDState(params)
+
+    def _update(self, group: dict[str, Any], state: _SGDState) -> None:
+        lr, momentum = group["lr"], group["momentum"]
+        if not momentum and self._step_shared(group, state):
             return
-        for i, p, g in self._gradients(self.weight_decay):
-            if self.momentum:
-                buf = self._buffers[i]
+        for i, p, g in state.gradients(group["weight_decay"]):
+            if momentum:
+                buf = state.buffers[i]
                 # torch starts the buffer at a copy of the first gradient: a Tensor's grad
                 # array is added to in place by a later backward(), so it cannot be shared
-                buf = copy.copy(g) if buf is None else self.momentum * buf + g
-                self._buffers[i] = buf
+                buf = copy.copy(g) if buf is None else momentum * buf + g
+                state.buffers[i] = buf
                 g = buf
-            p.data -= self.lr * g
+            p.data -= lr * g
 
-    def _step_shared(self) -> bool:
+    @staticmethod
+    def _step_shared(group: dict[str, Any], state: _SGDState) -> bool:
         """The step above (no momentum) as three NumPy calls (five with weight decay) for
         small parameters that tile one buffer (``share_buffer``) and all have gradients,
         arrays of their dtype and shape (any other dtype would be rounded to it first);
         False, having done nothing, for any others. The arithmetic is the per-parameter
         step's, element by element."""
-        buffer = self._shared_buffer() if self._gather_pays else None
-        grads = [p.grad for p in self.params]
-        if buffer is None or not self._flat.holds(grads):
+        buffer = state.shared_buffer() if state.gather_pays else None
+        grads = [p.grad for p in state.params]
+        if buffer is None or not state.flat.holds(grads):
             return False
-        g = self._flat.gather(grads, self._flat_grad)
-        if self.weight_decay:
-            decay = self.weight_decay * buffer
+        g = state.flat.gather(grads, state.flat_grad)
+        if group["weight_decay"]:
+            decay = group["weight_decay"] * buffer
             decay += g
             g = decay
-        g *= self.lr
+        g *= group["lr"]
         buffer -= g
         return True
+
+
+class _AdamState(_GroupState):
+    """Adam's moments and step counts for one group. Per parameter, as torch keeps them: a
+    parameter that had no gradient on some step has taken fewer steps, and its bias
+    correction must count only its own. For Tensor parameters of one dtype, m and v are
+    views into flat arrays (see flat_state.py), so that a step is a dozen NumPy calls for
+    the whole group."""
+
+    def __init__(self, params: list[Any]) -> None:
+        super().__init__(params)
+        self.steps = [0] * len(params)
+        self.m: list[Any] = [0.0] * len(params)
+        self.v: list[Any] = [0.0] * len(params)
+        if self.flat is not None:
+            self.m_flat, self.m = self.flat.zeros()
+            self.v_flat, self.v = self.flat.zeros()
+            self.g_flat, self.scratch = self.flat.zeros()[0], self.flat.zeros()[0]
+
+    def unflatten(self) -> None:
+        """From now on the parameters may take different numbers of steps: each gets its
+        own arrays (copies of its views) and the per-parameter update."""
+        self.m = [m.copy() for m in self.m]
+        self.v = [v.copy() for v in self.v]
+        self.flat = None
 
 
 class Adam(Optimizer):
@@ -147,7 +256,12 @@ class Adam(Optimizer):
 
     m = b1*m + (1-b1)*g;  v = b2*v + (1-b2)*g*g
     p -= lr/(1 - b1**t) * m / (sqrt(v)/sqrt(1 - b2**t) + eps)
+
+    ``weight_decay`` is L2 (``g += weight_decay * p``, as torch's Adam); ``AdamW``
+    decouples it.
     """
+
+    decoupled = False  # AdamW: p *= 1 - lr * weight_decay, apart from the gradient
 
     def __init__(
         self,
@@ -157,78 +271,229 @@ class Adam(Optimizer):
         eps: float = 1e-8,
         weight_decay: float = 0.0,
     ) -> None:
-        super().__init__(params, lr)
-        beta1, beta2 = (_non_negative("betas", b) for b in betas)
-        if not (beta1 < 1.0 and beta2 < 1.0):
-            raise ValueError(f"betas must each be in [0, 1), got {betas!r}")
-        self.betas = (beta1, beta2)
-        self.eps = _non_negative("eps", eps)
-        self.weight_decay = _non_negative("weight_decay", weight_decay)
-        # Per parameter, as torch keeps them: a parameter that had no gradient on some
-        # step has taken fewer steps, and its bias correction must count only its own.
-        self._steps = [0] * len(self.params)
-        self._m: list[Any] = [0.0] * len(self.params)
-        self._v: list[Any] = [0.0] * len(self.params)
-        self._flat = self._flat_state()
+        defaults = {"lr": lr, "betas": betas, "eps": eps, "weight_decay": weight_decay}
+        super().__init__(params, defaults)
 
-    def _flat_state(self) -> Any:
-        """For Tensor parameters of one dtype, m and v as views into flat arrays (see
-        flat_state.py), so that a step is a dozen NumPy calls for the whole model."""
-        flat = self._flat_layout()
-        if flat is None:
-            return None
-        self._m_flat, self._m = flat.zeros()
-        self._v_flat, self._v = flat.zeros()
-        self._g_flat, self._scratch = flat.zeros()[0], flat.zeros()[0]
-        return flat
+    def _new_state(self, params: list[Any]) -> _AdamState:
+        return _AdamState(params)
 
-    def step(self) -> None:
-        if self._flat is not None:
-            if all(p.grad is not None for p in self.params):
-                self._step_flat()
+    def _update(self, group: dict[str, Any], state: _AdamState) -> None:
+        if state.flat is not None:
+            if all(p.grad is not None for p in state.params):
+                self._step_flat(group, state)
                 return
-            # Some parameter has no gradient: from now on the parameters may have taken
-            # different numbers of steps, so each gets its own arrays (copies of its
-            # views) and the per-parameter update below.
-            self._m = [m.copy() for m in self._m]
-            self._v = [v.copy() for v in self._v]
-            self._flat = None
-        beta1, beta2 = self.betas
-        for i, p, g in self._gradients(self.weight_decay):
-            t = self._steps[i] = self._steps[i] + 1
-            m = self._m[i] = beta1 * self._m[i] + (1.0 - beta1) * g
-            v = self._v[i] = beta2 * self._v[i] + (1.0 - beta2) * (g * g)
-            step_size = self.lr / (1.0 - beta1**t)
+            state.unflatten()  # some parameter has no gradient
+        lr, (beta1, beta2), eps, decay = (group[k] for k in ("lr", "betas", "eps", "weight_decay"))
+        for i, p, g in state.gradients(0.0 if self.decoupled else decay):
+            if self.decoupled and decay:
+                p.data *= 1.0 - lr * decay
+            t = state.steps[i] = state.steps[i] + 1
+            m = state.m[i] = beta1 * state.m[i] + (1.0 - beta1) * g
+            v = state.v[i] = beta2 * state.v[i] + (1.0 - beta2) * (g * g)
+            step_size = lr / (1.0 - beta1**t)
             correction2_sqrt = math.sqrt(1.0 - beta2**t)
-            p.data -= step_size * (m / ((v**0.5) / correction2_sqrt + self.eps))
+            p.data -= step_size * (m / ((v**0.5) / correction2_sqrt + eps))
 
-    def _step_flat(self) -> None:
-        """The update above for every parameter at once, on the flat arrays (every
-        parameter has a gradient, so all have taken the same number of steps)."""
-        flat = self._flat
-        beta1, beta2 = self.betas
-        t = self._steps[0] + 1
-        self._steps = [t] * len(self.params)
-        buffer = self._shared_buffer()
-        grads = [p.grad for p in self.params]
-        self._check_shapes([(i, p, grad) for i, (p, grad) in enumerate(zip(self.params, grads))])
-        g = flat.gather(grads, self._g_flat)
-        if self.weight_decay:
+    def _step_flat(self, group: dict[str, Any], state: _AdamState) -> None:
+        """The update above for every parameter of the group at once, on the flat arrays
+        (every parameter has a gradient, so all have taken the same number of steps)."""
+        flat = state.flat
+        lr, (beta1, beta2), decay = group["lr"], group["betas"], group["weight_decay"]
+        t = state.steps[0] + 1
+        state.steps = [t] * len(state.params)
+        buffer = state.shared_buffer()
+        g = flat.gather([p.grad for p in state.params], state.g_flat)
+        if decay and not self.decoupled:
             data = buffer
             if data is None:
-                data = flat.gather([p.data for p in self.params], self._scratch)
-            g += self.weight_decay * data
+                data = flat.gather([p.data for p in state.params], state.scratch)
+            g += decay * data
         update = flat.adam_update(
             g,
-            self._m_flat,
-            self._v_flat,
-            self._scratch,
-            self.betas,
-            self.eps,
-            self.lr / (1.0 - beta1**t),
+            state.m_flat,
+            state.v_flat,
+            state.scratch,
+            group["betas"],
+            group["eps"],
+            lr / (1.0 - beta1**t),
             math.sqrt(1.0 - beta2**t),
         )
+        arrays = [buffer] if buffer is not None else [p.data for p in state.params]
+        if decay and self.decoupled:
+            for a in arrays:
+                a *= 1.0 - lr * decay
         if buffer is not None:
             buffer -= update
         else:
-            flat.subtract_from([p.data for p in self.params], update)
+            flat.subtract_from(arrays, update)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter, 2019), as
+    ``torch.optim.AdamW``: each step first shrinks the parameter, p *= 1 - lr *
+    weight_decay, then takes Adam's step on the gradient alone."""
+
+    decoupled = True
+
+    def __init__(
+        self,
+        params: Iterable[Any],
+        lr: float = 1e-3,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 1e-2,
+    ) -> None:
+        super().__init__(params, lr, betas, eps, weight_decay)
+
+
+# ---------------------------------------------------------------------- gradient clipping
+def clip_grad_norm_(
+    parameters: Any,
+    max_norm: float,
+    norm_type: float = 2.0,
+    error_if_nonfinite: bool = False,
+) -> float:
+    """Scale the gradients of ``parameters`` in place so that their total norm (the
+    ``norm_type``-norm of all their elements together) is at most ``max_norm``, as
+    ``torch.nn.utils.clip_grad_norm_``: each is multiplied by min(1, max_norm / (total +
+    1e-6)). Returns the total norm before clipping, as a float (torch: a 0-d tensor). A
+    nan or infinite total is an error with ``error_if_nonfinite``; otherwise, as in torch,
+    a nan total makes every gradient nan and an infinite one zeroes the finite ones."""
+    params = [parameters] if _is_parameter(parameters) else list(parameters)
+    max_norm = _non_negative("clip_grad_norm_: max_norm", max_norm)
+    p = _non_negative("clip_grad_norm_: norm_type", norm_type)
+    if p == 0.0:
+        raise ValueError("clip_grad_norm_: norm_type must be > 0 (a p-norm or inf), got 0")
+    grads = [q.grad for q in params if q.grad is not None]
+    if not grads:
+        return 0.0
+    if all(isinstance(g, float) for g in grads):
+        total = _vector_norm([abs(g) for g in grads], p)
+    else:
+        from .flat_state import array_norm
+
+        total = _vector_norm([array_norm(g, p) for g in grads], p)
+    if error_if_nonfinite and not math.isfinite(total):
+        raise RuntimeError(
+            f"clip_grad_norm_: the total norm of order {norm_type} of the gradients is "
+            f"{total}, so they cannot be clipped (error_if_nonfinite=True)"
+        )
+    coef = min(max_norm / (total + 1e-6), 1.0)  # min(nan, 1.0) is nan, as torch's clamp
+    if coef != 1.0:
+        for q in params:
+            if q.grad is not None:
+                q.grad *= coef
+    return total
+
+
+def _vector_norm(norms: Sequence[float], p: float) -> float:
+    """The p-norm of non-negative numbers (each part's norm): the norm of them all."""
+    if p == math.inf:
+        return max(norms)
+    return math.fsum(x**p for x in norms) ** (1.0 / p)
+
+
+# ---------------------------------------------------------------------- learning-rate schedules
+class LRScheduler:
+    """Sets each parameter group's ``"lr"`` from the number of steps taken, as
+    ``torch.optim.lr_scheduler.LRScheduler``: made after the optimiser (it sets step 0's
+    rate at once), with ``step()`` called after each ``optimizer.step()``. ``base_lrs``
+    are the groups' rates when it was made; ``get_last_lr()`` the rates it set last."""
+
+    def __init__(self, optimizer: Optimizer) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(
+                f"{type(self).__name__}: needs an Optimizer, got {type(optimizer).__name__}"
+            )
+        self.optimizer = optimizer
+        for group in optimizer.param_groups:
+            group.setdefault("initial_lr", group["lr"])
+        self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
+        self.last_epoch = -1
+        self._last_lr: list[float] = []
+        self.step()
+
+    def get_lr(self) -> list[float]:
+        """Each group's rate at step ``last_epoch``."""
+        raise NotImplementedError
+
+    def step(self) -> None:
+        """Advance one step and set each group's ``"lr"``."""
+        self.last_epoch += 1
+        where = f"{type(self).__name__}: the learning rate at step {self.last_epoch}"
+        rates = [_non_negative(where, lr) for lr in self.get_lr()]
+        for group, lr in zip(self.optimizer.param_groups, rates):
+            group["lr"] = lr
+        self._last_lr = rates
+
+    def get_last_lr(self) -> list[float]:
+        return list(self._last_lr)
+
+
+class LambdaLR(LRScheduler):
+    """lr = base_lr * lr_lambda(step), as ``torch.optim.lr_scheduler.LambdaLR``;
+    ``lr_lambda`` is one function for every group or a list of one per group."""
+
+    def __init__(
+        self,
+        optimizer: Optimizer,
+        lr_lambda: Callable[[int], float] | Sequence[Callable[[int], float]],
+    ) -> None:
+        groups = len(getattr(optimizer, "param_groups", ()))
+        if isinstance(lr_lambda, (list, tuple)):
+            if len(lr_lambda) != groups:
+                raise ValueError(
+                    f"LambdaLR: expected {groups} lr_lambdas (one per group), got {len(lr_lambda)}"
+                )
+            self.lr_lambdas = list(lr_lambda)
+        elif callable(lr_lambda):
+            self.lr_lambdas = [lr_lambda] * groups
+        else:
+            raise TypeError(f"LambdaLR: lr_lambda must be callable, got {lr_lambda!r}")
+        super().__init__(optimizer)
+
+    def get_lr(self) -> list[float]:
+        return [base * f(self.last_epoch) for base, f in zip(self.base_lrs, self.lr_lambdas)]
+
+
+def warmup_cosine_lr(
+    it: int, lr: float, warmup_iters: int, lr_decay_iters: int, min_lr: float
+) -> float:
+    """nanoGPT's schedule at step ``it``: a linear warmup lr * (it+1)/(warmup_iters+1)
+    for the first ``warmup_iters`` steps, then a cosine from ``lr`` down to ``min_lr`` at
+    ``lr_decay_iters``, and ``min_lr`` after."""
+    if it < warmup_iters:
+        return lr * (it + 1) / (warmup_iters + 1)
+    if it > lr_decay_iters:
+        return min_lr
+    decay_ratio = (it - warmup_iters) / (lr_decay_iters - warmup_iters)
+    coeff = 0.5 * (1.0 + math.cos(math.pi * decay_ratio))
+    return min_lr + coeff * (lr - min_lr)
+
+
+class WarmupCosineLR(LRScheduler):
+    """nanoGPT's learning-rate schedule (``warmup_cosine_lr``) from each group's rate:
+    ``WarmupCosineLR(optimizer, warmup_iters=100, lr_decay_iters=2000, min_lr=1e-4)``."""
+
+    def __init__(
+        self, optimizer: Optimizer, warmup_iters: int, lr_decay_iters: int, min_lr: float
+    ) -> None:
+        for name, n in (("warmup_iters", warmup_iters), ("lr_decay_iters", lr_decay_iters)):
+            if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+                raise ValueError(f"WarmupCosineLR: {name} must be an int >= 0, got {n!r}")
+        if lr_decay_iters <= warmup_iters:
+            raise ValueError(
+                f"WarmupCosineLR: lr_decay_iters ({lr_decay_iters}) must be greater than "
+                f"warmup_iters ({warmup_iters})"
+            )
+        self.warmup_iters, self.lr_decay_iters = warmup_iters, lr_decay_iters
+        self.min_lr = _non_negative("WarmupCosineLR: min_lr", min_lr)
+        super().__init__(optimizer)
+
+    def get_lr(self) -> list[float]:
+        return [
+            warmup_cosine_lr(
+                self.last_epoch, base, self.warmup_iters, self.lr_decay_iters, self.min_lr
+            )
+            for base in self.base_lrs
+        ]

@@ -77,7 +77,8 @@ def fit(learner: Learner, data: Dataset, config: TrainConfig, progress: Any) -> 
             history.accuracy.append(accuracy)
             optimizer.zero_grad()
             loss.backward()
-            optimizer.lr = config.lr_at(step)
+            for group in optimizer.param_groups:
+                group["lr"] = config.lr_at(step)
             optimizer.step()
             del loss  # drop the graph while the collector is still paused
         progress.set_postfix(loss=f"{loss_value:.4f}", acc=f"{accuracy:.1%}", refresh=False)
