@@ -131,9 +131,14 @@ def test_every_message_is_short_even_for_a_checkpoint_of_100000_layers(tmp_path,
     path.write_text(json.dumps(doc))
     assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "'state_dict' holds" in err
+    assert err.count("\n") == 1 and "100,000 layers, more than the 1,000 allowed" in err
+    doc["architecture"]["nouts"] = [1] * 1_000  # within the limit: the counts are wrong
+    path.write_text(json.dumps(doc))
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'state_dict' holds" in err and "(1,000 layers)" in err
     assert len(err) < 600
-    doc["architecture"]["nouts"] = ["x"] * 100_000
+    doc["architecture"]["nouts"] = ["x"] * 1_000
     path.write_text(json.dumps(doc))
     with pytest.raises(CheckpointError) as info:
         load_checkpoint(path)

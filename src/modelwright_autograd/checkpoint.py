@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from . import tensor_nn
-from .checks import is_json_int, is_json_positive_int, shown_path
+from .checks import MAX_PARAMETERS, is_json_int, is_json_positive_int, shown_path
 from .files import UnreadableFile, atomic_write, read_bounded, write_json
 from .nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
 
@@ -38,11 +38,9 @@ ENGINES = ("scalar", "tensor")
 _DTYPES = ("float64", "float32")
 _HEX_FLOAT = re.compile(r"-?(0x[0-9a-f]+(\.[0-9a-f]*)?p[+-]?[0-9]+|inf|nan)")
 
-#: The most weights a checkpoint may hold, per engine. A Value costs ~110 bytes and ~4 us
-#: to build, so a million is ~0.1 GB and a few seconds; a tensor weight is ~29 bytes of
-#: JSON, so two million is a 56 MB file that loads in about 4 s at a peak of 0.35 GB (see
-#: docs/checkpoints.md). The largest model this project trains (the digits MLP) has 17,226.
-MAX_PARAMETERS = {"scalar": 1_000_000, "tensor": 2_000_000}
+#: The most layers a checkpoint's MLP may have (checks.MAX_PARAMETERS bounds its weights).
+#: The deepest this project trains has 3; a thousand loads in well under a second.
+MAX_LAYERS = 1_000
 #: The largest file a load reads: the longest float.hex (24 characters) with its quotes,
 #: comma, newline and indentation, for the most weights, plus a megabyte of the rest.
 MAX_FILE_BYTES = 48 * max(MAX_PARAMETERS.values()) + 2**20
@@ -100,12 +98,15 @@ class Architecture:
         return d
 
     def describe(self) -> str:
+        """``scalar MLP 2-16-16-1 (relu)``; a deep one's middle sizes are left out."""
         if self.model == "cnn":
             c1, c2, classes = self.nouts
             side = math.isqrt(self.nin)
             return f"tensor CNN {side}x{side} conv {c1}-{c2} -> {classes}"
-        sizes = "-".join(str(n) for n in (self.nin, *self.nouts))
-        return f"{self.engine} MLP {sizes} ({self.activation})"
+        sizes = [str(n) for n in (self.nin, *self.nouts)]
+        if len(sizes) > 12:
+            sizes = [*sizes[:5], f"...({len(self.nouts):,} layers)...", *sizes[-2:]]
+        return f"{self.engine} MLP {'-'.join(sizes)} ({self.activation})"
 
     def num_parameters(self) -> int:
         """How many numbers the state_dict holds, from the sizes alone. An MLP layer is a
@@ -157,6 +158,11 @@ def save_checkpoint(
     """Write ``model`` (its architecture and ``state_dict()``) and JSON-able ``metadata``
     (for example the data it was trained on) to ``path``, atomically."""
     arch = architecture_of(model)
+    if len(arch.nouts) > MAX_LAYERS:
+        raise ValueError(
+            f"cannot checkpoint an MLP of {len(arch.nouts):,} layers: loading is limited to "
+            f"{MAX_LAYERS:,}"
+        )
     if arch.num_parameters() > MAX_PARAMETERS[arch.engine]:
         raise ValueError(
             f"cannot checkpoint a {arch.engine} model with {arch.num_parameters():,} weights: "
@@ -205,6 +211,20 @@ def _is_zip(raw: bytes) -> bool:
     return raw.startswith(b"PK\x03\x04") or raw.startswith(b"PK\x05\x06")
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object as a dict, refusing a key given twice (``json`` keeps the last)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return obj
+
+
 def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
     """Parse the JSON document and check its header, raising CheckpointError for any fault."""
     if not raw.strip():
@@ -214,7 +234,9 @@ def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise CheckpointError(path, "not a text file (corrupt?)") from None
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise CheckpointError(path, f"holds the key {shown(e.key)} twice; keep one") from None
     except json.JSONDecodeError as e:
         raise CheckpointError(path, f"not valid JSON, truncated or corrupt ({e})") from None
     except RecursionError:
@@ -244,6 +266,10 @@ def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
     def size(n: Any) -> bool:
         return is_json_positive_int(n) and n <= limit
 
+    if isinstance(nouts, list) and len(nouts) > MAX_LAYERS:
+        raise CheckpointError(
+            path, f"architecture has {len(nouts):,} layers, more than the {MAX_LAYERS:,} allowed"
+        )
     if not size(nin):
         raise CheckpointError(
             path, f"architecture 'nin' must be a positive integer up to {limit:,}, got {shown(nin)}"
@@ -310,6 +336,23 @@ def _legacy_name(name: str, model_is_sequential: bool = False) -> str:
     return f"{i if model_is_sequential else mlp_layer_key(i)}.{old[2]}"
 
 
+def _renamed(path: Path, named: Any, rename: Any) -> dict[str, Any]:
+    """``{rename(name): item for name, item in named}``, refusing two names that become one
+    (a legacy ``layers.0.weight`` beside ``0.weight``): which one is meant is unknowable."""
+    out: dict[str, Any] = {}
+    original: dict[str, str] = {}
+    for name, item in named:
+        new = rename(name)
+        if new in out:
+            raise CheckpointError(
+                path,
+                f"holds both {shown(original[new])} and {shown(name)}, two names for the "
+                f"tensor {shown(new)}; keep one",
+            )
+        out[new], original[new] = item, name
+    return out
+
+
 def _decode_state(path: Path, doc: Mapping[str, Any], arch: Architecture) -> dict[str, np.ndarray]:
     """The saved state dict as float64 arrays. The counts are checked against ``arch``
     before any number is decoded; names and shapes are the model's ``load_state_dict``'s
@@ -319,12 +362,12 @@ def _decode_state(path: Path, doc: Mapping[str, Any], arch: Architecture) -> dic
     if doc["version"] == 1:
         saved, key = doc.get("parameters"), "'parameters'"
         if isinstance(saved, dict):
-            saved = {_legacy_name(name): entry for name, entry in saved.items()}
+            saved = _renamed(path, saved.items(), _legacy_name)
     else:
         saved, key = doc.get("state_dict"), "'state_dict'"
     if not isinstance(saved, dict):
         raise CheckpointError(path, f"{key} must map parameter names to {{shape, data}}")
-    total = 0
+    expected, total = arch.num_parameters(), 0
     for name, entry in saved.items():
         where = f"{key} entry {shown(name)}"
         shape = entry.get("shape") if isinstance(entry, dict) else None
@@ -332,7 +375,7 @@ def _decode_state(path: Path, doc: Mapping[str, Any], arch: Architecture) -> dic
         if not (
             isinstance(shape, list)
             and len(shape) <= _MAX_DIMS
-            and all(is_json_positive_int(n) and n <= arch.num_parameters() for n in shape)
+            and all(is_json_positive_int(n) and n <= expected for n in shape)
         ):
             raise CheckpointError(path, f"{where} has no valid 'shape' (got {shown(shape)})")
         if not isinstance(data, list) or len(data) != math.prod(shape):
@@ -341,9 +384,8 @@ def _decode_state(path: Path, doc: Mapping[str, Any], arch: Architecture) -> dic
                 path, f"{where} 'data' must hold {math.prod(shape):,} float.hex numbers, got {got}"
             )
         total += len(data)
-        if total > arch.num_parameters():
+        if total > expected:
             break  # enough said
-    expected = arch.num_parameters()
     if total > expected:
         raise CheckpointError(
             path, f"{key} holds more numbers than the {expected:,} a {arch.describe()} has"
@@ -412,10 +454,11 @@ def _read_npz(path: Path, raw: bytes, model: Any) -> dict[str, np.ndarray]:
     state = {}
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            members = {
-                _legacy_name(info.filename.removesuffix(".npy"), sequential): info
-                for info in archive.infolist()
-            }
+            members = _renamed(
+                path,
+                ((info.filename.removesuffix(".npy"), info) for info in archive.infolist()),
+                lambda name: _legacy_name(name, sequential),
+            )
             problems = state_dict_key_problems(expected, members)
             if problems:
                 raise CheckpointError(path, "; ".join(problems))
@@ -559,8 +602,15 @@ def to_torch(model: Any) -> Any:
             modules.append(getattr(torch.nn, _TORCH_ACTIVATIONS[arch.activation])())
         modules.append(torch.nn.Linear(nin, nout, dtype=dtype))
     torch_model = torch.nn.Sequential(*modules)
-    state = {k: torch.tensor(np.asarray(v, arch.dtype)) for k, v in model.state_dict().items()}
-    torch_model.load_state_dict(state)
+    # Each tensor copied into its module by name: torch's own load_state_dict filters the
+    # whole dict once per child (quadratic in the layers: 5 s for 1,000 of them).
+    targets = torch_model.state_dict(keep_vars=True)
+    with torch.no_grad():
+        for name, value in model.state_dict().items():
+            target, array = targets[name], np.asarray(value, arch.dtype)
+            if tuple(target.shape) != array.shape:  # copy_ would broadcast
+                raise ValueError(f"{name} has shape {array.shape}, torch's {tuple(target.shape)}")
+            target.copy_(torch.from_numpy(array))
     return torch_model
 
 

@@ -8,6 +8,13 @@ import numbers
 import os
 from typing import Any
 
+#: The most weights a model may hold, per engine: what a checkpoint loads and what
+#: ``nn.MLP`` builds. A Value costs ~110 bytes and ~4 us to build, so a million is ~0.1 GB
+#: and a few seconds; a tensor weight is ~29 bytes of JSON, so two million is a 56 MB file
+#: that loads in about 4 s at a peak of 0.35 GB (see docs/checkpoints.md). The largest
+#: model this project trains (the digits MLP) has 17,226.
+MAX_PARAMETERS = {"scalar": 1_000_000, "tensor": 2_000_000}
+
 
 def describe(x: object) -> str:
     """``str '3'``: the type name and a short repr, for error messages."""

@@ -21,6 +21,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .checkpoint import (
     ENGINES,
     MAX_PARAMETERS,
@@ -457,6 +459,16 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         problem = f"cannot write {shown}: {e.strerror}" if e.strerror else str(e)
     else:
         arch = checkpoint.architecture.describe()
+        bad = sum(
+            int(np.size(v) - np.count_nonzero(np.isfinite(v)))
+            for v in checkpoint.model.state_dict().values()
+        )
+        if bad:
+            print(
+                f"modelwright-autograd export: warning: {bad:,} of the weights are NaN or "
+                "infinite; the exported model will predict NaN or infinities",
+                file=sys.stderr,
+            )
         return emit([f"wrote {shown}: the {arch} as a torch.nn.Sequential state_dict"])
     print(f"modelwright-autograd export: {problem}", file=sys.stderr)
     return 1

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+import reprlib
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
-from .checks import describe, positive_int
+from .checks import MAX_PARAMETERS, describe, positive_int
 from .engine import Operand, Value, as_value, dot_relu_unchecked, dot_unchecked
 from .seeding import scalar_rng
 
@@ -24,14 +26,27 @@ def mlp_layer_key(i: int) -> str:
 def state_dict_key_problems(expected: Iterable[str], given: Iterable[str]) -> list[str]:
     """What ``load_state_dict`` of either engine says about missing and unexpected keys."""
     expected, given = list(expected), list(given)
+    expected_set, given_set = set(expected), set(given)
     problems = []
-    missing = [k for k in expected if k not in set(given)]
-    unexpected = [k for k in given if k not in set(expected)]
+    missing = [k for k in expected if k not in given_set]
+    unexpected = [k for k in given if k not in expected_set]
     if missing:
         problems.append(f"missing keys {missing}")
     if unexpected:
         problems.append(f"unexpected keys {unexpected}")
     return problems
+
+
+def _check_weights(count: int, what: str) -> None:
+    """Refuse a net of more than MAX_PARAMETERS["scalar"] weights before building any,
+    as the CLI does: each is a Value (~110 bytes, ~4 us), so ``MLP(2, [10**6, 10**6])``
+    would otherwise grind for a minute towards terabytes before a MemoryError."""
+    limit = MAX_PARAMETERS["scalar"]
+    if count > limit:
+        raise ValueError(
+            f"{what} would hold {count:,} weights; the scalar engine builds at most {limit:,} "
+            "(use tensor_nn for a larger net)"
+        )
 
 
 #: A parameter group: a weight matrix (a list of rows of Values) or a bias vector.
@@ -134,6 +149,7 @@ class Neuron(Module):
         fused: bool = True,
     ) -> None:
         positive_int(nin, "Neuron's number of inputs")
+        _check_weights(nin + 1, f"Neuron({nin})")
         _check_activation(activation)
         rng = scalar_rng(seed)
         self.w = [Value(rng.uniform(-1.0, 1.0)) for _ in range(nin)]
@@ -178,7 +194,9 @@ class Layer(Module):
         seed: int | random.Random | None = None,
         fused: bool = True,
     ) -> None:
+        positive_int(nin, "Layer's number of inputs")
         positive_int(nout, "Layer's number of outputs")
+        _check_weights((nin + 1) * nout, f"Layer({nin}, {nout})")
         rng = None if seed is None else scalar_rng(seed)  # one generator for all neurons
         self.neurons = [Neuron(nin, activation, rng, fused) for _ in range(nout)]
 
@@ -220,8 +238,10 @@ class MLP(Module):
             raise ValueError("MLP needs at least one layer size in nouts")
         if activation not in ACTIVATIONS:  # the output layer alone is linear
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+        sizes = [nin, *(positive_int(n, "MLP's layer size") for n in nouts)]
+        weights = sum((a + 1) * b for a, b in pairwise(sizes))
+        _check_weights(weights, f"MLP({nin}, {reprlib.repr(list(nouts))})")
         rng = None if seed is None else scalar_rng(seed)  # one generator for all layers
-        sizes = [nin, *nouts]
         last = len(nouts) - 1
         self.layers = [
             Layer(sizes[i], sizes[i + 1], activation if i != last else None, rng, fused)

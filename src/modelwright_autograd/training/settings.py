@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .. import losses
-from ..checkpoint import MAX_PARAMETERS, Architecture
+from ..checkpoint import MAX_LAYERS, MAX_PARAMETERS, Architecture
 
 #: --loss names: the keys of ``losses.LOSSES`` and ``functional.LOSSES`` (the same set).
 #: ``ce`` (cross-entropy) is the multi-class loss, for digits; the others score two classes.
@@ -211,6 +211,12 @@ def check_work(config: TrainConfig) -> None:
         macs = 9 * c1 * 64 + 9 * c1 * c2 * 16 + 4 * c2 * DIGITS_CLASSES
         widths = (nin, 64 * c1, 16 * c1, 16 * c2, 4 * c2, DIGITS_CLASSES)
     engine = f"the {config.engine} engine"
+    if len(widths) - 1 > MAX_LAYERS:
+        raise UsageError(
+            "--hidden",
+            f"{len(config.hidden):,} hidden sizes make {len(widths) - 1:,} layers; a "
+            f"checkpoint holds at most {MAX_LAYERS:,}",
+        )
     if weights > MAX_PARAMETERS[config.engine]:
         sizes = ",".join(map(str, config.hidden))
         if len(sizes) > 40:  # thousands of layers: keep the message one short line
