@@ -183,3 +183,14 @@ def test_a_scalar_mlp_too_large_is_refused_before_building_a_value(monkeypatch):
     assert built == 0
     monkeypatch.undo()
     assert len(MLP(2, [3, 1]).parameters()) == 13  # (2 + 1) * 3 + (3 + 1) * 1
+
+
+def test_export_warns_of_nan_and_infinite_weights(tmp_path, capsys):
+    pytest.importorskip("torch")
+    model = tensor_nn.MLP(2, [3, 1], seed=0)
+    model.layers[0].weight.data[0, 0] = np.nan
+    model.layers[1].bias.data[0] = -np.inf
+    ckpt.save_checkpoint(tmp_path / "model.json", model)
+    assert cli.main(["export", str(tmp_path / "model.json"), str(tmp_path / "m.pt")]) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "warning: 2 of the weights are NaN or infinite" in err
