@@ -519,6 +519,12 @@ def add_explain(subparsers: Subparsers) -> None:
         metavar="PAGE",
         help="also write PAGE (.html): a self-contained page that steps through the pass",
     )
+    parser.add_argument(
+        "--torch",
+        action="store_true",
+        help="also build the expression in PyTorch (which must be installed) and print the "
+        "grad_fn torch records beside each node, and both gradients (docs/pytorch.md)",
+    )
     parser.set_defaults(func=run_explain)
 
 

@@ -15,6 +15,7 @@ from .expr import ExpressionError, parse_assignments, parse_expression
 from .narrate import explain
 from .page import write_page
 from .picture import FORMATS, Graph, GraphvizMissingWarning
+from .torch_view import torch_view
 
 _PROG = "modelwright-autograd explain: error:"
 
@@ -29,6 +30,17 @@ def run(args: argparse.Namespace) -> int:
     if args.html is not None and Path(args.html).suffix.lower() not in (".html", ".htm"):
         print(f"{_PROG} --html {args.html!r}: use a file name ending in .html", file=sys.stderr)
         return 2
+    if args.torch and args.json:
+        print(f"{_PROG} --torch prints text; use it without --json", file=sys.stderr)
+        return 2
+    if args.torch:
+        try:
+            import torch  # noqa: F401  (only to know it is there, before any work)
+        except ImportError:
+            from ..checkpoint import TORCH_MISSING
+
+            print(f"{_PROG} --torch: {TORCH_MISSING}", file=sys.stderr)
+            return 1
     try:
         for path in (args.graph, args.html):
             if path is not None:
@@ -45,7 +57,10 @@ def run(args: argparse.Namespace) -> int:
     trace = explain(out, variables)
     from ..cli import emit  # the command line's printing, shared with train and evaluate
 
-    if emit([trace.to_json() if args.json else trace.to_text()]):
+    texts = [trace.to_json() if args.json else trace.to_text()]
+    if args.torch:
+        texts.append("\n" + torch_view(trace))
+    if emit(texts):
         return 1  # the reader went away (``| head``)
     used = set(topological_order(out))
     for name, v in variables.items():
