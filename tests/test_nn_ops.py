@@ -293,6 +293,11 @@ SECOND = {
         lambda w: TF.embedding(torch.tensor([0, 2, 2]), w) * w[1],
         [(3, 3)],
     ),
+    "scaled_dot_product_attention": (  # more rows in tests/test_attention.py
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+        lambda q, k, v: TF.scaled_dot_product_attention(q, k, v, is_causal=True),
+        [(2, 3, 4), (2, 3, 4), (2, 3, 2)],
+    ),
 }
 
 

@@ -3,7 +3,7 @@
 Activations and softmax forward to the Tensor methods; ``linear``, ``leaky_relu``,
 ``softplus``, ``gelu`` and ``pad`` are ops of the tensor package (linalg.py, elementwise.py,
 shape.py), where each sits beside its rule;
-convolution, pooling, dropout, normalisation and embedding come from nn_ops.py.
+convolution, pooling, dropout, normalisation, embedding and attention come from nn_ops.py.
 The losses each reduce to the mean over the batch, as torch's default.
 ``cross_entropy``, ``binary_cross_entropy_with_logits`` and ``svm_loss`` are fused single
 nodes: their gradients have short closed forms ((softmax - onehot)/N, (sigmoid - y)/N and
@@ -27,6 +27,7 @@ from .nn_ops import (
     embedding,
     layer_norm,
     max_pool2d,
+    scaled_dot_product_attention,
 )
 from .tensor import (
     Arr,
@@ -65,6 +66,7 @@ __all__ = [
     "mse_loss",
     "pad",
     "relu",
+    "scaled_dot_product_attention",
     "sigmoid",
     "softmax",
     "softplus",

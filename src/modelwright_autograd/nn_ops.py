@@ -1,4 +1,4 @@
-"""Convolution, pooling, dropout, normalisation and embedding on Tensors, as in
+"""Convolution, pooling, dropout, normalisation, embedding and attention on Tensors, as in
 ``torch.nn.functional`` (``functional`` re-exports them; import that as ``F``).
 
 Convolution is im2col and one matrix product: ``unfold`` copies every window of the
@@ -31,6 +31,7 @@ from .tensor import (
     raw,
     sum_dims,
     swapaxes,
+    where,
 )
 
 Pair = tuple[int, int]
@@ -441,6 +442,178 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, generator: Any
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
     mask = (keep * scale).astype(input.dtype)
     return input * make_node(mask, (), "", None)
+
+
+# ---------------------------------------------------------------------- attention
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    generator: Any = None,
+) -> Tensor:
+    """dropout(softmax(q k^T * scale + mask)) @ v as one node, as
+    ``torch.nn.functional.scaled_dot_product_attention``: ``query`` (..., L, E), ``key``
+    (..., S, E), ``value`` (..., S, Ev), leading dims broadcast; ``scale`` defaults to
+    1/sqrt(E). ``attn_mask`` broadcasts to (..., L, S): boolean (True takes part) or float
+    (added to the scores; a float Tensor gets a gradient). ``is_causal`` lets position i
+    attend to positions 0..i only. A row with nothing to attend to gives 0, as torch's.
+    Dropout (probability ``dropout_p``, applied whenever it is above 0, as torch's) draws
+    its mask as ``dropout`` does from ``generator`` (an int seed or a NumPy generator;
+    None: NumPy's global one). docs/derivations.md derives the rule."""
+    op = "scaled_dot_product_attention"
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_tensor(t, f"{op}: {name}")
+        if t.ndim < 2:
+            raise ValueError(f"{op}: {name} must have at least 2 dims, got shape {t.shape}")
+    if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
+        raise ValueError(
+            f"{op}: query {query.shape}, key {key.shape} and value {value.shape} need "
+            "query (..., L, E), key (..., S, E) and value (..., S, Ev)"
+        )
+    if (
+        isinstance(dropout_p, bool)
+        or not isinstance(dropout_p, numbers.Real)
+        or not 0.0 <= dropout_p < 1.0
+    ):
+        raise ValueError(f"{op}: dropout_p must be a probability in [0, 1), got {dropout_p!r}")
+    if scale is None:
+        scale = 1.0 / np.sqrt(query.shape[-1])
+    elif isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"{op}: scale must be a number or None, got {describe(scale)}")
+    scale = float(scale)
+    lengths = (query.shape[-2], key.shape[-2])
+    keep, added = _attention_mask(attn_mask, is_causal, lengths, op)
+    try:
+        scores = np.matmul(query.data, np.swapaxes(key.data, -1, -2))
+        scores *= scale
+        for extra in (None if added is None else added.data, _minus_inf_where_not(keep)):
+            if extra is None:
+                continue
+            if np.broadcast_shapes(scores.shape, extra.shape) == scores.shape:
+                scores += extra
+            else:
+                scores = scores + extra
+    except ValueError:
+        raise ValueError(
+            f"{op}: query {query.shape}, key {key.shape} and mask "
+            f"{np.shape(raw(attn_mask)) if attn_mask is not None else None} cannot broadcast"
+        ) from None
+    probs, dead = _safe_softmax(scores)
+    dropped = None
+    if dropout_p:
+        kept = numpy_rng(generator).random(probs.shape) >= dropout_p
+        dropped = (kept * (1.0 / (1.0 - dropout_p))).astype(probs.dtype)
+    try:
+        out = np.matmul(probs if dropped is None else probs * dropped, value.data)
+    except ValueError:
+        raise ValueError(
+            f"{op}: the batch dims of query {query.shape}, key {key.shape} and value "
+            f"{value.shape} cannot broadcast"
+        ) from None
+    prev = (query, key, value) if added is None else (query, key, value, added)
+    ctx = (probs, dropped, scale, keep, dead)
+    return make_node(out, prev, op, _scaled_dot_product_attention_backward, ctx)
+
+
+def _attention_mask(
+    attn_mask: Any, is_causal: bool, lengths: Pair, op: str
+) -> tuple[np.ndarray | None, Tensor | None]:
+    """The mask as (positions that take part, or None; a float Tensor to add, or None)."""
+    if attn_mask is None:
+        if not is_causal:
+            return None, None
+        return np.tri(*lengths, dtype=bool), None  # row i: True at 0..i
+    if is_causal:
+        raise ValueError(f"{op}: pass attn_mask or is_causal=True, not both")
+    data = raw(attn_mask) if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
+    if data.dtype == np.bool_:
+        return data, None
+    if data.dtype.kind != "f":
+        raise TypeError(
+            f"{op}: attn_mask must be boolean (True takes part) or float (added), "
+            f"got dtype {data.dtype}"
+        )
+    if not isinstance(attn_mask, Tensor):
+        attn_mask = make_node(data, (), "", None)
+    return None, attn_mask
+
+
+def _minus_inf_where_not(keep: np.ndarray | None) -> np.ndarray | None:
+    """A boolean mask as scores to add: 0 where it holds, -inf elsewhere (as torch turns
+    it; one addition is faster than a selection)."""
+    if keep is None:
+        return None
+    return np.where(keep, np.float32(0.0), np.float32(-np.inf))
+
+
+def _row_sums(x: np.ndarray) -> np.ndarray:
+    """x summed over its last dim, keeping it: a product with a column of ones, which BLAS
+    does several times faster than NumPy's reduction over short rows."""
+    return x @ np.ones((x.shape[-1], 1), dtype=x.dtype)
+
+
+def _safe_softmax(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """softmax over the last dim, in place, computed as e^(x - max); a row of -inf only
+    (nothing to attend to) gives zeros, as torch's. Returns the probabilities and the rows
+    that gave zeros (a boolean (..., L, 1) array), or None when there are none."""
+    top = np.maximum.reduce(scores, axis=-1, keepdims=True)
+    dead = top == -np.inf
+    if not dead.any():
+        dead = None
+    else:
+        top[dead] = 0.0
+    scores -= top
+    np.exp(scores, out=scores)
+    total = _row_sums(scores)
+    if dead is not None:
+        total[dead] = 1.0  # 0 / 1: the row stays 0
+    scores /= total
+    return scores, dead
+
+
+def _scaled_dot_product_attention_backward(
+    g: Arr, out: Arr, ctx: tuple, need: Need, q: Arr, k: Arr, v: Arr, *mask: Arr
+) -> Grads:
+    """O = D(P) @ V with P = softmax(S), S = Q K^T * scale (+ M, masked to -inf) and D the
+    dropout (P times a constant 0 or 1/(1-p) per element):
+    dV = D(P)^T dO, dP = D(dO V^T), dS = P * (dP - rowsum(dP * P)), dQ = dS K * scale,
+    dK = dS^T Q * scale, dM = dS. The fast pass computes dS in place; under create_graph
+    P is computed again from Q and K (and M) as nodes, so the second derivative sees how
+    it depends on them."""
+    probs, dropped, scale, keep, dead = ctx
+    if isinstance(g, Tensor):
+        scores = (q @ swapaxes(k, -1, -2)) * scale
+        if mask:
+            scores = scores + mask[0]
+        if keep is not None:
+            scores = where(keep, scores, -np.inf)
+        if dead is not None:  # no -inf rows: their probabilities are set to 0 below
+            scores = where(dead, 0.0, scores)
+        probs = scores.softmax(-1)
+        if dead is not None:
+            probs = where(dead, 0.0, probs)
+    weights = probs if dropped is None else probs * dropped
+    gv = swapaxes(weights, -1, -2) @ g if need[2] else None
+    gs = None
+    if need[0] or need[1] or (mask and need[3]):
+        gp = g @ swapaxes(v, -1, -2)
+        if dropped is not None:
+            gp = gp * dropped
+        if isinstance(gp, Tensor):
+            gs = probs * (gp - sum_dims(gp * probs, (gp.ndim - 1,), True))
+        else:  # the same arithmetic, in place
+            gp -= _row_sums(gp * probs)
+            gp *= probs
+            gs = gp
+    gq = (gs @ k) * scale if need[0] else None
+    gk = (swapaxes(gs, -1, -2) @ q) * scale if need[1] else None
+    if mask:
+        return gq, gk, gv, (gs if need[3] else None)
+    return gq, gk, gv
 
 
 # ---------------------------------------------------------------------- normalisation
