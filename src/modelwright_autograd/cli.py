@@ -558,6 +558,14 @@ def add_init(subparsers: Subparsers) -> None:
     parser.add_argument(
         "dir", type=nonempty_path("a folder name"), metavar="DIR", help="a new or empty folder"
     )
+    parser.add_argument(
+        "--tensor",
+        action="store_true",
+        help=(
+            "the next step: a Tensor over NumPy arrays (broadcasting, @, sum/mean, "
+            "log_softmax, cross_entropy) and an nn.py with Linear and MLP, checked on digits"
+        ),
+    )
     parser.set_defaults(func=run_init)
 
 
@@ -568,7 +576,7 @@ def run_init(args: argparse.Namespace) -> int:
     from .learner.starter import StarterError, write_starter
 
     try:
-        written = write_starter(args.dir)
+        written = write_starter(args.dir, tensor=args.tensor)
     except StarterError as error:
         print(f"modelwright-autograd init: error: {printable(str(error))}", file=sys.stderr)
         return error.exit_code

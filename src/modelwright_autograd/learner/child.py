@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .tensor_programs import well_formed_tensor
+
 PROBE = Path(__file__).with_name("probe.py")
 SUPERVISE = Path(__file__).with_name("supervise.py")
 REPLY_LIMIT = 4 * 2**20  # bytes of one reply; the largest real one is a few tens of KB
@@ -232,6 +234,8 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
     if "error" in reply:
         return _error(reply["error"])
     do = request["do"]
+    if do.startswith("tensor_"):
+        return well_formed_tensor(request, reply)
     if do == "load":
         library = reply.get("library", [] if reply.get("mlp") is False else None)
         return isinstance(reply.get("mlp"), bool) and (

@@ -177,6 +177,7 @@ class Grader:
         self.report = Report(target.shown, oracle.description)
         self.hangs = 0
         self.has_mlp = False
+        self.loaded: dict[str, Any] = {}  # the child's answer to "load"
         self.status: dict[str, str] = {}  # op name -> status of its row
         self.rows: dict[str, Row] = {}
 
@@ -219,7 +220,12 @@ class Grader:
         with self.process:
             try:
                 if self.check_loads():
-                    self._run_checks()
+                    if self.loaded.get("kind") == "tensor":
+                        from .tensor_grader import run_tensor_checks
+
+                        run_tensor_checks(self)
+                    else:
+                        self._run_checks()
             finally:
                 self.report.seconds = time.monotonic() - started
                 self.report.engine_output = self.process.output_tail(5)
@@ -265,12 +271,15 @@ class Grader:
         if "error" in loaded:
             error = loaded["error"]
             if error["type"] == "NoValue":
-                text = f"{where} has no class Value"
+                text = f"{where} has no class {self.target.class_name}"
             else:
                 text = f"importing {where} raised {_error_text(error)}"
             self.add(Row(name, FAIL, text, [*self.target.import_lines]))
             return False
-        found = f"Value from {self.target.value_module}"
+        self.loaded = loaded
+        found = f"{self.target.class_name} from {self.target.value_module}"
+        if loaded.get("kind") == "tensor":
+            found += " (a tensor engine: NumPy arrays)"
         if loaded.get("mlp"):
             found += f"; {', '.join(loaded['library'])} from "
             found += self.target.mlp_module or self.target.value_module

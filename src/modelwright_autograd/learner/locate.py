@@ -33,11 +33,12 @@ class Target:
     path: Path
     shown: str  # PATH as the learner typed it
     sys_path: str
-    value_module: str
+    value_module: str  # the module defining the engine's class (Value or Tensor)
     value_file: str
     mlp_module: str | None
     mlp_file: str | None
     files: list[str]
+    class_name: str = "Value"  # or "Tensor": a tensor engine with no class Value
 
     @property
     def import_lines(self) -> list[str]:
@@ -47,9 +48,10 @@ class Target:
         if not Path(self.shown).is_absolute():
             folder = os.path.relpath(folder)
         if all(part.isidentifier() for part in self.value_module.split(".")):
-            load = f"from {self.value_module} import Value"
+            load = f"from {self.value_module} import {self.class_name}"
         else:  # a file name no import statement can spell ("new line.py")
-            load = f"Value = __import__('importlib').import_module({self.value_module!r}).Value"
+            module = f"__import__('importlib').import_module({self.value_module!r})"
+            load = f"{self.class_name} = {module}.{self.class_name}"
         return ["import sys", f"sys.path.insert(0, {folder!r})", load]
 
     def load_request(self) -> dict[str, object]:
@@ -61,6 +63,7 @@ class Target:
             "mlp_module": self.mlp_module,
             "mlp_file": self.mlp_file,
             "files": self.files,
+            "class_name": self.class_name,
         }
 
 
@@ -105,12 +108,23 @@ def _locate(path: Path, shown: str) -> Target:
         folder = _folder_defining_value(path)
         if folder is None:
             raise LocateError(
-                f"no module in {path} (or the folders below it) defines a class Value"
+                f"no module in {path} (or the folders below it) defines a class Value "
+                "(or a class Tensor)"
             )
         modules = sorted(p for p in folder.glob("*.py") if not p.name.startswith("test"))
-        value_file = _first_defining(modules, "Value", "engine.py")
-    nn = value_file.with_name("nn.py")
-    mlp_file = value_file if _defines(value_file, "MLP") else nn if _defines(nn, "MLP") else None
+        value_file = _first_defining(modules, "Value", "engine.py") or _first_defining(
+            modules, "Tensor", "engine.py"
+        )
+    class_name = "Value" if _defines(value_file, "Value") else "Tensor"
+    if class_name == "Value" or not _defines(value_file, "Tensor"):
+        class_name = "Value"
+        nn = value_file.with_name("nn.py")
+        mlp_file = (
+            value_file if _defines(value_file, "MLP") else nn if _defines(nn, "MLP") else None
+        )
+    else:  # a tensor engine: its nets in the first module defining Linear and MLP
+        ordered = [value_file, value_file.with_name("nn.py"), *modules]
+        mlp_file = next((p for p in ordered if _defines(p, "Linear") and _defines(p, "MLP")), None)
     sys_path, value_module = _importable(value_file)
     mlp_module = None if mlp_file in (None, value_file) else _importable(mlp_file)[1]
     return Target(
@@ -122,6 +136,7 @@ def _locate(path: Path, shown: str) -> Target:
         mlp_module=mlp_module,
         mlp_file=None if mlp_module is None else str(mlp_file),
         files=[str(p) for p in modules],
+        class_name=class_name,
     )
 
 
@@ -139,7 +154,7 @@ def _folder_defining_value(root: Path, depth: int = 3) -> Path | None:
                 modules = [p for p in folder.glob("*.py") if not p.name.startswith("test")]
             except OSError:
                 continue
-            if _first_defining(modules, "Value", "engine.py") is not None:
+            if any(_first_defining(modules, c, "engine.py") for c in ("Value", "Tensor")):
                 return folder
         level = [
             sub

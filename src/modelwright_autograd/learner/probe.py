@@ -84,10 +84,15 @@ def load(request: dict[str, Any]) -> dict[str, Any]:
     engine["files"] = request["files"]
     found: dict[str, Any] = {}
     value_module = _import(request["value_module"], request.get("value_file"))
-    value = getattr(value_module, "Value", None)
+    value = getattr(value_module, request.get("class_name", "Value"), None)
     if not isinstance(value, type):
         return {"error": {"type": "NoValue", "message": "", "where": ""}}
     engine["Value"] = value
+    if _holds_arrays(value, request.get("class_name", "Value")):
+        modules = [value_module]
+        if request.get("mlp_module"):
+            modules.append(_import(request["mlp_module"], request.get("mlp_file")))
+        return _load_tensor_probe().install(engine, describe, children_of, modules)
     if request.get("mlp_module"):
         mlp_module = _import(request["mlp_module"], request.get("mlp_file"))
         engine["MLP"] = getattr(mlp_module, "MLP", None)
@@ -97,6 +102,29 @@ def load(request: dict[str, Any]) -> dict[str, Any]:
         found["library"] = [n for n in ("Neuron", "Layer", "MLP") if hasattr(value_module, n)]
     found["mlp"] = engine.get("MLP") is not None
     return found
+
+
+def _holds_arrays(value: type, class_name: str) -> bool:
+    """A tensor engine: a class named Tensor, or a Value whose data is a NumPy array."""
+    if class_name == "Tensor":
+        return True
+    numpy = sys.modules.get("numpy")  # a tensor engine has imported it already
+    if numpy is None:
+        return False
+    try:
+        return isinstance(value(2.0).data, numpy.ndarray)
+    except Exception:
+        return False
+
+
+def _load_tensor_probe() -> Any:
+    """tensor_probe.py beside this file, loaded by path and its handlers added to ours."""
+    spec = importlib.util.spec_from_file_location("_grader_tensor_probe", _HERE / "tensor_probe.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["_grader_tensor_probe"] = module
+    spec.loader.exec_module(module)
+    HANDLERS.update(module.HANDLERS)
+    return module
 
 
 def _import(name: str, file: str | None) -> Any:

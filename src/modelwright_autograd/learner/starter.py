@@ -1,4 +1,5 @@
-"""``modelwright-autograd init DIR``: copy the starter engine into a new or empty folder.
+"""``modelwright-autograd init [--tensor] DIR``: copy the starter engine (the scalar Value,
+or with ``--tensor`` the NumPy Tensor from templates_tensor/) into a new or empty folder.
 
 The folder is made (``mkdir``, as the user's umask and a setgid parent decide) when it is
 missing; an existing empty folder (``.``, ``"$PWD"``, a symbolic link to one, a mount
@@ -20,7 +21,7 @@ from pathlib import Path
 
 from ..files import atomic_write, file_kind
 
-TEMPLATES = ("engine.py", "nn.py", "README.md", "starter.ipynb")
+TEMPLATES = ("engine.py", "nn.py", "README.md", "starter.ipynb")  # both starters' names
 
 
 class StarterError(Exception):
@@ -54,18 +55,19 @@ def _existing_folder(directory: Path) -> bool:
     return True
 
 
-def _write_templates(folder: Path) -> None:
-    templates = resources.files(__package__) / "templates"
+def _write_templates(folder: Path, tensor: bool) -> None:
+    templates = resources.files(__package__) / ("templates_tensor" if tensor else "templates")
     for name in TEMPLATES:
         text = (templates / name).read_text(encoding="utf-8")
         atomic_write(folder / name, lambda f, text=text: f.write(text))
 
 
-def write_starter(directory: str | Path) -> list[Path]:
-    """Write the starter's files into ``directory`` (created if missing, filled in place if
-    it is an empty folder or a link to one) and return their paths. Refuses a folder that
-    holds anything, or a path that is not a folder, writing nothing. On any failure (a full
-    disk, Ctrl-C) what was written is removed and the folder is as it was, or absent."""
+def write_starter(directory: str | Path, tensor: bool = False) -> list[Path]:
+    """Write the starter's files (the tensor starter's with ``tensor``) into ``directory``
+    (created if missing, filled in place if it is an empty folder or a link to one) and
+    return their paths. Refuses a folder that holds anything, or a path that is not a
+    folder, writing nothing. On any failure (a full disk, Ctrl-C) what was written is
+    removed and the folder is as it was, or absent."""
     directory = Path(directory)
     try:
         created = not _existing_folder(directory)
@@ -78,7 +80,7 @@ def write_starter(directory: str | Path) -> list[Path]:
             directory.parent.mkdir(parents=True, exist_ok=True)
             directory.mkdir()
         staging.mkdir()
-        _write_templates(staging)
+        _write_templates(staging, tensor)
         for name in TEMPLATES:
             os.rename(staging / name, directory / name)
             moved.append(directory / name)

@@ -1,0 +1,259 @@
+"""The programs the grader builds in a learner's tensor engine, as ``programs`` is for Value.
+
+A program is JSON-able data: ``{"inputs": [{"shape": [2, 3], "data": [...]}, ...],
+"steps": [["add", 0, 1], ["sum", 2, 1, false]], "weight": {"shape": [2], "data": [...]}}``.
+Slots ``0..n-1`` are the inputs (leaf tensors, data flattened in C order), each step appends
+one slot. The loss is the last slot itself when it holds one number, else
+``(out * W).sum()`` with the program's constant ``weight`` W: a generic upstream gradient,
+so a rule that only works for out.grad = ones cannot pass.
+
+Each op is a template (``"{x}.sum({args})"``), the one description used three ways: the
+child process evaluates it on the learner's Tensor, the oracles on torch float64 tensors or
+NumPy arrays, and ``to_code`` renders it into lines a learner pastes. Standard library only:
+the child imports this file by path (the leaf and constant makers bring NumPy in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Program = dict[str, Any]
+Array = dict[str, Any]  # {"shape": [...], "data": [...]} (data flattened in C order)
+
+
+@dataclass(frozen=True)
+class TensorOp:
+    """One operation: its template, how many tensors it reads, and how its extra
+    arguments (after the slots) are written into the template."""
+
+    template: str
+    arity: int
+    args: Callable[[list[Any]], dict[str, str]] = lambda extra: {}
+
+
+def _reduction(extra: list[Any]) -> dict[str, str]:
+    axis, keepdims = extra
+    return {"args": "" if axis is None else f"{axis}, {bool(keepdims)}"}
+
+
+def _constant(extra: list[Any]) -> dict[str, str]:
+    return {"c": repr(float(extra[0]))}
+
+
+OPS: dict[str, TensorOp] = {
+    "add": TensorOp("{x} + {y}", 2),
+    "sub": TensorOp("{x} - {y}", 2),
+    "mul": TensorOp("{x} * {y}", 2),
+    "div": TensorOp("{x} / {y}", 2),
+    "matmul": TensorOp("{x} @ {y}", 2),
+    "add_c": TensorOp("{x} + {c}", 1, _constant),
+    "radd": TensorOp("{c} + {x}", 1, _constant),
+    "sub_c": TensorOp("{x} - {c}", 1, _constant),
+    "rsub": TensorOp("{c} - {x}", 1, _constant),
+    "mul_c": TensorOp("{x} * {c}", 1, _constant),
+    "rmul": TensorOp("{c} * {x}", 1, _constant),
+    "div_c": TensorOp("{x} / {c}", 1, _constant),
+    "rdiv": TensorOp("{c} / {x}", 1, _constant),
+    "sum": TensorOp("{x}.sum({args})", 1, _reduction),
+    "mean": TensorOp("{x}.mean({args})", 1, _reduction),
+    "reshape": TensorOp("{x}.reshape({shape})", 1, lambda e: {"shape": ", ".join(map(str, e[0]))}),
+    "transpose": TensorOp("{x}.transpose(1, 0)", 1),
+    "T": TensorOp("{x}.T", 1),
+    "exp": TensorOp("{x}.exp()", 1),
+    "log": TensorOp("{x}.log()", 1),
+    "tanh": TensorOp("{x}.tanh()", 1),
+    "relu": TensorOp("{x}.relu()", 1),
+    "log_softmax": TensorOp("{x}.log_softmax(-1)", 1),
+    "cross_entropy": TensorOp(
+        "cross_entropy({x}, np.array({targets}))", 1, lambda e: {"targets": repr(list(e[0]))}
+    ),
+}
+
+
+def step_expression(step: list[Any], names: list[str]) -> str:
+    """The Python expression of one step, reading its inputs from ``names``."""
+    op = OPS[step[0]]
+    fields = {"x": names[step[1]]}
+    if op.arity == 2:
+        fields["y"] = names[step[2]]
+    fields |= op.args(step[1 + op.arity :])
+    return op.template.format(**fields)
+
+
+def evaluate(
+    program: Program,
+    leaf: Callable[[Array], Any],
+    constant: Callable[[Array], Any],
+    env: dict[str, Any],
+) -> list[Any]:
+    """Run ``program``: ``leaf`` makes each input, ``env`` supplies ``np`` and
+    ``cross_entropy``; every slot is returned, then the loss (see ``loss``)."""
+    slots = [leaf(x) for x in program["inputs"]]
+    for step in program["steps"]:
+        slots.append(evaluate_step(step, slots, env))
+    slots.append(loss(program, slots[-1], constant))
+    return slots
+
+
+def loss(program: Program, out: Any, constant: Callable[[Array], Any]) -> Any:
+    """The number backward() starts from: ``out`` itself, or ``(out * W).sum()``."""
+    weight = program.get("weight")
+    return out if weight is None else (out * constant(weight)).sum()
+
+
+def evaluate_step(step: list[Any], slots: list[Any], env: dict[str, Any]) -> Any:
+    """The value of one step, reading its inputs from ``slots``."""
+    names = [f"s{i}" for i in range(len(slots))]
+    code = step_expression(step, names)
+    if code not in _CODE_CACHE:
+        _CODE_CACHE[code] = compile(code, f"<{step[0]}>", "eval")
+    return eval(_CODE_CACHE[code], dict(env), dict(zip(names, slots)))
+
+
+_CODE_CACHE: dict[str, Any] = {}
+
+
+def input_names(program: Program) -> list[str]:
+    """a, b, c, ... for the inputs."""
+    return list("abcdefghijklmnopqrstuvwxyz"[: len(program["inputs"])])
+
+
+def nested(array: Array) -> Any:
+    """The array's numbers as nested lists of its shape (a float for shape ())."""
+    data, shape = list(array["data"]), list(array["shape"])
+    if not shape:
+        return float(data[0])
+
+    def build(flat: list[float], dims: list[int]) -> list[Any]:
+        if len(dims) == 1:
+            return [float(v) for v in flat]
+        step = len(flat) // dims[0]
+        return [build(flat[i * step : (i + 1) * step], dims[1:]) for i in range(dims[0])]
+
+    return build(data, shape)
+
+
+def literal(array: Array) -> str:
+    """``np.array([[...]])``: the array as a learner pastes it."""
+    return f"np.array({nested(array)!r})"
+
+
+def to_code(
+    program: Program,
+    import_lines: list[str],
+    requires_grad: bool,
+    expected: dict[str, str],
+) -> list[str]:
+    """Pasteable lines that build ``program`` in the learner's engine, call backward() and
+    print what the grader compared, with the oracle's numbers in comments."""
+    names = input_names(program)
+    lines = [*import_lines, "import numpy as np"]
+    for name, x in zip(names, program["inputs"]):
+        lines.append(f"{name} = Tensor({literal(x)})")
+        if requires_grad:
+            lines.append(f"{name}.requires_grad = True")
+    steps = program["steps"]
+    for i, step in enumerate(steps):
+        name = "out" if i == len(steps) - 1 else f"v{i + 1}"
+        lines.append(f"{name} = {step_expression(step, names)}")
+        names.append(name)
+    if program.get("weight") is None:
+        lines.append("out.backward()")
+    else:
+        lines.append(f"W = {literal(program['weight'])}")
+        lines.append("(out * W).sum().backward()  # out.grad becomes W")
+    for name in input_names(program):
+        lines.append(f"print({name}.grad)")
+    for label, text in expected.items():
+        lines.append(f"# expected {label}: {text}")
+    return lines
+
+
+# ---------------------------------------------------------------------- the replies
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _array(x: Any) -> bool:
+    if not isinstance(x, dict):
+        return False
+    shape, data = x.get("shape"), x.get("data")
+    if not (isinstance(shape, list) and all(isinstance(n, int) and n >= 0 for n in shape)):
+        return False
+    size = 1
+    for n in shape:
+        size *= n
+    return isinstance(data, list) and len(data) == size and all(map(_number, data))
+
+
+def _error(x: Any) -> bool:
+    return isinstance(x, dict) and all(
+        isinstance(x.get(k), str) for k in ("type", "message", "where")
+    )
+
+
+def _grads(r: Any, n: int) -> bool:
+    grads = r.get("grads") if isinstance(r, dict) else None
+    return isinstance(grads, list) and len(grads) == n and all(_array(g) for g in grads)
+
+
+def _result(program: Program, r: Any) -> bool:
+    if not isinstance(r, dict):
+        return False
+    n = len(program["inputs"])
+    rules = r.get("rules")
+    if not (isinstance(rules, list) and all(isinstance(w, str) for w in rules)):
+        return False
+    if "error" in r:
+        alone = r.get("alone")
+        alone_ok = alone is None or (
+            isinstance(alone, dict) and (_error(alone.get("error")) or _grads(alone, n))
+        )
+        return r.get("stage") in ("forward", "backward") and _error(r["error"]) and alone_ok
+    return _array(r.get("out")) and _array(r.get("loss_grad")) and _grads(r, n)
+
+
+def well_formed_tensor(request: dict[str, Any], reply: dict[str, Any]) -> bool:
+    """True when ``reply`` has the keys and types the child's answer to a tensor
+    ``request`` has (``child.well_formed`` hands the tensor requests here)."""
+    do = request["do"]
+    if do == "tensor_programs":
+        results, programs = reply.get("results"), request["programs"]
+        return (
+            isinstance(results, list)
+            and len(results) == len(programs)
+            and all(_result(p, r) for p, r in zip(programs, results))
+        )
+    if do == "tensor_parts":
+        return (
+            _array(reply.get("data"))
+            and (reply.get("grad") is None or _array(reply.get("grad")))
+            and isinstance(reply.get("has_backward_method"), bool)
+            and (reply.get("children") is None or isinstance(reply.get("children"), str))
+        )
+    if do == "tensor_network":
+        layers = reply.get("layers")
+        return isinstance(layers, dict) and all(
+            isinstance(name, str)
+            and isinstance(entry, dict)
+            and all(_array(a) for a in entry.get("grads", [None]))
+            and all(_array(a) for a in entry.get("differences", [None]))
+            and len(entry["grads"]) == len(entry["differences"])
+            and isinstance(entry.get("distinct"), int)
+            and isinstance(entry.get("zeroed"), bool)
+            for name, entry in layers.items()
+        )
+    if do == "tensor_affine":
+        gaps = reply.get("gaps")
+        return isinstance(gaps, list) and all(_number(g) for g in gaps) and len(gaps) >= 1
+    if do == "tensor_train":
+        history = reply.get("history")
+        return (
+            isinstance(history, list)
+            and len(history) >= 1
+            and all(isinstance(e, list) and len(e) == 2 and all(map(_number, e)) for e in history)
+            and isinstance(reply.get("loss"), str)
+        )
+    return False
