@@ -81,6 +81,16 @@ def _defines(path: Path, name: str) -> bool:
     return re.search(rf"^class\s+{name}\b", text, re.M) is not None
 
 
+def _imports(path: Path, module: str) -> bool:
+    """True when the module at ``path`` imports ``module`` (``from .tensor import``)."""
+    try:
+        text = _source(path)
+    except UnreadableFile:
+        return False
+    pattern = rf"^\s*(from|import)\s+[.\w]*\b{re.escape(module)}\b"
+    return re.search(pattern, text, re.M) is not None
+
+
 def locate(path: str | Path) -> Target:
     """The Target for PATH, or LocateError saying why there is none."""
     shown = str(path)
@@ -122,8 +132,9 @@ def _locate(path: Path, shown: str) -> Target:
         mlp_file = (
             value_file if _defines(value_file, "MLP") else nn if _defines(nn, "MLP") else None
         )
-    else:  # a tensor engine: its nets in the first module defining Linear and MLP
-        ordered = [value_file, value_file.with_name("nn.py"), *modules]
+    else:  # a tensor engine: its nets in itself, nn.py, or a module beside that imports it
+        beside = [p for p in modules if _imports(p, value_file.stem)]
+        ordered = [value_file, value_file.with_name("nn.py"), *beside]
         mlp_file = next((p for p in ordered if _defines(p, "Linear") and _defines(p, "MLP")), None)
     sys_path, value_module = _importable(value_file)
     mlp_module = None if mlp_file in (None, value_file) else _importable(mlp_file)[1]

@@ -1,0 +1,18 @@
+"""A tensor engine whose backward() asks for a 16 GiB array: the child's memory cap (4 GiB)
+refuses it."""
+
+import numpy as np
+
+
+class Tensor:
+    def __init__(self, data, _children=(), _op=""):
+        self.data = np.array(data, dtype=float)
+        self.grad = np.zeros_like(self.data)
+        self._prev = set(_children)
+        self._backward = lambda: None
+
+    def sum(self, axis=None, keepdims=False):
+        return Tensor(self.data.sum(axis=axis, keepdims=keepdims), (self,), "sum")
+
+    def backward(self):
+        self.grad = np.ones((2**31,))

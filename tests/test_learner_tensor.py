@@ -1,0 +1,275 @@
+"""`modelwright-autograd init --tensor` and `check` on tensor engines.
+
+Each engine in tests/learner_engines/tensor/ is the solved tensor starter with one classic
+bug (or an engine that hangs, crashes or eats memory, or a correct one written
+differently); each broken one must fail with its own diagnosis, the correct ones, the
+solved starter and this project's own Tensor must pass. The end-to-end grading of all of
+them runs once (in parallel) in the slow run; the default run grades one engine through
+the command line.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_learner import CALM, TIMEOUT, _grade_all, _row
+
+import modelwright_autograd
+from modelwright_autograd.cli import main
+from modelwright_autograd.learner.oracle import finite_difference_oracle, torch_oracle
+from modelwright_autograd.learner.report import FAIL, PASS
+from modelwright_autograd.learner.starter import TEMPLATES, write_starter
+from modelwright_autograd.learner.tensor_grader import OP_SPECS
+from modelwright_autograd.learner.tensor_oracle import agree, tensor_oracle
+
+ENGINES = Path(__file__).parent / "learner_engines" / "tensor"
+SOLVED = ENGINES / "solved_starter.py"  # engine.py and nn.py of the starter, solved, in one
+
+# engine file -> (the row that must fail, words its diagnosis must contain)
+BROKEN = {
+    "add_not_unbroadcast": ("a + b", "not summed back over the broadcast dimensions"),
+    "unbroadcast_leading_only": ("a + b", "but not over the axes of size 1 it stretched"),
+    "matmul_no_transpose": ("a @ b", "a transpose is missing in the backward of @"),
+    "matmul_dot_T": ("a @ b", ".T reverses every axis of a 3-D array"),
+    "matmul_batch_not_summed": ("a @ b", "b was used by every matrix of the batch"),
+    "matmul_2d_only": ("a @ b", "the 2-D rule does not cover a 1-D operand"),
+    "sum_no_expand": ("sum", "sum's backward does not put the reduced axis back"),
+    "mean_missing_n": ("mean", "mean's backward is missing the 1/n"),
+    "mean_divides_by_size": ("mean", "divides by every element of the input"),
+    "cross_entropy_no_onehot": ("cross_entropy", "off by the one-hot"),
+    "log_softmax_no_sum": ("log_softmax", "log_softmax's backward dropped the sum"),
+    "overwrite_mul": ("reuse", "`=` where `+=` belongs in the backward of *."),
+    "relu_passes_negative": ("relu", "relu passes gradient where its output is 0"),
+    "tanh_from_input": ("tanh", "taken from the input instead of the output"),
+    "mlp_no_activation": ("MLP is nonlinear", "is affine in its input"),
+    "zero_grad_noop": ("network gradients", "zero_grad() left gradients that are not zero"),
+    "hangs": ("seed", f"did not finish in {TIMEOUT:g} s"),
+    "crashes": ("seed", "killed by SIGSEGV"),
+    "eats_memory": ("seed", "MemoryError"),
+}
+ONE_BUG = [n for n in BROKEN if (ENGINES / f"{n}.py").read_text().startswith('"""The solved')]
+WRITTEN_DIFFERENTLY = ["unbroadcast_by_loop", "unbroadcast_by_add_reduce", "matmul_by_einsum"]
+
+
+def solved_tensor_starter(folder: Path) -> Path:
+    """The tensor starter as `init --tensor` writes it, with engine.py and nn.py solved."""
+    write_starter(folder, tensor=True)
+    engine, nn = SOLVED.read_text().split("\nclass Module:", 1)
+    (folder / "engine.py").write_text(engine)
+    (folder / "nn.py").write_text(
+        "import numpy as np\nfrom engine import Tensor\n\n\nclass Module:" + nn
+    )
+    return folder
+
+
+@pytest.fixture(scope="session")
+def oracle():
+    found = torch_oracle()
+    assert found is not None, "torch is a test dependency"
+    return found
+
+
+# ------------------------------------------------------------------ the default run
+
+
+def test_init_tensor_writes_the_tensor_starter_and_refuses_a_non_empty_folder(tmp_path, capsys):
+    target = tmp_path / "mine"
+    assert main(["init", "--tensor", str(target)]) == 0
+    assert sorted(p.name for p in target.iterdir()) == sorted(TEMPLATES)
+    engine = (target / "engine.py").read_text()
+    assert "class Tensor" in engine and "import numpy as np" in engine
+    assert engine.count("raise NotImplementedError(") == 17  # backward(), unbroadcast, 15 rules
+    assert (target / "nn.py").read_text().count("raise NotImplementedError(") == 4
+    assert json.loads((target / "starter.ipynb").read_text())["nbformat"] == 4
+    assert main(["init", "--tensor", str(target)]) == 2
+    assert "not empty" in capsys.readouterr().err
+
+
+def _all_programs():
+    return [case.program for spec in OP_SPECS for case in spec.cases()]
+
+
+def test_finite_differences_agree_with_torch_on_every_tensor_program(oracle):
+    by_torch = tensor_oracle(oracle)
+    by_differences = tensor_oracle(finite_difference_oracle())
+    for program in _all_programs():
+        out, grads = by_torch(program)
+        out_fd, grads_fd = by_differences(program)
+        assert agree(out_fd, out), program
+        assert all(agree(g_fd, g) for g_fd, g in zip(grads_fd, grads)), program
+
+
+def test_torch_oracle_gives_hand_derived_gradients():
+    # d/da sum(W * (a @ b)) = W @ b.T and d/db = a.T @ W; d/da sum(W * a.mean(1)) = W/n
+    rng = np.random.default_rng(0)
+    a, b, w = rng.normal(size=(2, 3)), rng.normal(size=(3, 4)), rng.normal(size=(2, 4))
+
+    def arr(x):
+        return {"shape": list(x.shape), "data": x.ravel().tolist()}
+
+    run = tensor_oracle(torch_oracle())
+    out, (ga, gb) = run({"inputs": [arr(a), arr(b)], "steps": [["matmul", 0, 1]], "weight": arr(w)})
+    assert agree(out, a @ b) and agree(ga, w @ b.T) and agree(gb, a.T @ w)
+    v = rng.normal(size=2)
+    _, (gm,) = run({"inputs": [arr(a)], "steps": [["mean", 0, 1, False]], "weight": arr(v)})
+    assert agree(gm, np.repeat(v[:, None] / 3, 3, axis=1))
+
+
+def test_check_names_a_tensor_bug_and_its_reproduce_lines_show_it(tmp_path, capsys):
+    path = str(ENGINES / "mean_missing_n.py")  # absolute: the lines run from any folder
+    assert main(["check", "--json", "--timeout", str(CALM), path]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["passed"] is False and data["verdict"].startswith("not yet:")
+    row = next(r for r in data["checks"] if r["name"] == "mean")
+    assert row["status"] == "fail" and "missing the 1/n" in row["diagnosis"]
+    assert "(look at mean_missing_n.py:" in row["diagnosis"]
+    code = "\n".join(row["reproduce"]) + "\nprint(a.grad.tolist())"
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    printed = np.array(ast.literal_eval(done.stdout.strip().splitlines()[-1]))
+    expected_line = next(line for line in row["reproduce"] if line.startswith("# expected a.grad:"))
+    expected = np.array(ast.literal_eval(expected_line.split(":", 1)[1].strip()))
+    assert printed.shape == expected.shape
+    ratio = printed / expected  # the bug shows: every element n times too large
+    assert np.allclose(ratio, ratio.flat[0]) and ratio.flat[0] > 1.5
+    # n, the count averaged (the comment shows the expected gradient to six decimals)
+    assert ratio.flat[0] == pytest.approx(round(ratio.flat[0]), rel=1e-4)
+
+
+# ------------------------------------------------------------------ the slow run
+
+
+@pytest.fixture(scope="session")
+def tensor_reports(oracle, tmp_path_factory):
+    starter = tmp_path_factory.mktemp("tensor_starter")
+    write_starter(starter, tensor=True)
+    solved = solved_tensor_starter(tmp_path_factory.mktemp("tensor_solved"))
+    ours = Path(modelwright_autograd.__file__).parent / "tensor.py"
+    names = [*BROKEN, *WRITTEN_DIFFERENTLY]
+    paths = [ENGINES / f"{name}.py" for name in names] + [starter, solved, ours]
+    reports = _grade_all(paths, oracle)
+    named = dict(zip(names, (reports[ENGINES / f"{n}.py"] for n in names)))
+    return named | {"starter": reports[starter], "solved": reports[solved], "ours": reports[ours]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("engine", list(BROKEN))
+def test_each_broken_tensor_engine_fails_with_its_own_diagnosis(tensor_reports, engine):
+    report = tensor_reports[engine]
+    row_name, words = BROKEN[engine]
+    row = _row(report, row_name)
+    assert row.status == FAIL, report.to_text()
+    assert words in row.diagnosis, report.to_text()
+    assert not report.passed and report.verdict.startswith("not yet:")
+
+
+@pytest.mark.slow
+def test_each_diagnosis_is_its_own(tensor_reports):
+    # no other one-bug engine's report carries a bug's words: each names its own
+    for engine in ONE_BUG:
+        _, words = BROKEN[engine]
+        carriers = [
+            other
+            for other in ONE_BUG
+            if any(words in row.diagnosis for row in tensor_reports[other].rows)
+        ]
+        assert carriers == [engine], (engine, carriers)
+
+
+def test_each_broken_tensor_engine_is_the_solved_starter_with_one_small_change():
+    solved = SOLVED.read_text().splitlines()
+    for name in [*ONE_BUG, *WRITTEN_DIFFERENTLY]:
+        broken = (ENGINES / f"{name}.py").read_text().splitlines()
+        changed = [
+            line
+            for line in difflib.unified_diff(solved, broken, lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
+        assert 0 < len(changed) <= 40, (name, changed)
+    assert len(ONE_BUG) >= 10
+
+
+@pytest.mark.slow
+def test_the_solved_starter_ours_and_engines_written_differently_pass(tensor_reports):
+    for name in ["solved", "ours", *WRITTEN_DIFFERENTLY]:
+        report = tensor_reports[name]
+        assert report.passed and report.verdict == "BUILD GATE PASSED", report.to_text()
+        trains = _row(report, "network trains")
+        accuracy = float(trains.diagnosis.rsplit("test accuracy ", 1)[1].rstrip("%")) / 100
+        assert accuracy >= 0.95
+        assert _row(report, "MLP is nonlinear").status == PASS
+
+
+@pytest.mark.slow
+def test_the_untouched_tensor_starter_fails_naming_its_todos(tensor_reports):
+    report = tensor_reports["starter"]
+    assert not report.passed
+    assert "TODO 1: backward()" in _row(report, "seed").diagnosis
+    for row, todo in (
+        ("a + b", "TODO 3"),
+        ("a - b", "TODO 4"),
+        ("a * b", "TODO 5"),
+        ("a / b", "TODO 6"),
+        ("a @ b", "TODO 7"),
+        ("transpose", "TODO 8"),
+        ("reshape", "TODO 9"),
+        ("mean", "TODO 11"),
+        ("exp", "TODO 12"),
+        ("log_softmax", "TODO 16"),
+        ("cross_entropy", "TODO 17"),
+        ("network gradients", "TODO 19"),
+        ("MLP is nonlinear", "TODO 20"),
+    ):
+        assert todo in _row(report, row).diagnosis, (row, report.to_text())
+    assert _row(report, "engine loads").status == PASS
+
+
+@pytest.mark.slow
+def test_a_hanging_tensor_engine_is_stopped_within_the_timeouts(tensor_reports):
+    report = tensor_reports["hangs"]
+    assert report.seconds < 2 * TIMEOUT + 10
+    last = report.rows[-1]
+    assert last.status == FAIL and "not run: the engine hung 2 times" in last.diagnosis
+    assert "at most 4 GiB" in _row(tensor_reports["eats_memory"], "seed").diagnosis
+
+
+@pytest.mark.slow
+def test_the_finite_difference_oracle_grades_tensor_engines_the_same(tmp_path):
+    solved = solved_tensor_starter(tmp_path)
+    paths = [solved, ENGINES / "sum_no_expand.py", ENGINES / "cross_entropy_no_onehot.py"]
+    reports = _grade_all(paths, finite_difference_oracle())
+    assert reports[solved].passed and "finite differences" in reports[solved].oracle
+    assert "put the reduced axis back" in _row(reports[paths[1]], "sum").diagnosis
+    assert "off by the one-hot" in _row(reports[paths[2]], "cross_entropy").diagnosis
+
+
+@pytest.mark.slow
+def test_the_tensor_starter_notebook_runs_on_the_solved_engine(tmp_path, monkeypatch):
+    import nbformat
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    solved_tensor_starter(tmp_path)
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    nb = nbformat.read(tmp_path / "starter.ipynb", as_version=4)
+    nbformat.validate(nb)
+    km = KernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
+    client = NotebookClient(nb, km=km, timeout=180, resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
+    text = "".join(
+        out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
+    )
+    assert text.count("ok") >= 5  # the five gradient checks against torch
+    epochs = [line.split() for line in text.splitlines() if line.startswith("epoch")]
+    assert len(epochs) == 10
+    assert float(epochs[-1][5].rstrip("%")) >= 95.0
