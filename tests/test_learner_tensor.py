@@ -153,7 +153,7 @@ def tensor_reports(oracle, tmp_path_factory):
     starter = tmp_path_factory.mktemp("tensor_starter")
     write_starter(starter, tensor=True)
     solved = solved_tensor_starter(tmp_path_factory.mktemp("tensor_solved"))
-    ours = Path(modelwright_autograd.__file__).parent / "tensor.py"
+    ours = Path(modelwright_autograd.__file__).parent / "tensor"  # the package of Tensor
     names = [*BROKEN, *WRITTEN_DIFFERENTLY]
     paths = [ENGINES / f"{name}.py" for name in names] + [starter, solved, ours]
     reports = _grade_all(paths, oracle)

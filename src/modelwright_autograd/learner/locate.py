@@ -134,6 +134,9 @@ def _locate(path: Path, shown: str) -> Target:
         )
     else:  # a tensor engine: its nets in itself, nn.py, or a module beside that imports it
         beside = [p for p in modules if _imports(p, value_file.stem)]
+        package = value_file.parent
+        if (package / "__init__.py").exists():  # a package's nets may sit one level up
+            beside += [p for p in sorted(package.parent.glob("*.py")) if _imports(p, package.name)]
         ordered = [value_file, value_file.with_name("nn.py"), *beside]
         mlp_file = next((p for p in ordered if _defines(p, "Linear") and _defines(p, "MLP")), None)
     sys_path, value_module = _importable(value_file)

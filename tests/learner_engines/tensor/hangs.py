@@ -10,6 +10,14 @@ class Tensor:
         self._prev = set(_children)
         self._backward = lambda: None
 
+    def __add__(self, other):
+        other = other if isinstance(other, Tensor) else Tensor(other)
+        return Tensor(self.data + other.data, (self, other), "+")
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Tensor) else Tensor(other)
+        return Tensor(self.data * other.data, (self, other), "*")
+
     def sum(self, axis=None, keepdims=False):
         return Tensor(self.data.sum(axis=axis, keepdims=keepdims), (self,), "sum")
 
