@@ -194,3 +194,13 @@ def test_export_warns_of_nan_and_infinite_weights(tmp_path, capsys):
     assert cli.main(["export", str(tmp_path / "model.json"), str(tmp_path / "m.pt")]) == 0
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "warning: 2 of the weights are NaN or infinite" in err
+
+
+def test_train_refuses_more_layers_than_a_checkpoint_holds(tmp_path, capsys):
+    hidden = ",".join(["1"] * ckpt.MAX_LAYERS)  # and the output layer: one too many
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["train", "--hidden", hidden, "--out", str(tmp_path / "run")])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "1,000 hidden sizes make 1,001 layers; a checkpoint holds at most 1,000" in err
+    assert list(tmp_path.iterdir()) == []

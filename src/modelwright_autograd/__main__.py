@@ -1,7 +1,7 @@
-"""``python -m modelwright_autograd`` runs the command-line interface."""
+"""``python -m modelwright_autograd`` runs the command-line interface (see launch.py)."""
 
 import sys
 
-from .cli import main
+from .launch import main
 
 sys.exit(main())

@@ -308,21 +308,27 @@ class Terminated(Exception):
     """SIGTERM, turned into an exception so a run ends as in-order as after Ctrl-C."""
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
+
+
 @contextlib.contextmanager
-def sigterm_raises() -> Iterator[None]:
-    """Within the block, SIGTERM raises Terminated (only the main thread gets signals)."""
+def interrupts_raise() -> Iterator[None]:
+    """Within the block, SIGINT raises KeyboardInterrupt and SIGTERM Terminated, whatever
+    handled them before (launch.py's, which end the program at once while it starts).
+    Python runs signal handlers in the main thread only, so elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def handler(signum: int, frame: object) -> None:
-        raise Terminated
-
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {
+        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, _terminated),
+    }
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 #: Exit codes of an interrupted run: the shell's 128 + the signal's number.
@@ -339,7 +345,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     def kept() -> str:
         return run.kept() if run is not None else "nothing was written"
 
-    with sigterm_raises():
+    with interrupts_raise():
         try:
             try:
                 config = resolve_config(args)
@@ -717,16 +723,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     (to say what was kept, to stop the engine's process). An OSError no command handled
     (a file it cannot write, such as ``explain --graph`` to a FIFO) is one line naming the
     file, exit code 1."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    with sigterm_raises():
+    name = "modelwright-autograd"
+    with interrupts_raise():
         try:
+            args = build_parser().parse_args(argv)
+            name = f"modelwright-autograd {args.command}"
             return int(args.func(args) or 0)
         except (KeyboardInterrupt, Terminated) as e:
-            print(f"modelwright-autograd {args.command}: interrupted", file=sys.stderr)
+            print(f"{name}: interrupted", file=sys.stderr)
             return EXIT_INTERRUPTED[type(e)]
         except OSError as e:
             where = f"{shown_path(e.filename)}: " if e.filename else ""
             problem = f"{where}{e.strerror}" if e.strerror else str(e)
-            print(f"modelwright-autograd {args.command}: error: {problem}", file=sys.stderr)
+            print(f"{name}: error: {problem}", file=sys.stderr)
             return 1
