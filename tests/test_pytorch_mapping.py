@@ -126,6 +126,9 @@ TENSOR: dict[str, Callable[[], torch.Tensor]] = {
     "_conv2d_backward": lambda: TF.conv2d(_t(1, 2, 5, 5), _t(3, 2, 3, 3), _t(3)),
     "_unfold_backward": lambda: TF.unfold(_t(1, 2, 4, 4), 2),
     "_fold_backward": lambda: TF.fold(_t(1, 8, 9), (4, 4), 2),
+    "_scaled_dot_product_attention_backward": lambda: TF.scaled_dot_product_attention(
+        _t(1, 2, 3, 4), _t(1, 2, 3, 4), _t(1, 2, 3, 4), is_causal=True
+    ),
 }
 
 ENGINES = {"scalar": SCALAR, "tensor": TENSOR}
