@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import os
 import shlex
 import signal
 import sys
@@ -35,6 +34,7 @@ from .checks import shown_path
 from .data import DATASETS
 from .files import NotARegularFile, refuse_non_regular
 from .nn import ACTIVATIONS
+from .printing import emit
 from .training.evaluate import evaluate_checkpoint
 from .training.loop import run_training
 from .training.outputs import OutputError, RunFolder
@@ -57,7 +57,7 @@ from .training.settings import (
 Subparsers = Any  # argparse's _SubParsersAction, which it does not export
 
 
-# ---------------------------------------------------------------------- argument types and output
+# ---------------------------------------------------------------------- argument types
 def whole_number(option: str, minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:
     """An argparse type: a whole number from ``minimum`` to ``maximum``."""
 
@@ -151,17 +151,6 @@ def random_seed(text: str) -> int:
     if not 0 <= value < 2**32:
         raise argparse.ArgumentTypeError(f"must be between 0 and 2**32 - 1, got {value}")
     return value
-
-
-def emit(lines: list[str]) -> int:
-    """Print ``lines`` and return 0; if the reader has gone (``| head``), stop quietly
-    and return 1."""
-    try:
-        print("\n".join(lines), flush=True)
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit
-        return 1
-    return 0
 
 
 def _add_data_options(parser: argparse.ArgumentParser, for_evaluate: bool) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..files import check_writable
 from ..graph import topological_order
+from ..printing import emit
 from .expr import ExpressionError, parse_assignments, parse_expression
 from .narrate import explain
 from .page import write_page
@@ -55,8 +56,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{_PROG} {e}", file=sys.stderr)
         return 2
     trace = explain(out, variables)
-    from ..cli import emit  # the command line's printing, shared with train and evaluate
-
     texts = [trace.to_json() if args.json else trace.to_text()]
     if args.torch:
         texts.append("\n" + torch_view(trace))

@@ -16,7 +16,8 @@ from ..checkpoint import CheckpointError, load_checkpoint, shown
 from ..checks import is_finite_non_negative, is_json_int
 from ..data import DATASETS, load_dataset
 from .learners import make_learner
-from .loop import Score, score
+from .loop import score
+from .results import Score
 from .settings import (
     LOSS_NAMES,
     MAX_NOISE,

@@ -7,7 +7,6 @@ import math
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,8 @@ from ..graph import no_grad
 from ..optim import SGD, Adam, Optimizer
 from .learners import Learner, make_learner
 from .outputs import write_outputs
+from .results import History, Score
 from .settings import MOMENTUM, TrainConfig, TrainingDiverged, divergence_advice
-
-
-@dataclass
-class History:
-    """The loss and accuracy of every step's batch, and the time the loop took."""
-
-    loss: list[float]
-    accuracy: list[float]
-    seconds: float
 
 
 def batch_indices(n: int, batch_size: int | None, rng: np.random.Generator) -> Iterator[np.ndarray]:
@@ -85,22 +76,6 @@ def fit(learner: Learner, data: Dataset, config: TrainConfig, progress: Any) -> 
         progress.update(1)
     history.seconds = time.perf_counter() - start
     return history
-
-
-@dataclass(frozen=True)
-class Score:
-    """Loss and accuracy of a model on one set of examples."""
-
-    loss: float
-    correct: int
-    total: int
-
-    @property
-    def accuracy(self) -> float:
-        return self.correct / self.total
-
-    def describe(self) -> str:
-        return f"loss {self.loss:.6f}  accuracy {self.accuracy:.2%} ({self.correct}/{self.total})"
 
 
 def score(learner: Learner, X: np.ndarray, y: np.ndarray) -> tuple[Score, np.ndarray]:

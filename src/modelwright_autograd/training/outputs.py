@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -30,11 +30,8 @@ from ..checks import shown_path
 from ..data import DATASETS_2D, Dataset
 from ..files import write_json
 from .learners import Learner
+from .results import History, Score
 from .settings import TrainConfig, UsageError
-
-if TYPE_CHECKING:
-    from .loop import History, Score
-
 
 #: Every file a run may write; ``--overwrite`` removes a folder holding only these (and
 #: the temporary files ``files.atomic_write`` leaves if killed), never anything else.

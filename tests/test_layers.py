@@ -1,0 +1,262 @@
+"""The package's import layers: a module imports only its own layer or those below it, and
+no import circle exists among the package's modules (docs/design.md, "Layers").
+
+Imports are read with ``ast``, so every import counts: at the top of a module, inside a
+function (a lazy import) or under ``if TYPE_CHECKING``. Imports from outside the package
+(numpy, torch, ...) are not the layers' business.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import modelwright_autograd
+
+PACKAGE = "modelwright_autograd"
+
+# Lowest first. A module belongs to the entry that names it or a package holding it
+# ("tensor" is tensor/ and every module in it); "" is the package's own __init__.py.
+LAYERS: list[tuple[str, list[str]]] = [
+    ("shared helpers", ["checks", "files", "seeding", "collector", "printing"]),
+    ("engines", ["engine", "graph", "tensor"]),
+    (
+        "nn libraries",
+        [
+            "autograd",
+            "gradcheck",
+            "nn",
+            "tensor_nn",
+            "nn_ops",
+            "functional",
+            "losses",
+            "optim",
+            "flat_state",
+            "checkpoint",
+            "data",
+            "plots",
+        ],
+    ),
+    ("applications", ["training", "explain", "learner", "lm"]),
+    ("command line and public API", ["cli", "__main__", ""]),
+]
+
+
+def module_imports(root: Path, package: str = PACKAGE) -> dict[str, set[str]]:
+    """Every module under ``root`` (the package's folder), named relative to the package
+    ("tensor.core"; "" for the package itself), with the package modules it imports."""
+    files = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        files[".".join(parts)] = (path, is_package)
+    graph = {}
+    for name, (path, is_package) in files.items():
+        here = name.split(".") if name else []
+        if not is_package:
+            here = here[:-1]  # relative imports start from the module's package
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = ".".join([package, *here[: len(here) - node.level + 1]])
+                    module = f"{base}.{node.module}" if node.module else base
+                else:
+                    module = node.module or ""
+                # ``from pkg import sub`` imports the module sub when there is one
+                targets = [f"{module}.{alias.name}" for alias in node.names]
+                targets = [t if _relative(t, package) in files else module for t in targets]
+            else:
+                continue
+            for target in targets:
+                rel = _relative(target, package)
+                while rel is not None and rel not in files:  # pkg.mod.name -> pkg.mod
+                    rel = rel.rpartition(".")[0] if rel else None
+                if rel is not None and rel != name:
+                    found.add(rel)
+        graph[name] = found
+    return graph
+
+
+def _relative(target: str, package: str) -> str | None:
+    """``target`` named relative to the package, or None if it is outside it."""
+    if target == package:
+        return ""
+    if target.startswith(package + "."):
+        return target[len(package) + 1 :]
+    return None
+
+
+def layer_of(module: str, layers: list[tuple[str, list[str]]]) -> int | None:
+    for i, (_, entries) in enumerate(layers):
+        for entry in entries:
+            if module == entry or (entry and module.startswith(entry + ".")):
+                return i
+    return None
+
+
+def _shown(module: str) -> str:
+    return module or f"{PACKAGE} (__init__)"
+
+
+def layer_problems(
+    graph: dict[str, set[str]], layers: list[tuple[str, list[str]]] = LAYERS
+) -> list[str]:
+    """One line per module in no layer, per import of a higher layer, and per circle."""
+    problems = []
+    placed = {m: layer_of(m, layers) for m in graph}
+    for module, level in sorted(placed.items()):
+        if level is None:
+            problems.append(f"{_shown(module)} is in no layer: add it to LAYERS")
+    for module in sorted(graph):
+        for imported in sorted(graph[module]):
+            low, high = placed[module], placed.get(imported)
+            if low is not None and high is not None and high > low:
+                problems.append(
+                    f"{_shown(module)} ({layers[low][0]}) imports {_shown(imported)} "
+                    f"({layers[high][0]}), a higher layer"
+                )
+    problems += [f"import circle: {' -> '.join(map(_shown, c))}" for c in circles(graph)]
+    return problems
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle (a path back to its start) through each strongly connected group of
+    modules that import each other, by Tarjan's algorithm."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_path_within(sorted(g)[0], g, graph) for g in groups]
+
+
+def _path_within(start: str, group: set[str], graph: dict[str, set[str]]) -> list[str]:
+    """A shortest path from ``start`` back to itself inside ``group`` (breadth first)."""
+    came_from: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for v in frontier:
+            for w in sorted(graph[v] & group):
+                if w == start:
+                    path = [v]  # back from v to start, then turned around
+                    while path[-1] != start:
+                        path.append(came_from[path[-1]])
+                    return [*reversed(path), start]
+                if w not in came_from:
+                    came_from[w] = v
+                    following.append(w)
+        frontier = following
+    raise AssertionError(f"{start} is in a circle with no path back to it")
+
+
+# ---------------------------------------------------------------------- the package itself
+def test_the_package_imports_downward_only_and_has_no_circles():
+    graph = module_imports(Path(modelwright_autograd.__file__).parent)
+    assert "tensor.core" in graph and "cli" in graph  # the walk found the package
+    problems = layer_problems(graph)
+    assert not problems, "\n".join(problems)
+
+
+def test_design_doc_tabulates_these_layers():
+    """docs/design.md's table of layers is LAYERS, row for row."""
+    text = (Path(__file__).parents[1] / "docs" / "design.md").read_text()
+    section = text.split("## Layers\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:3] for line in section.splitlines() if line.startswith("| ")]
+    documented = []
+    for name, modules in rows[1:]:  # after the header row
+        names = [m.split(" (")[0].strip(" `/") for m in modules.split(",")]
+        documented.append((name.strip(), ["" if m == "__init__" else m for m in names]))
+    assert documented == LAYERS
+
+
+# ---------------------------------------------------------------------- the checker
+def _package(tmp_path: Path, sources: dict[str, str]) -> Path:
+    """A synthetic package under tmp_path: {"explain/page.py": "from .trace import x"}."""
+    root = tmp_path / PACKAGE
+    for name, text in {"__init__.py": "", **sources}.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_checker_reports_an_upward_import_even_inside_a_function(tmp_path):
+    root = _package(
+        tmp_path,
+        {
+            "checks.py": "",
+            "engine.py": "from .checks import x\n\ndef f():\n    from .cli import main\n",
+            "cli.py": "from .engine import Value\nimport torch\n",
+        },
+    )
+    graph = module_imports(root)
+    assert graph["engine"] == {"checks", "cli"}
+    assert graph["cli"] == {"engine"}  # torch is outside the package
+    assert layer_problems(graph) == [
+        "engine (engines) imports cli (command line and public API), a higher layer",
+        "import circle: cli -> engine -> cli",
+    ]
+
+
+def test_checker_reports_a_circle_within_a_layer_and_resolves_package_imports(tmp_path):
+    root = _package(
+        tmp_path,
+        {
+            "training/__init__.py": "",
+            "training/loop.py": "from .outputs import write_outputs\n",
+            "training/outputs.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from .loop import History\n"
+            ),
+            "explain/__init__.py": "",
+            "explain/page.py": "from . import trace\nfrom ..tensor import Tensor\n",
+            "explain/trace.py": "import modelwright_autograd.graph\n",
+            "graph.py": "",
+            "tensor/__init__.py": "from .core import Tensor\n",
+            "tensor/core.py": "from ..graph import walk\n",
+        },
+    )
+    graph = module_imports(root)
+    assert graph["explain.page"] == {"explain.trace", "tensor"}
+    assert graph["explain.trace"] == {"graph"}
+    assert graph["tensor"] == {"tensor.core"}
+    assert graph["tensor.core"] == {"graph"}
+    assert layer_problems(graph) == [
+        "import circle: training.loop -> training.outputs -> training.loop"
+    ]
+
+
+def test_checker_reports_a_module_in_no_layer(tmp_path):
+    root = _package(tmp_path, {"schedules.py": "", "lm/model.py": "from ..schedules import x\n"})
+    assert layer_problems(module_imports(root)) == ["schedules is in no layer: add it to LAYERS"]
