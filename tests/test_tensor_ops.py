@@ -16,12 +16,16 @@ import modelwright_autograd.functional as F
 from modelwright_autograd import (
     Tensor,
     cat,
+    cumsum,
     einsum,
     gradcheck,
+    masked_fill,
     maximum,
     minimum,
     outer,
     stack,
+    tril,
+    triu,
     where,
 )
 from modelwright_autograd.tensor import linear_relu
@@ -601,6 +605,8 @@ def test_mse_and_bce_with_logits_like_torch():
     )
 
 
+FILL_MASK = np.random.default_rng(41).random((2, 1, 4)) > 0.5  # broadcast over dim 1
+
 SHAPE_OPS = {
     "reshape": (lambda t: t.reshape(4, 6), lambda t: t.reshape(4, 6)),
     "reshape_tuple": (lambda t: t.reshape((3, -1)), lambda t: t.reshape((3, -1))),
@@ -649,6 +655,22 @@ SHAPE_OPS = {
         lambda t: F.pad(t, (0, -1, -1, 0, -1, 1)),
         lambda t: TF.pad(t, (0, -1, -1, 0, -1, 1)),
     ),
+    # triangles, masked_fill and cumsum (issue 20; more in tests/test_mask_ops.py)
+    "tril": (lambda t: t.tril(), lambda t: t.tril()),
+    "tril_above": (lambda t: tril(t, 1), lambda t: torch.tril(t, 1)),
+    "triu": (lambda t: t.triu(), lambda t: t.triu()),
+    "triu_below": (lambda t: triu(t, -1), lambda t: torch.triu(t, -1)),
+    "masked_fill": (
+        lambda t: t.masked_fill(FILL_MASK, -1.5),
+        lambda t: t.masked_fill(torch.tensor(FILL_MASK), -1.5),
+    ),
+    "masked_fill_broadcast": (  # the mask broadcasts the result to (2, 2, 3, 4)
+        lambda t: masked_fill(t, FILL_MASK[None] & FILL_MASK[:, None], 0.25),
+        lambda t: torch.masked_fill(t, torch.tensor(FILL_MASK[None] & FILL_MASK[:, None]), 0.25),
+    ),
+    "cumsum": (lambda t: t.cumsum(1), lambda t: t.cumsum(1)),
+    "cumsum_last": (lambda t: cumsum(t, -1), lambda t: torch.cumsum(t, -1)),
+    "cumsum_first": (lambda t: t.cumsum(0) * t, lambda t: t.cumsum(0) * t),
 }
 
 

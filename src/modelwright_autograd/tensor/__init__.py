@@ -31,7 +31,7 @@ from .core import (
     raw,
     sum_to,
 )
-from .elementwise import gelu, leaky_relu, maximum, minimum, power, softplus
+from .elementwise import gelu, leaky_relu, masked_fill, maximum, minimum, power, softplus
 from .kit import (
     cos,
     erf,
@@ -52,8 +52,8 @@ from .kit import (
     zeros_like,
 )
 from .linalg import einsum, linear, linear_relu, outer
-from .reductions import ValuesIndices
-from .shape import cat, pad, stack
+from .reductions import ValuesIndices, cumsum
+from .shape import cat, pad, stack, tril, triu
 
 __all__ = [
     "Arr",
@@ -68,6 +68,7 @@ __all__ = [
     "cat",
     "check_tensor",
     "cos",
+    "cumsum",
     "einsum",
     "erf",
     "exp",
@@ -79,6 +80,7 @@ __all__ = [
     "linear_relu",
     "log",
     "make_node",
+    "masked_fill",
     "maximum",
     "minimum",
     "outer",
@@ -97,6 +99,8 @@ __all__ = [
     "sum_to",
     "swapaxes",
     "tanh",
+    "tril",
+    "triu",
     "where",
     "zero_where",
     "zeros_like",

@@ -22,6 +22,7 @@
     softplus                   softplus         _softplus_backward       sigmoid(beta a)
     gelu                       gelu             _gelu_backward           Phi(a) + a phi(a)
     < <= > >= == !=            _comparison      (none: a constant)
+    masked_fill                masked_fill      _masked_fill_backward    1 where not filled
 
 ``where`` is the kit's selection (kit.py); docs/tensor-ops.md tabulates the gradients.
 """
@@ -480,6 +481,29 @@ def _comparison(symbol: str, ufunc: np.ufunc) -> Callable[[Tensor, Any], Any]:
     return compare
 
 
+# ---------------------------------------------------------------------- masked_fill
+def masked_fill(input: Tensor, mask: Any, value: float) -> Tensor:
+    """``input`` with the number ``value`` wherever the boolean ``mask`` holds (the two
+    broadcast), as ``torch.masked_fill``; ``-inf`` before a softmax removes positions."""
+    check_tensor(input, "masked_fill: input")
+    cond = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
+    if cond.dtype != np.bool_:
+        raise TypeError(f"masked_fill: mask must be boolean, got dtype {cond.dtype}")
+    fill = np.asarray(_number(value, "masked_fill: value"), dtype=input.dtype)
+    try:
+        data = np.where(cond, fill, input.data)
+    except ValueError:
+        raise ValueError(
+            f"masked_fill: mask {cond.shape} and input {input.shape} cannot broadcast"
+        ) from None
+    return make_node(data, (input,), "masked_fill", _masked_fill_backward, cond)
+
+
+def _masked_fill_backward(g: Arr, out: Arr, mask: np.ndarray, need: Need, a: Arr) -> Grads:
+    """c = value where mask, else a:  dc/da = 0 where filled, 1 elsewhere."""
+    return (zero_where(mask, g),)
+
+
 # ---------------------------------------------------------------------- Tensor methods
 Tensor.__add__ = _add
 Tensor.__radd__ = _radd
@@ -516,3 +540,4 @@ Tensor.clamp = _clamp
 Tensor.clip = _clamp
 Tensor.maximum = maximum
 Tensor.minimum = minimum
+Tensor.masked_fill = masked_fill

@@ -15,6 +15,7 @@ forward directly above its backward rule (kit.py), bound as Tensor methods at th
     norm (p = 2, 1, inf) _norm                _norm_backward        a/n, sign a, shared sign
     softmax              _softmax             _softmax_backward     s (g - sum(g s))
     log_softmax          _log_softmax         _log_softmax_backward g - e^c sum(g)
+    cumsum (a scan)      cumsum               _cumsum_backward      g's sums from the end
 """
 
 from __future__ import annotations
@@ -397,6 +398,26 @@ def _norm_backward(g: Arr, out: Arr, ctx: tuple[float, Dims], need: Need, a: Arr
     return (gk * (np.sign(A) * top / count),)
 
 
+# ---------------------------------------------------------------------- running sums
+def cumsum(input: Tensor, dim: int) -> Tensor:
+    """Running sums along ``dim``, as ``torch.cumsum``: c_i = a_0 + ... + a_i."""
+    if input.ndim == 0:
+        _dim(dim, 0, "cumsum", extra=1)  # 0 or -1, the range of a 1-element dim
+        return make_node(input.data.copy(), (input,), "cumsum", _cumsum_backward, None)
+    d = _dim(dim, input.ndim, "cumsum")
+    return make_node(np.cumsum(input.data, axis=d), (input,), "cumsum", _cumsum_backward, d)
+
+
+def _cumsum_backward(g: Arr, out: Arr, d: int | None, need: Need, a: Arr) -> Grads:
+    """c_i = sum_{j<=i} a_j along d:  dc_i/da_j = 1 for every i >= j, so da_j is the sum of
+    g_i over i >= j, the running sum of g taken from the end (flip, cumsum, flip)."""
+    if d is None:
+        return (g,)
+    if isinstance(g, Tensor):
+        return (g.flip(d).cumsum(d).flip(d),)
+    return (np.flip(np.cumsum(np.flip(g, d), axis=d), d),)
+
+
 # ---------------------------------------------------------------------- Tensor methods
 Tensor.sum = _sum
 Tensor.mean = _mean
@@ -413,3 +434,4 @@ Tensor.argmin = _argmin
 Tensor.norm = _norm
 Tensor.softmax = _softmax
 Tensor.log_softmax = _log_softmax
+Tensor.cumsum = cumsum

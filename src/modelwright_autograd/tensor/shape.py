@@ -1,6 +1,7 @@
 """Shape and indexing ops of the tensor engine, each forward directly above its backward
-rule (kit.py), bound as Tensor methods at the end. None changes a value; each rule moves
-the gradient back to where its value came from.
+rule (kit.py), bound as Tensor methods at the end. None changes a value (tril and triu
+keep a triangle and zero the rest); each rule moves the gradient back to where its value
+came from.
 
     op                            forward                rule                  gradient
     reshape, squeeze, unsqueeze,  _reshape, _reshaped    _reshape_backward     reshaped back
@@ -13,6 +14,7 @@ the gradient back to where its value came from.
     repeat                        _repeat                _repeat_backward      copies summed
     split, chunk                  _split, _chunk         (index nodes)
     pad                           pad                    _pad_backward         the inside
+    tril, triu                    tril, triu             _triangle_backward    the triangle
 """
 
 from __future__ import annotations
@@ -27,7 +29,16 @@ import numpy as np
 
 from ..checks import describe, positive_int
 from .core import Arr, Grads, Need, Shape, Tensor, _dim, _dims, check_tensor, make_node, raw
-from .kit import _expand_backward, _number, _sizes, permute, scatter, sum_dims, swapaxes
+from .kit import (
+    _expand_backward,
+    _number,
+    _sizes,
+    permute,
+    scatter,
+    sum_dims,
+    swapaxes,
+    zero_where,
+)
 
 
 # ---------------------------------------------------------------------- shape operations
@@ -356,6 +367,38 @@ def _pad_backward(
     return (scatter(g[inner], cropped, True, raw(a).shape),)
 
 
+# ---------------------------------------------------------------------- triangles
+def tril(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The lower triangle of the last two dims, the rest 0, as ``torch.tril``: element
+    (i, j) is kept where j - i <= ``diagonal`` (0: the main diagonal and below)."""
+    return _triangle(input, diagonal, "tril")
+
+
+def triu(input: Tensor, diagonal: int = 0) -> Tensor:
+    """The upper triangle of the last two dims, the rest 0, as ``torch.triu``: element
+    (i, j) is kept where j - i >= ``diagonal``."""
+    return _triangle(input, diagonal, "triu")
+
+
+def _triangle(a: Tensor, diagonal: int, op: str) -> Tensor:
+    check_tensor(a, f"{op}: input")
+    if a.ndim < 2:
+        raise ValueError(f"{op}: input must have at least 2 dims, got shape {a.shape}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, numbers.Integral):
+        raise TypeError(f"{op}: diagonal must be an int, got {describe(diagonal)}")
+    rows, cols = a.shape[-2:]
+    keep = np.tri(rows, cols, int(diagonal), dtype=bool)  # j - i <= diagonal
+    if op == "triu":
+        keep = ~np.tri(rows, cols, int(diagonal) - 1, dtype=bool)  # j - i >= diagonal
+    data = np.where(keep, a.data, np.zeros((), a.dtype))  # a nan outside becomes 0, as torch
+    return make_node(data, (a,), op, _triangle_backward, keep)
+
+
+def _triangle_backward(g: Arr, out: Arr, keep: np.ndarray, need: Need, a: Arr) -> Grads:
+    """c = a inside the triangle, 0 outside:  dc/da = 1 inside, 0 outside."""
+    return (zero_where(~keep, g),)
+
+
 # ---------------------------------------------------------------------- Tensor methods
 Tensor.__getitem__ = _getitem
 Tensor.reshape = _reshape
@@ -370,3 +413,5 @@ Tensor.flip = _flip
 Tensor.repeat = _repeat
 Tensor.split = _split
 Tensor.chunk = _chunk
+Tensor.tril = tril
+Tensor.triu = triu
