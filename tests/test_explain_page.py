@@ -64,17 +64,31 @@ def test_cli_writes_one_self_contained_page(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]
 
 
+def _replay(data, upto):
+    """The page's slots after ``upto`` backward steps, as the script replays them."""
+    state = {}
+    for changes in data["changes"][:upto]:
+        for elem, slot, old, new in changes:
+            assert state.get((elem, slot), old) == old  # each change starts where the last ended
+            state[(elem, slot)] = new
+    return state
+
+
 def test_page_is_built_from_the_trace_and_ends_at_the_engines_gradients():
     trace = _reuse_trace()
     data = _data(page_html(trace))
-    assert [s["id"] for s in data["steps"]] == [s.id for s in trace.steps]
-    # the last entry of each variable's history is the engine's gradient, exactly
-    for name, node_id in data["gradNodes"]:
-        assert data["history"][str(node_id)][-1][1] == trace.grads[name]
-    a = next(node_id for name, node_id in data["gradNodes"] if name == "a")
-    first, second = data["history"][str(a)]
-    assert first[2] == "-0.604368"  # via tanh(a*b + c) * a, at step 1
-    assert second[2] == "-0.604368 + -0.63474 = -1.23911"  # a visibly accumulates
+    assert [s["box"] for s in data["steps"]] == [f"mw-n{s.id}" for s in trace.steps]
+    # after the last step, each variable's "gradients so far" item is the engine's gradient
+    end = _replay(data, len(trace.steps))
+    for k, (name, _, _) in enumerate(data["gradItems"]):
+        assert json.loads(end[(f"mw-g{k}", "@grad")]) == trace.grads[name]
+    a = next(k for k, item in enumerate(data["gradItems"]) if item[0] == "a")
+    assert _replay(data, 1)[(f"mw-g{a}", "text")] == "a = -0.604368"  # via tanh(a*b + c) * a
+    assert end[(f"mw-g{a}", "text")] == "a = -0.604368 + -0.63474 = -1.23911"  # a accumulates
+    # backward, each change undoes itself: step 4 then back to 3 is step 3
+    three = _replay(data, 3)
+    for elem, slot, old, _ in data["changes"][3]:
+        assert three.get((elem, slot), old) == old
 
 
 def test_every_label_is_escaped():
@@ -89,14 +103,14 @@ def test_every_label_is_escaped():
     assert [t for t, _ in parser.tags].count("script") == 2  # the data and the page's own
     assert not any(k.startswith("on") for _, attrs in parser.tags for k in attrs)
     data = _data(html)  # the JSON still carries the names, unharmed
-    assert {n["name"] for n in data["nodes"]} >= {hostile[:19] + "…" + hostile[-19:]}
+    assert any(hostile[:19] + "…" + hostile[-19:] in s["sentence"] for s in data["steps"])
 
 
 def test_nfkc_names_reach_the_page_as_the_parser_reads_them(tmp_path):
     page = tmp_path / "p.html"
     assert main(["explain", "ﬁ*ａ + ℌ", "ﬁ=2", "ａ=3", "ℌ=1", "--html", str(page)]) == 0
     data = _data(page.read_text())
-    assert {name for name, _ in data["gradNodes"]} == {"fi", "a", "H"}
+    assert {item[0] for item in data["gradItems"]} == {"fi", "a", "H"}
 
 
 def test_big_graphs_fold_their_weights_into_the_fused_nodes():
@@ -106,12 +120,62 @@ def test_big_graphs_fold_their_weights_into_the_fused_nodes():
     params = {f"p{i}": p for i, p in enumerate(model.parameters())}
     trace = explain(out, {"x": x, **params})
     assert len(trace.nodes) > 300  # a 2-layer MLP on one input: hundreds of nodes
-    html = page_html(trace)
+    html = page_html(trace, view="graph")
     boxes = html.count('<g class="node ')
     assert boxes < 100  # every weight and bias is folded into its neuron's dot box
     assert "leaves that each feed one fused node" in html
     data = _data(html)
     assert sum(len(s["rows"]) for s in data["steps"]) == sum(len(s.inputs) for s in trace.steps)
+
+
+def test_a_network_is_drawn_neuron_by_neuron():
+    from benchmarks.explain_page import mlp_trace
+
+    trace, params = mlp_trace([16, 16, 1], 20)
+    html = page_html(trace)  # auto: more than NEURON_VIEW_ABOVE nodes, made of neurons
+    data = _data(html)
+    assert data["view"] == "neurons" and data["samples"] == 20
+    assert html.count('<g class="node ') == 2 + 16 + 16 + 1 + 1  # inputs, neurons, loss
+    assert "Backpropagation through loss" in html
+    # every neuron on every sample is one step, and every trace step belongs to one
+    neuron_steps = [s for s in data["steps"] if s["box"].startswith("mw-u")]
+    assert len(neuron_steps) == 20 * 33
+    # each neuron step's table lists its weights and bias, with what the trace pushed
+    by_dot = {s.id: s for s in trace.steps}
+    layer2 = next(
+        s for s in neuron_steps if s["head"].endswith("layer 2, neuron 1 (sample 1 of 20)")
+    )
+    assert len(layer2["rows"]) == 16 + 1 and layer2["rows"][-1][0] == "bias"
+    pushed = sorted(r[3] for r in layer2["rows"])
+    dots = [s for s in by_dot.values() if len(s.inputs) == 33]
+    assert any(
+        sorted(f"{i.pushed:.6g}" for i in s.inputs[:16] + s.inputs[-1:]) == pushed for s in dots
+    )
+    # at the end, the weight grads in the table of a neuron's last step are the engine's
+    last = {}
+    for s in neuron_steps:
+        last[s["box"]] = s
+    names = {n.id: n.name for n in trace.nodes}
+    for s in last.values():
+        for row, shown in zip(s["rows"], _weights_of(trace, s)):
+            assert row[4] == f"{params[names[shown]].grad:.6g}"
+    # dead ReLU neurons have their step, and say why nothing reaches their inputs
+    dead = [s for s in neuron_steps if "nothing reaches its" in s["sentence"]]
+    assert dead and all("local derivative 0" in s["sentence"] for s in dead)
+
+
+def _weights_of(trace, step):
+    """The weight and bias node ids of the dot node a neuron step ran (from its box)."""
+    # the neuron step's rows follow the dot's inputs: w1..wk, then the bias
+    head = step["head"]
+    sample = int(head.rsplit("(sample ", 1)[1].split(" ")[0]) - 1
+    from modelwright_autograd.explain.network import find_network
+
+    net = find_network(trace)
+    neuron = net.neurons[int(step["box"][len("mw-u") :])]
+    dot = trace.nodes[neuron.instances[sample].dot]
+    k = len(dot.inputs) // 2
+    return [*dot.inputs[:k], dot.inputs[-1]]
 
 
 def test_explain_in_python_writes_the_page_and_notebooks_show_it(tmp_path):

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from ..engine import Value
 from ..files import check_writable
 from ..graph import topological_order
-from .page import write_page
+from .page import VIEWS, write_page
 from .trace import Trace, _fmt, _name_of, record
 
 
@@ -18,6 +18,7 @@ def explain(
     value: Value,
     variables: Mapping[str, Value] | None = None,
     html: str | os.PathLike[str] | None = None,
+    view: str = "auto",
 ) -> Trace:
     """Run ``value.backward()`` and record every step of it (see ``Trace``).
 
@@ -25,10 +26,14 @@ def explain(
     leaf); other leaves are constants. Like ``backward()``, this adds into leaf gradients:
     call ``zero_grad()`` first for a fresh pass over leaves that were used before.
     ``html="page.html"`` also writes the interactive page of the pass (see ``page.py``);
-    the path is checked before the pass runs.
+    the path is checked before the pass runs. ``view`` chooses the page's picture:
+    "graph" (a box per value), "neurons" (a box per neuron of a network) or "auto"
+    (neurons for a network of more than ``page.NEURON_VIEW_ABOVE`` nodes).
     """
     if not isinstance(value, Value):
         raise TypeError(f"explain needs a Value, got {type(value).__name__}")
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
     if html is not None:
         check_writable(html)
     order = topological_order(value)
@@ -44,5 +49,5 @@ def explain(
     value.backward()
     trace = record(value, variables, order, before, tuple(notes))
     if html is not None:
-        write_page(trace, html)
+        write_page(trace, html, view)
     return trace

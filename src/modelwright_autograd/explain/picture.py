@@ -24,7 +24,7 @@ from .trace import Trace, _fmt, record
 FORMATS = ("svg", "dot", "gv", "png", "pdf")
 
 BOX_W, BOX_H = 176, 84  # a node's box; five 15-pixel lines of 12-pixel text
-GAP_X, GAP_Y = 100, 24  # room between layers for the edge labels, and between rows
+GAP_X, GAP_Y = 130, 24  # room between layers for the edge labels, and between rows
 MARGIN = 16
 LANE = 18  # an edge that skips layers runs below the boxes, one lane each
 #: Fused ops (one node for many inputs): in a big graph, the leaves that only feed one of
@@ -111,24 +111,33 @@ def _cut(text: str, chars: int = _CHARS) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-def node_lines(trace: Trace, node_id: int, folded_count: int = 0) -> list[str]:
+def node_lines(
+    trace: Trace, node_id: int, folded_count: int = 0, before_pass: bool = False
+) -> list[str]:
     """The text in a node's box: name, op, data, grad (and, for a fused node in a big
-    graph, how many leaves are folded into it)."""
+    graph, how many leaves are folded into it); ``before_pass``: the grad it started with."""
     n = trace.nodes[node_id]
     kind = {"variable": "variable", "constant": "constant"}.get(n.kind, f"op {n.op}")
     if folded_count:
-        kind += f" (+{folded_count} leaves)"
-    grad = "-" if n.kind == "constant" else _fmt(n.grad)  # a constant needs no gradient
-    return [_cut(n.name), kind, _cut(f"data {_fmt(n.data)}"), _cut(f"grad {grad}")]
+        kind += f" +{folded_count} in"
+    grad = n.grad
+    if before_pass:
+        grad = trace.before.get(n.name, 0.0) if n.kind == "variable" else 0.0
+    shown = "-" if n.kind == "constant" else _fmt(grad)  # a constant needs no gradient
+    return [_cut(n.name), _cut(kind), _cut(f"data {_fmt(n.data)}"), _cut(f"grad {shown}")]
 
 
-def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str:
+def to_svg(
+    trace: Trace, where: Layout | None = None, prefix: str = "mw", before_pass: bool = False
+) -> str:
     """The graph as a standalone SVG document (every piece of text escaped). Edges carry
     their role and, once backward has run, the amount pushed along them; a value that
-    collected gradient on several paths shows the sum under its grad."""
+    collected gradient on several paths shows the sum under its grad. ``before_pass``
+    draws the graph as it stood before backward (the page's first frame): every gradient
+    is what the leaf held before, or 0, and the edges carry only their roles."""
     where = layout(trace) if where is None else where
-    received = trace.received()
-    pushed_shown = bool(trace.steps) and trace.steps[0].grad != 0.0
+    received = {} if before_pass else trace.received()
+    pushed_shown = bool(trace.steps) and trace.steps[0].grad != 0.0 and not before_pass
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="mw-graph" role="img" '
         f'width="{where.width:.0f}" height="{where.height:.0f}" '
@@ -146,6 +155,7 @@ def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str
         (s.id, k): i for s in trace.steps for k, i in enumerate(s.inputs)
     }  # what each edge (user, input position) carried
     lane = where.lanes
+    edges = []  # (gap it sits in or None for a lane, label y, id, src, dst, path, label x, text)
     for n in trace.nodes:
         if n.id not in where.x:
             continue
@@ -162,7 +172,7 @@ def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str
             step = pushes.get((n.id, k))
             role = step.role if step else ""
             amount = "" if step is None or not pushed_shown else _fmt(step.pushed)
-            label = f"{role}: {amount}" if amount not in ("", "-") else role
+            label = edge_label(role, amount)
             if x2 - x1 > 2 * GAP_X:  # it skips a layer: run below the boxes
                 q = GAP_X / 2
                 path = (
@@ -170,31 +180,32 @@ def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str
                     f"{x1 + GAP_X:.1f},{lane:.1f} L{x2 - GAP_X:.1f},{lane:.1f} "
                     f"C{x2 - q:.1f},{lane:.1f} {x2 - q:.1f},{y2:.1f} {x2 - 2:.1f},{y2:.1f}"
                 )
-                lx, ly = mid, lane - 4
+                edges.append((None, lane - 4, k, src, n.id, path, mid, label))
                 lane += LANE
-            else:
+            else:  # the label sits in the gap between the two columns, never on a box
                 path = (
                     f"M{x1:.1f},{y1:.1f} C{mid:.1f},{y1 + bend:.1f} {mid:.1f},{y2:.1f} "
                     f"{x2 - 2:.1f},{y2:.1f}"
                 )
-                lx, ly = x1 + (x2 - x1) * 0.55, y1 + (y2 - y1) * 0.55 - 4 + bend
-            parts.append(
-                f'<g class="edge" id="{prefix}-e{n.id}-{k}" data-src="{src}" data-dst="{n.id}">'
-                f'<path d="{path}" fill="none" stroke="#555555" stroke-width="1.3" '
-                f'marker-end="url(#{prefix}-arrow)"/>'
-                f'<text x="{lx:.1f}" y="{ly:.1f}" text-anchor="middle" font-size="11" '
-                f'fill="#222222" paint-order="stroke" stroke="#ffffff" stroke-width="3">'
-                f'<tspan class="role">{escape(role)}</tspan>'
-                f'<tspan class="pushed">{escape(label[len(role) :])}</tspan></text></g>'
-            )
+                ly = (y1 + y2) / 2 + bend * 3 / 8 + 4
+                edges.append((x1, ly, k, src, n.id, path, mid, label))
+    _spread(edges)
+    for _, ly, k, src, dst, path, lx, label in edges:
+        parts.append(
+            f'<g class="edge" id="{prefix}-e{dst}-{k}" data-src="{src}" data-dst="{dst}">'
+            f'<path d="{path}" fill="none" stroke="#555555" stroke-width="1.3" '
+            f'marker-end="url(#{prefix}-arrow)"/>'
+            f'<text class="label" x="{lx:.1f}" y="{ly:.1f}" text-anchor="middle" '
+            f'font-size="11" fill="#222222" paint-order="stroke" stroke="#ffffff" '
+            f'stroke-width="3">{escape(label)}</text></g>'
+        )
     for n in trace.nodes:
         if n.id not in where.x:
             continue
         x, y = where.x[n.id], where.y[n.id]
-        lines = node_lines(trace, n.id, folded_count.get(n.id, 0))
+        lines = node_lines(trace, n.id, folded_count.get(n.id, 0), before_pass)
         parts_of_sum = received.get(n.id, [])
-        total = _cut("= " + " + ".join(_fmt(a) for _, a in parts_of_sum))
-        sum_line = total if len(parts_of_sum) > 1 and pushed_shown else ""
+        sum_line = sum_text([_fmt(a) for _, a in parts_of_sum]) if pushed_shown else ""
         parts.append(
             f'<g class="node {n.kind}" id="{prefix}-n{n.id}" data-id="{n.id}">'
             f"<title>{escape(n.name)}</title>"
@@ -211,6 +222,41 @@ def to_svg(trace: Trace, where: Layout | None = None, prefix: str = "mw") -> str
         parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+#: An edge label fits in the gap between two columns: at most this many characters.
+LABEL_CHARS = 17
+_LABEL_PITCH = 15  # labels in one gap are at least this far apart, so none overlap
+
+
+def edge_label(role: str, amount: str) -> str:
+    """An edge's label, short enough for its gap: ``left: 1.5``, else just the amount."""
+    if amount in ("", "-"):
+        return _cut(role, LABEL_CHARS)
+    label = f"{role}: {amount}"
+    return label if len(label) <= LABEL_CHARS else _cut(amount, LABEL_CHARS)
+
+
+def sum_text(parts: list[str]) -> str:
+    """A box's accumulation line, ``= 1 + 2``, once it has collected on two paths."""
+    return _cut("= " + " + ".join(parts)) if len(parts) > 1 else ""
+
+
+def _spread(edges: list) -> None:
+    """Move labels in the same gap apart (down) so that no two overlap: several edges
+    leaving one node would otherwise stack their labels on top of each other."""
+    by_gap: dict[float, list[int]] = {}
+    for k, e in enumerate(edges):
+        if e[0] is not None:
+            by_gap.setdefault(e[0], []).append(k)
+    for ks in by_gap.values():
+        ks.sort(key=lambda k: edges[k][1])
+        last = -1e9
+        for k in ks:
+            e = edges[k]
+            y = max(e[1], last + _LABEL_PITCH)
+            edges[k] = (e[0], y, *e[2:])
+            last = y
 
 
 def to_dot(trace: Trace) -> str:

@@ -5,7 +5,9 @@ gradient that arrived, each input's local derivative (its formula and its value)
 amount pushed to that input. The numbers are not a second copy of the calculus: each comes
 from calling the node's own backward rule, which returns its inputs' gradients, so the
 narration cannot disagree with the engine. A node whose gradient is 0.0, which backward()
-may skip (its rule would push only +-0.0), is shown with its zeros all the same. The same
+may skip (its rule would push only +-0.0), is shown with its zeros all the same, and so is
+an inactive ReLU neuron (a ``dot_relu`` whose output is 0), for which the engine records no
+rule at all: its step says that nothing reaches its inputs. The same
 ``Trace`` is printed as a table, as JSON (``to_dict``), drawn by ``picture.py`` and
 animated by ``page.py``; ``narrate.explain`` runs the pass and records it (this module
 imports neither, so the trace sits below every view of it).
@@ -277,10 +279,13 @@ def record(
     # afterwards. So the steps can be read off the finished pass.
     steps = []
     for node in reversed(order):
-        if node._backward is None:
+        if not node._prev:
             continue
-        local = _run_rule(node, 1.0)
-        pushed = _run_rule(node, node.grad)
+        if node._backward is None:  # an inactive dot_relu: the engine records no rule
+            local = pushed = [0.0] * len(node._prev)  # relu passes nothing back
+        else:
+            local = _run_rule(node, 1.0)
+            pushed = _run_rule(node, node.grad)
         roles = _roles(node)
         constant = [nodes[ids[p]].kind == "constant" for p in node._prev]
         formulas = _formulas(node, roles, [names[p] for p in node._prev], constant)
