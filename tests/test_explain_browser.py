@@ -4,8 +4,10 @@ needed). The test steps through the whole backward pass with the keyboard, check
 highlighted node against the trace's order and the final gradients against the engine's,
 and that the page fetched nothing. In CI (CI=true) a missing browser fails the test.
 
-``MW_SCREENSHOT=docs/images/explain_page.png pytest tests/test_explain_browser.py`` also
-refreshes the README's screenshot of the page mid-backward.
+``MW_SCREENSHOTS=docs/images pytest -m "slow or not slow" tests/test_explain_browser.py``
+also refreshes docs/explain.md's screenshots: the expression's page mid-backward
+(explain_page.png) and the neuron view of MLP(2, [16, 16, 1]) on 20 points, desktop and
+phone (explain_neurons.png, explain_phone.png).
 """
 
 from __future__ import annotations
@@ -106,8 +108,8 @@ def test_stepping_through_the_backward_pass_with_the_keyboard(browser, tmp_path)
     for k in range(len(trace.steps)):
         page.keyboard.press("ArrowRight")
         highlighted.append(_current(page))
-        if k == 2 and os.environ.get("MW_SCREENSHOT"):  # mid-backward, for the README
-            page.screenshot(path=os.environ["MW_SCREENSHOT"])
+        if k == 2 and os.environ.get("MW_SCREENSHOTS"):  # mid-backward, for the docs
+            page.screenshot(path=str(Path(os.environ["MW_SCREENSHOTS"]) / "explain_page.png"))
     # the highlighted node follows the trace, which is reverse topological order
     assert highlighted == [s.id for s in trace.steps]
     assert highlighted == sorted(highlighted, reverse=True)
@@ -271,6 +273,16 @@ def test_the_neuron_view_of_an_mlp_on_20_points(browser, tmp_path):
     page.select_option("#mw-sample", "4")
     assert "(sample 5 of 20)" in page.text_content("#mw-panel h2")
     assert page.input_value("#mw-sample") == "4"
+    for _ in range(12):
+        page.keyboard.press("ArrowRight")
+    if os.environ.get("MW_SCREENSHOTS"):  # mid-backward, for the docs
+        page.screenshot(path=str(Path(os.environ["MW_SCREENSHOTS"]) / "explain_neurons.png"))
+        phone = browser.new_page(viewport=PHONE)
+        phone.goto(path.as_uri())
+        for _ in range(14):
+            phone.keyboard.press("ArrowRight")
+        phone.screenshot(path=str(Path(os.environ["MW_SCREENSHOTS"]) / "explain_phone.png"))
+        phone.close()
     # at the end, the last neuron's table shows the engine's gradient of each of its weights
     page.keyboard.press("End")
     rows = page.eval_on_selector_all(
