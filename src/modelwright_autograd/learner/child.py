@@ -227,6 +227,39 @@ def _grads(r: dict[str, Any], n: int) -> bool:
     return _number(r.get("out_grad")) and _numbers(r.get("grads"), n)
 
 
+def _texts(x: Any) -> bool:
+    return isinstance(x, list) and all(isinstance(t, str) for t in x)
+
+
+def _walk(program: dict[str, Any], r: dict[str, Any]) -> bool:
+    """A traced walk: the slots called (op nodes only), copies or not, and where."""
+    first, last = len(program["inputs"]), len(program["inputs"]) + len(program["steps"])
+    calls, where = r.get("calls"), r.get("where")
+    return (
+        r.get("traced") is True
+        and isinstance(calls, list)
+        and all(isinstance(i, int) and first <= i < last for i in calls)
+        and isinstance(r.get("copies"), bool)
+        and _grads(r, first)
+        and isinstance(where, dict)
+        and all(isinstance(where.get(k), str) for k in ("backward", "init"))
+        and _texts(where.get("rules"))
+    )
+
+
+def _level(level: Any) -> bool:
+    """One of Neuron / Layer / MLP in a parameters reply."""
+    if not isinstance(level, dict) or level.get("name") not in ("Neuron", "Layer", "MLP"):
+        return False
+    if "error" in level:
+        return _error(level["error"])
+    if "skipped" in level:
+        return level["skipped"] is True
+    return all(isinstance(level.get(k), int) for k in ("count", "distinct", "values")) and (
+        isinstance(level.get("where"), str) and isinstance(level.get("same"), bool)
+    )
+
+
 def well_formed(request: dict[str, Any], reply: Any) -> bool:
     """True when ``reply`` has the keys and types the probe's answer to ``request`` has."""
     if not isinstance(reply, dict):
@@ -274,6 +307,24 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
             and len(differences) == len(grads)
             and all(_numbers(pair, 2) for pair in differences)
             and isinstance(reply.get("distinct"), int)
+        )
+    if do == "seed":
+        return _number(reply.get("grad"))
+    if do == "walk":
+        return reply.get("traced") is False or _walk(request["program"], reply)
+    if do == "parameters":
+        levels = reply.get("levels")
+        return isinstance(levels, list) and all(map(_level, levels))
+    if do == "zero_grad":
+        return reply.get("defined") is False or (
+            reply.get("defined") is True
+            and all(isinstance(reply.get(k), int) for k in ("count", "left"))
+            and isinstance(reply.get("where"), str)
+        )
+    if do == "affine":
+        return _number(reply.get("mlp")) and (
+            "neuron" not in reply
+            or (_number(reply["neuron"]) and isinstance(reply.get("where"), str))
         )
     if do == "train":
         history = reply.get("history")

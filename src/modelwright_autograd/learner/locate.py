@@ -11,7 +11,6 @@ modules are imported, so a training script beside them is never run.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,17 +41,21 @@ class Target:
 
     @property
     def import_lines(self) -> list[str]:
-        """The lines a learner pastes to import their Value as the grader did (the folder
-        relative to the current one when PATH was given relative)."""
-        folder = self.sys_path
-        if not Path(self.shown).is_absolute():
-            folder = os.path.relpath(folder)
-        if all(part.isidentifier() for part in self.value_module.split(".")):
-            load = f"from {self.value_module} import {self.class_name}"
+        """The lines a learner pastes to import their Value (or Tensor) as the grader
+        did, from any folder (the engine's folder is given by its absolute path)."""
+        return self.library_import_lines(self.class_name)
+
+    def library_import_lines(self, name: str) -> list[str]:
+        """The lines that import ``name`` (the engine's class, or Neuron, Layer, MLP) from
+        the module the grader took it from."""
+        module = self.value_module
+        if name != self.class_name:
+            module = self.mlp_module or self.value_module
+        if all(part.isidentifier() for part in module.split(".")):
+            load = f"from {module} import {name}"
         else:  # a file name no import statement can spell ("new line.py")
-            module = f"__import__('importlib').import_module({self.value_module!r})"
-            load = f"{self.class_name} = {module}.{self.class_name}"
-        return ["import sys", f"sys.path.insert(0, {folder!r})", load]
+            load = f"{name} = __import__('importlib').import_module({module!r}).{name}"
+        return [f"import sys; sys.path.insert(0, {self.sys_path!r})", load]
 
     def load_request(self) -> dict[str, object]:
         return {

@@ -93,13 +93,14 @@ def load(request: dict[str, Any]) -> dict[str, Any]:
         if request.get("mlp_module"):
             modules.append(_import(request["mlp_module"], request.get("mlp_file")))
         return _load_tensor_probe().install(engine, describe, children_of, modules)
+    library = None
     if request.get("mlp_module"):
-        mlp_module = _import(request["mlp_module"], request.get("mlp_file"))
-        engine["MLP"] = getattr(mlp_module, "MLP", None)
-        found["library"] = [n for n in ("Neuron", "Layer", "MLP") if hasattr(mlp_module, n)]
+        library = _import(request["mlp_module"], request.get("mlp_file"))
     elif hasattr(value_module, "MLP"):
-        engine["MLP"] = value_module.MLP
-        found["library"] = [n for n in ("Neuron", "Layer", "MLP") if hasattr(value_module, n)]
+        library = value_module
+    if library is not None:
+        found["library"] = [n for n in ("Neuron", "Layer", "MLP") if hasattr(library, n)]
+        engine.update({n: getattr(library, n) for n in found["library"]})
     found["mlp"] = engine.get("MLP") is not None
     return found
 
@@ -228,6 +229,161 @@ def _rules_alone(program: dict[str, Any]) -> dict[str, Any]:
         return {"error": describe(error)}
 
 
+def seed(request: dict[str, Any]) -> dict[str, Any]:
+    """backward() on a leaf, Value(3.0): its grad must become 1.0."""
+    v = engine["Value"](3.0)
+    v.backward()
+    return {"grad": float(v.grad)}
+
+
+def where(function: Any) -> str:
+    """``engine.py:77`` for a function defined in the learner's files, else ""."""
+    code = getattr(getattr(function, "__func__", function), "__code__", None)
+    if code is None or code.co_filename not in engine.get("files", []):
+        return ""
+    return f"{Path(code.co_filename).name}:{code.co_firstlineno}"
+
+
+def walk(request: dict[str, Any]) -> dict[str, Any]:
+    """backward() on one program with each op node's _backward wrapped to record when it
+    runs, without running it: the order the walk called them in (slot numbers, a node once
+    per call), whether ``_prev`` holds the Values each op read or copies of them, and
+    where backward(), __init__ and each step's rule are defined. For programs of ops a
+    course engine builds directly (+, *, a number times a Value)."""
+    program = request["program"]
+    value = engine["Value"]
+    slots = _forward(program)
+    n = len(program["inputs"])
+    copies = False
+    for step, node in zip(program["steps"], slots[n:]):
+        children = children_of(node)
+        if children is None:
+            return {"traced": False}
+        reads = step[1 : 1 + programs.OPS[step[0]].arity]
+        held = {id(child) for child in children}
+        copies = copies or any(id(slots[i]) not in held for i in reads)
+    calls: list[int] = []
+    rules = []
+    for i, node in enumerate(slots[n:], n):
+        rule = getattr(node, "_backward", None)
+        if not callable(rule):
+            return {"traced": False}
+        rules.append(where(rule))
+
+        def recorded(*args: Any, _i: int = i, **kwargs: Any) -> None:
+            calls.append(_i)
+
+        try:
+            node._backward = recorded
+        except (AttributeError, TypeError):  # __slots__ without _backward, a property
+            return {"traced": False}
+    try:
+        slots[-1].backward()
+    except Exception:  # a walk that needs its rules' results (this project's own engine)
+        return {"traced": False}
+    return _gradients(program, slots) | {
+        "traced": True,
+        "calls": calls,
+        "copies": copies,
+        "where": {
+            "backward": where(getattr(value, "backward", None)),
+            "init": where(getattr(value, "__init__", None)),
+            "rules": rules,
+        },
+    }
+
+
+def _build(name: str) -> Any:
+    """The library's object the network checks use, made with random seeded to 1."""
+    _seed(1)
+    return {"Neuron": lambda: engine["Neuron"](3), "Layer": lambda: engine["Layer"](3, 4)}.get(
+        name, lambda: engine["MLP"](3, [4, 4, 1])
+    )()
+
+
+def parameters(request: dict[str, Any]) -> dict[str, Any]:
+    """For Neuron(3), Layer(3, 4) and MLP(3, [4, 4, 1]) (those the library has): how many
+    Values parameters() returns and how many distinct objects they are, or the error that
+    stopped it (a constructor taking other arguments is ``skipped``)."""
+    levels = []
+    for name in ("Neuron", "Layer", "MLP"):
+        if name not in engine:
+            continue
+        level: dict[str, Any] = {"name": name}
+        try:
+            made = _build(name)
+        except TypeError as error:
+            if name != "MLP":
+                levels.append(level | {"skipped": True})
+                continue
+            levels.append(level | {"error": describe(error)})
+            break
+        except BaseException as error:
+            levels.append(level | {"error": describe(error)})
+            break
+        try:
+            params = list(made.parameters())
+        except BaseException as error:
+            levels.append(level | {"error": describe(error)})
+            break
+        level["count"] = len(params)
+        level["distinct"] = len({id(p) for p in params})
+        level["values"] = sum(isinstance(p, engine["Value"]) for p in params)
+        try:
+            level["same"] = all(a is b for a, b in zip(params, made.parameters()))
+        except BaseException as error:
+            levels.append(level | {"error": describe(error)})
+            break
+        level["where"] = where(getattr(type(made), "parameters", None))
+        levels.append(level)
+    return {"levels": levels}
+
+
+def zero_grad(request: dict[str, Any]) -> dict[str, Any]:
+    """MLP(3, [4, 4, 1]) with every parameter's grad set to 1.5, then model.zero_grad():
+    how many grads are still not 0."""
+    model = _build("MLP")
+    method = getattr(model, "zero_grad", None)
+    if not callable(method):
+        return {"defined": False}
+    params = list(model.parameters())
+    for p in params:
+        p.grad = 1.5
+    method()
+    left = sum(float(p.grad) != 0.0 for p in params)
+    return {"defined": True, "count": len(params), "left": left, "where": where(method)}
+
+
+def _bend(f: Any, pairs: list[list[list[float]]]) -> float:
+    """The largest |f(p) + f(q) - 2 f(middle)| over the pairs, relative to f's size: 0
+    exactly when f is affine along each pair."""
+    bend, size = 0.0, 1.0
+    for p, q in pairs:
+        middle = [(a + b) / 2 for a, b in zip(p, q)]
+        fp, fq, fm = f(p), f(q), f(middle)
+        bend = max(bend, abs(fp + fq - 2 * fm))
+        size = max(size, abs(fp), abs(fq), abs(fm))
+    return bend / size
+
+
+def affine(request: dict[str, Any]) -> dict[str, Any]:
+    """How far MLP(2, [8, 8, 1]) and Neuron(2) bend between the request's pairs of inputs
+    (see ``_bend``): 0 for a network with no nonlinearity anywhere."""
+    pairs = request["pairs"]
+    _seed(0)
+    model = engine["MLP"](2, [8, 8, 1])
+    reply: dict[str, Any] = {"mlp": _bend(lambda x: float(_score(model, x).data), pairs)}
+    neuron = engine.get("Neuron")
+    if neuron is not None:
+        try:
+            one = neuron(2)
+            reply["neuron"] = _bend(lambda x: float(_score(one, x).data), pairs)
+            reply["where"] = where(vars(type(one)).get("__call__"))
+        except Exception:  # a Neuron taking other arguments: the MLP's answer stands
+            reply.pop("neuron", None)
+    return reply
+
+
 def shape(request: dict[str, Any]) -> dict[str, Any]:
     """What a fresh Value(2.0) holds: the course's data, grad, children, _backward."""
     v = engine["Value"](2.0)
@@ -276,11 +432,16 @@ def chain(request: dict[str, Any]) -> dict[str, Any]:
     return {"recursion": False, "grad": float(x.grad)}
 
 
-def _network(nin: int, nouts: list[int], seed: int) -> tuple[Any, list[Any]]:
+def _seed(seed: int) -> None:
+    """Seed the random modules a learner's library draws its weights from."""
     random.seed(seed)
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed(seed)
+
+
+def _network(nin: int, nouts: list[int], seed: int) -> tuple[Any, list[Any]]:
+    _seed(seed)
     model = engine["MLP"](nin, nouts)
     return model, list(model.parameters())
 
@@ -351,8 +512,7 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
                 term = (_score(model, xs[i]) - ys[i]) ** 2
                 total = term if total is None else total + term
             loss = total * (1.0 / len(chosen))
-            for p in params:
-                p.grad = 0.0
+            model.zero_grad()
             loss.backward()
             for p in params:
                 p.data -= lr * p.grad
@@ -365,6 +525,11 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
 HANDLERS = {
     "load": load,
     "programs": run_programs,
+    "seed": seed,
+    "walk": walk,
+    "parameters": parameters,
+    "zero_grad": zero_grad,
+    "affine": affine,
     "shape": shape,
     "leaf_backward": leaf_backward,
     "accumulate": accumulate,

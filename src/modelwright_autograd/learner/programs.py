@@ -123,9 +123,8 @@ def to_code(program: Program, import_lines: list[str], expected: dict[str, float
         names.append(name)
     lines.append("out.backward()")
     shown = ", ".join(f"{n}.grad" for n in input_names(program))
-    lines.append(f"print(out.data, {shown})")
     want = ", ".join(f"{label} {value:.10g}" for label, value in expected.items())
-    lines.append(f"# expected: {want}")
+    lines.append(f"print(out.data, {shown})  # expected: {want}")
     return lines
 
 

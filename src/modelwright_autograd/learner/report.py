@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 from dataclasses import asdict, dataclass, field
+from itertools import zip_longest
 
 PASS, FAIL, ABSENT, NOTE = "pass", "fail", "not present", "note"
 _LABEL = {PASS: "pass", FAIL: "FAIL", ABSENT: "n/a ", NOTE: "note"}
@@ -62,17 +63,21 @@ class Report:
         return "not yet: the engine's checks pass, but the gate asks for an MLP that trains"
 
     def to_text(self) -> str:
+        """The report as a learner reads it. Neighbouring rows saying the same thing with
+        nothing to reproduce (the ops that pass, the rows failing because of one cause)
+        share one line."""
         width = max(len(row.name) for row in self.rows)
         lines = [f"checking {printable(self.path)}", f"oracle: {self.oracle}", ""]
-        for row in self.rows:
-            head = f"{_LABEL[row.status]}  {row.name.ljust(width)}  "
-            diagnosis = printable(row.diagnosis)
-            text = textwrap.wrap(diagnosis, max(40, WIDTH - len(head))) or [""]
-            lines.append(head + text[0])
-            lines.extend(" " * len(head) + more for more in text[1:])
+        for names, row in _groups(self.rows):
+            shown = _pack(names, width)
+            indent = " " * (len(_LABEL[row.status]) + width + 4)
+            text = textwrap.wrap(printable(row.diagnosis), max(40, WIDTH - len(indent))) or [""]
+            lines.append(f"{_LABEL[row.status]}  {shown[0].ljust(width)}  {text[0]}")
+            rest = zip_longest(shown[1:], text[1:], fillvalue="")
+            lines.extend(f"      {name.ljust(width)}  {more}".rstrip() for name, more in rest)
             if row.reproduce:
-                lines.append(" " * len(head) + "reproduce:")
-                lines.extend(" " * (len(head) + 2) + printable(code) for code in row.reproduce)
+                lines.append(indent + "reproduce:")
+                lines.extend(indent + "  " + printable(code) for code in row.reproduce)
         if self.engine_output:
             lines.append("")
             lines.append("the engine printed (last lines, not part of the checks):")
@@ -94,3 +99,31 @@ class Report:
             "seconds": round(self.seconds, 2),
         }
         return json.dumps(data, indent=2, allow_nan=True)
+
+
+def _groups(rows: list[Row]) -> list[tuple[list[str], Row]]:
+    """Runs of neighbouring rows with the same status and diagnosis and no reproduce
+    block, as (their names, the first row)."""
+    groups: list[tuple[list[str], Row]] = []
+    for row in rows:
+        if groups and not row.reproduce:
+            names, first = groups[-1]
+            same = (first.status, first.diagnosis) == (row.status, row.diagnosis)
+            if same and not first.reproduce:
+                names.append(row.name)
+                continue
+        groups.append(([row.name], row))
+    return groups
+
+
+def _pack(names: list[str], width: int) -> list[str]:
+    """The names joined by ", " into lines of at most ``width`` characters, breaking only
+    between names."""
+    lines = [names[0]]
+    for name in names[1:]:
+        if len(lines[-1]) + 2 + len(name) <= width:
+            lines[-1] += ", " + name
+        else:
+            lines[-1] += ","
+            lines.append(name)
+    return lines

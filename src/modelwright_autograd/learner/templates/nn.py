@@ -1,14 +1,20 @@
-"""A small neural-net library on your Value: Neuron, Layer, MLP (as micrograd's)."""
+"""A small neural-net library on your Value: Neuron, Layer, MLP (as micrograd's).
 
-import random
+Built only from your Value's ops, so its gradients come from your engine. Your job: the
+TODOs, numbered after engine.py's. Until you fill one in it raises NotImplementedError
+naming it. Check your work at any time with:  modelwright-autograd check .
+"""
 
-from engine import Value
+import random  # noqa: F401 (TODO 8 uses it)
+
+from engine import Value  # noqa: F401 (TODO 8 uses it)
 
 
 class Module:
     def zero_grad(self):
-        for p in self.parameters():
-            p.grad = 0.0
+        # TODO 13: set every parameter's grad back to 0. A training loop calls this before
+        # each backward(): backward() adds to .grad, so old gradients would pile up.
+        raise NotImplementedError("TODO 13: Module.zero_grad()")
 
     def parameters(self):
         return []
@@ -18,28 +24,32 @@ class Neuron(Module):
     """sum(w_i * x_i) + b, then tanh unless nonlin is False."""
 
     def __init__(self, nin, nonlin=True):
-        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]
-        self.b = Value(0.0)
-        self.nonlin = nonlin
+        # TODO 8: self.w, nin weights, each its own Value(random.uniform(-1, 1)), and
+        # self.b, a bias Value(0.0). ([Value(...)] * nin would be one Value nin times.)
+        raise NotImplementedError("TODO 8: Neuron.__init__: the weights and the bias")
 
     def __call__(self, x):
-        act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)
-        return act.tanh() if self.nonlin else act
+        # TODO 9: act = w_1 * x_1 + ... + w_n * x_n + b, then act.tanh() if self.nonlin,
+        # else act itself. Without the tanh, however many layers, the MLP is a straight line.
+        raise NotImplementedError("TODO 9: Neuron.__call__: weighted sum, bias, tanh")
 
     def parameters(self):
-        return [*self.w, self.b]
+        # TODO 10: every weight and the bias, each once: the Values themselves (not copies).
+        raise NotImplementedError("TODO 10: Neuron.parameters()")
 
 
 class Layer(Module):
     def __init__(self, nin, nout, **kwargs):
-        self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]
+        # TODO 11: self.neurons, nout Neurons each reading all nin inputs (pass **kwargs on).
+        raise NotImplementedError("TODO 11: Layer.__init__: the neurons")
 
     def __call__(self, x):
         out = [n(x) for n in self.neurons]
         return out[0] if len(out) == 1 else out
 
     def parameters(self):
-        return [p for n in self.neurons for p in n.parameters()]
+        # TODO 12: the parameters of every neuron, in one flat list.
+        raise NotImplementedError("TODO 12: Layer.parameters()")
 
 
 class MLP(Module):
@@ -57,4 +67,5 @@ class MLP(Module):
         return x
 
     def parameters(self):
-        return [p for layer in self.layers for p in layer.parameters()]
+        # TODO 12 (again): the parameters of every layer, in one flat list.
+        raise NotImplementedError("TODO 12: MLP.parameters()")
