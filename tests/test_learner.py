@@ -9,6 +9,7 @@ The engines are graded in parallel (each in its own child process) once per sess
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import json
 import os
 import signal
@@ -22,9 +23,11 @@ import pytest
 
 import modelwright_autograd
 import modelwright_autograd.learner
+from modelwright_autograd import GradcheckError, gradcheck
 from modelwright_autograd.cli import main
+from modelwright_autograd.learner import gradcheck_random
 from modelwright_autograd.learner.child import EngineProcess
-from modelwright_autograd.learner.grader import grade
+from modelwright_autograd.learner.grader import BEST_LINE, TRAIN_TARGET, grade
 from modelwright_autograd.learner.locate import locate
 from modelwright_autograd.learner.oracle import (
     OracleError,
@@ -364,14 +367,32 @@ def test_micrograd_our_value_and_the_solved_starter_pass_the_gate(oracle, tmp_pa
 
     micrograd_dir = Path(micrograd.__file__).parent
     ours = Path(modelwright_autograd.__file__).parent
-    solved = solved_starter(tmp_path)
-    reports = _grade_all([micrograd_dir, ours, solved], oracle)
+    solved = solved_starter(tmp_path / "solved")
+    differently = solved_starter(tmp_path / "differently")  # _prev a list, int grads, own -
+    (differently / "engine.py").write_text((ENGINES / "solved_differently.py").read_text())
+    reports = _grade_all([micrograd_dir, ours, solved, differently], oracle)
     for report in reports.values():
         assert report.passed, report.to_text()
         assert report.verdict == "BUILD GATE PASSED"
     chain = _row(reports[micrograd_dir], "5,000-node chain")
     assert "recursion limit" in chain.diagnosis  # micrograd's recursive sort
     assert _row(reports[micrograd_dir], "tanh").status == "not present"
+
+
+@pytest.mark.slow
+def test_a_network_only_its_last_layer_bends_does_not_reach_the_bar(oracle, tmp_path):
+    """tanh on the output alone leaves a straight-line classifier: it trains, but no
+    further than a straight line goes (BEST_LINE), short of TRAIN_TARGET."""
+    nn = SOLVED_NN.read_text()
+    layers = "nonlin=i != len(nouts) - 1"
+    assert nn.count(layers) == 1
+    folder = solved_starter(tmp_path, nn.replace(layers, "nonlin=i == len(nouts) - 1"))
+    report = _grade_all([folder], oracle)[folder]
+    assert _row(report, "network bends").status == "pass"  # the output's tanh bends it
+    row = _row(report, "network trains")
+    assert row.status == FAIL and "the gate needs the loss to fall and 95%" in row.diagnosis
+    accuracy = int(row.diagnosis.split("accuracy ")[1].split("%")[0])
+    assert accuracy <= 100 * BEST_LINE
 
 
 @pytest.mark.slow
@@ -397,6 +418,9 @@ def test_init_writes_the_starter_and_refuses_a_non_empty_folder(tmp_path, capsys
     assert notebook["nbformat"] == 4
     engine = (target / "engine.py").read_text()
     assert engine.count("raise NotImplementedError(") == 7  # backward() and six rules
+    nn = (target / "nn.py").read_text()  # Neuron, Layer, MLP, parameters() and zero_grad()
+    todos = [line.split('"')[1] for line in nn.splitlines() if "raise NotImplementedError(" in line]
+    assert [t.split(":")[0] for t in todos] == [f"TODO {n}" for n in (13, 8, 9, 10, 11, 12, 12)]
     before = {p.name: p.read_text() for p in target.iterdir()}
     assert main(["init", str(target)]) == 2
     assert "not empty" in capsys.readouterr().err
@@ -496,11 +520,58 @@ def test_the_starter_notebook_runs_on_the_solved_engine(tmp_path, monkeypatch):
         out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
     )
     assert text.count("ok") >= 5  # the five gradient checks against torch
+    assert "200 random expressions match finite differences" in text  # exercise 6
     epochs = [line.split() for line in text.splitlines() if line.startswith("epoch")]
-    assert len(epochs) == 10  # epoch N  loss L  accuracy A%
+    assert len(epochs) == 30  # epoch N  loss L  accuracy A%
     losses = [float(e[3]) for e in epochs]
     accuracies = [int(e[5].rstrip("%")) for e in epochs]
-    assert losses[-1] < losses[0] and max(accuracies) >= 90
+    assert losses[-1] < losses[0] and max(accuracies) >= 95
+
+
+def _engine_class(name):
+    """The Value class of tests/learner_engines/NAME.py, imported in this process."""
+    spec = importlib.util.spec_from_file_location(f"learner_{name}", ENGINES / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Value
+
+
+def test_exercise_6_checks_the_learner_s_own_value():
+    """gradcheck_random and gradcheck(value=...) judge the learner's class, not ours: the
+    solved engine passes, a tanh taken from its input fails with the expression to paste."""
+    solved, tanh_bug = _engine_class("solved_starter"), _engine_class("tanh_from_input")
+    assert gradcheck_random(solved, count=100) == 100
+    assert gradcheck(lambda a, b: (a * b).tanh() + a**2, [0.3, -1.2], value=solved)
+    with pytest.raises(GradcheckError, match="random expressions disagree") as raised:
+        gradcheck_random(tanh_bug, count=100)
+    assert ".tanh()" in str(raised.value) and "# expected:" in str(raised.value)
+    with pytest.raises(GradcheckError, match="input 0"):
+        gradcheck(lambda a: a.tanh(), [0.7], value=tanh_bug)
+
+
+def test_the_training_bar_is_above_the_best_straight_line():
+    """No straight line classifies more than BEST_LINE of the moons check trains on, so an
+    MLP without a nonlinearity cannot reach TRAIN_TARGET. Every line worth trying passes
+    through two of the points (nudged either way), so trying each pair finds the best."""
+    import numpy as np
+
+    from modelwright_autograd.data import make_2d
+
+    X, y = make_2d("moons", 100, 0.1, np.random.RandomState(0))
+    labels = 2 * y - 1
+    i, j = np.triu_indices(len(X), 1)
+    along = X[j] - X[i]
+    best = 0.0
+    for turn in (-1e-7, 1e-7):
+        normal = np.stack([-along[:, 1], along[:, 0]], 1)
+        normal = normal + turn * along
+        scores = normal @ X.T - np.sum(normal * X[i], 1)[:, None]  # one row per line
+        for shift in (-1e-9, 1e-9):
+            side = np.sign(scores + shift)
+            agree = (side == labels).mean(1)
+            best = max(best, agree.max(), (1 - agree).max())
+    assert best == pytest.approx(BEST_LINE)
+    assert TRAIN_TARGET > BEST_LINE
 
 
 def test_without_torch_the_oracle_is_finite_differences(monkeypatch):

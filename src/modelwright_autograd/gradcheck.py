@@ -29,6 +29,7 @@ def gradcheck(
     eps: float = 1e-6,
     atol: float = 1e-5,
     rtol: float = 1e-3,
+    value: type | None = None,
 ) -> bool:
     """Compare ``backward()``'s gradient of ``f(*values)`` with central differences.
 
@@ -36,22 +37,25 @@ def gradcheck(
     it must agree with the analytic gradient within ``atol + rtol * |numeric|``. Returns
     True, or raises GradcheckError naming the input and both numbers.
 
-    With numbers as inputs, ``f`` takes and returns Values; if any input is a NumPy array
-    or a Tensor, ``f`` takes and returns Tensors and ``_gradcheck_tensor`` does the check.
+    With numbers as inputs, ``f`` takes and returns Values: this package's, or the class
+    given as ``value`` (a learner's own engine, with ``data``, ``grad`` and ``backward()``).
+    If any input is a NumPy array or a Tensor, ``f`` takes and returns Tensors and
+    ``_gradcheck_tensor`` does the check.
     """
     if _has_array(inputs):
         return _gradcheck_tensor(f, inputs, eps, atol, rtol)
     xs = [as_float(x, "gradcheck input") for x in inputs]
     if not xs:
         raise ValueError("gradcheck needs at least one input")
-    leaves = [Value(x) for x in xs]
+    value = value or Value
+    leaves = [value(x) for x in xs]
     out = f(*leaves)
-    if not isinstance(out, Value):
+    if not isinstance(out, value):
         raise TypeError(f"gradcheck: f must return a Value, got {type(out).__name__}")
     out.backward()
 
     def evaluate(values: list[float]) -> float:
-        return f(*[Value(v) for v in values]).data
+        return float(f(*[value(v) for v in values]).data)
 
     _check_differences(xs, [leaf.grad for leaf in leaves], evaluate, eps, atol, rtol)
     return True
