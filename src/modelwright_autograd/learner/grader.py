@@ -27,7 +27,6 @@ RANDOM_PROGRAMS = 300
 CHAIN_LENGTH = 5000
 TODO = "not done yet:"  # how a diagnosis of NotImplementedError begins
 MAX_HANGS = 2  # after this many timeouts the remaining checks are not run
-NO_MLP = "no MLP found (in the engine's module or nn.py)"
 BECAUSE = "fails because "  # how a row failing only because of a more basic one begins
 
 # The diamond the order check watches the walk on: c = a*-2 reaches L = u + m3 by a short
@@ -663,8 +662,8 @@ class Grader:
                 text += f" (also seen through {', '.join(map(_op_words, others))})"
             self.add(Row(name, FAIL, text, self.code(first_wrong)))
         else:
-            shown = ", ".join(_op_words(op) for op, _ in cases)
-            self.add(Row(name, PASS, f"a value used twice accumulates, through {shown}"))
+            shown = " ".join(_op_words(op).replace(" ", "") for op, _ in cases)
+            self.add(Row(name, PASS, f"a value used twice accumulates ({shown})"))
 
     def check_walk(self) -> None:
         """The order backward() calls the rules in, watched on ORDER_PROGRAM (the rules
@@ -810,7 +809,8 @@ class Grader:
         bias once, each its own Value."""
         name = "parameters()"
         if not self.has_mlp:
-            self.add(Row("network", ABSENT, NO_MLP + ": the gate asks for one that trains"))
+            text = "no MLP in the engine's module or nn.py: the gate asks for one"
+            self.add(Row("network", ABSENT, text))
             return
         reply = self.ask({"do": "parameters"})
         if "failure" in reply or "error" in reply:
@@ -869,8 +869,8 @@ class Grader:
                 text = f"{method} returns {count - values} things that are not Values"
                 self.add(Row(name, FAIL, text + ": return the Values themselves", lines))
                 return
-            shown.append(f"{made}: {count}")
-        self.add(Row(name, PASS, ", ".join(shown) + " Values, each its own"))
+            shown.append(f"{made} {count}")
+        self.add(Row(name, PASS, ", ".join(shown) + " Values, each once"))
 
     def check_zero_grad(self) -> None:
         """zero_grad() called on a network whose grads are all 1.5: all become 0."""

@@ -66,7 +66,7 @@ class Report:
         """The report as a learner reads it. Neighbouring rows saying the same thing with
         nothing to reproduce (the ops that pass, the rows failing because of one cause)
         share one line."""
-        width = max(len(row.name) for row in self.rows)
+        width = max(len(row.name) for row in self.rows) + 1  # a shared line's comma
         lines = [f"checking {printable(self.path)}", f"oracle: {self.oracle}", ""]
         for names, row in _groups(self.rows):
             shown = _pack(names, width)
@@ -117,11 +117,12 @@ def _groups(rows: list[Row]) -> list[tuple[list[str], Row]]:
 
 
 def _pack(names: list[str], width: int) -> list[str]:
-    """The names joined by ", " into lines of at most ``width`` characters, breaking only
-    between names."""
+    """The names joined by ", " into lines of at most ``width`` characters (a line's
+    trailing comma included), breaking only between names."""
     lines = [names[0]]
-    for name in names[1:]:
-        if len(lines[-1]) + 2 + len(name) <= width:
+    for i, name in enumerate(names[1:], 2):
+        comma = 1 if i < len(names) else 0
+        if len(lines[-1]) + 2 + len(name) + comma <= width:
             lines[-1] += ", " + name
         else:
             lines[-1] += ","
