@@ -23,12 +23,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from html import escape
 from importlib import resources
 from pathlib import Path
 
 from ..files import atomic_write, check_writable
-from .network import Network, find_network
+from .network import Instance, Network, Neuron, find_network
 from .picture import _cut, edge_label, layout, sum_text, to_svg
 from .trace import LEGEND, Step, Trace, _fmt, _json_number, _short, local_text
 
@@ -260,11 +261,12 @@ def _neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
             return "-"
         return _fmt(totals.get(node_id, 0.0))
 
-    done: set[tuple[int, int]] = set()
+    done: set[tuple] = set()  # the units whose step has run: ("neuron", j, sample), ("loss",)
     loss_box = f"{PREFIX}-loss"
+    pre = {d: _pre_activation(trace, d) for n in net.neurons for d in _dots(n)}
 
-    def frame(ch: _Changes, sample: int, current: tuple | None, setter) -> None:
-        """Every box as it stands now, on ``sample``."""
+    def frame(sample: int, current: tuple | None, setter: Callable[[str, str, str], None]) -> None:
+        """Every box as it stands now, on ``sample``, written with ``setter``."""
         xs = net.inputs.get(sample, ())
         for k, x in enumerate(xs):
             setter(f"{PREFIX}-i{k}", "data", _cut(f"data {_fmt(nodes[x].data)}"))
@@ -277,16 +279,14 @@ def _neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
                     setter(box, slot, "-")
                 setter(box, "@state", "")
                 continue
-            setter(box, "pre", _cut(f"pre {_fmt(_pre_activation(trace, inst.dot))}"))
+            setter(box, "pre", _cut(f"pre {_fmt(pre[inst.dot])}"))
             setter(box, "act", _cut(f"{_act_name(trace, inst)} {_fmt(nodes[inst.out].data)}"))
             setter(box, "grad", _cut(f"grad {grad_of(inst.out)}"))
             setter(box, "@grad", json.dumps(_json_number(totals.get(inst.out, 0.0))))
-            state = "done" if (j, sample) in done else ""
-            if current == ("neuron", j, sample):
-                state = "current"
-            setter(box, "@state", state)
+            state = "done" if ("neuron", j, sample) in done else ""
+            setter(box, "@state", "current" if current == ("neuron", j, sample) else state)
         setter(loss_box, "grad", _cut(f"grad {grad_of(len(nodes) - 1)}"))
-        loss_state = "done" if ("loss", 0) in done else ""
+        loss_state = "done" if ("loss",) in done else ""
         setter(loss_box, "@state", "current" if current == ("loss",) else loss_state)
         layer = net.neurons[current[1]].layer if current and current[0] == "neuron" else -1
         for c in range(1, len(columns)):
@@ -294,10 +294,9 @@ def _neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
             setter(f"{PREFIX}-b{c}", "@state", "active" if band_on else "")
 
     ch = _Changes()
-    frame(ch, samples_at[0], None, ch.start)
+    frame(samples_at[0], None, ch.start)
     initial = dict(ch.state)
     steps = []
-    weight_parts: dict[int, int] = {}
     for p, (u, group) in enumerate(groups, start=1):
         ch.next_step()
         if p == 1 and group:  # the seed
@@ -306,9 +305,8 @@ def _neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
             for i in s.inputs:
                 if i.pushed is not None:
                     totals[i.id] = totals.get(i.id, 0.0) + i.pushed
-                    weight_parts[i.id] = weight_parts.get(i.id, 0) + 1
-        done.add((u[1], u[2]) if u[0] == "neuron" else ("loss", 0))
-        frame(ch, samples_at[p], u, ch.set)
+        done.add(u)
+        frame(samples_at[p], u, ch.set)
         steps.append(_neuron_step(trace, net, u, group, p, len(groups), totals))
     data = {
         "view": "neurons",
@@ -343,14 +341,28 @@ def _pre_activation(trace: Trace, dot: int) -> float:
     return total
 
 
-def _act_name(trace: Trace, inst) -> str:
+def _dots(neuron: Neuron) -> list[int]:
+    return [inst.dot for inst in neuron.instances.values()]
+
+
+def _act_name(trace: Trace, inst: Instance) -> str:
     if trace.nodes[inst.dot].op == "dot_relu":
         return "relu"
     return trace.nodes[inst.out].op if inst.out != inst.dot else "out"
 
 
-def _neuron_step(trace, net, u, group, p, count, totals) -> dict:
-    """The panel, the status line and the list item of one view step."""
+def _neuron_step(
+    trace: Trace,
+    net: Network,
+    u: tuple,
+    group: list[Step],
+    p: int,
+    count: int,
+    totals: dict[int, float],
+) -> dict:
+    """The panel, the status line and the list item of view step ``p`` (of ``count``):
+    ``u`` is its unit (``("neuron", j, sample)`` or ``("loss",)``), ``group`` the trace steps
+    it ran and ``totals`` every gradient after them."""
     nodes = trace.nodes
     if u[0] == "loss":
         lines = [_sentence(s) for s in group]
@@ -440,8 +452,17 @@ def _neuron_step(trace, net, u, group, p, count, totals) -> dict:
     }
 
 
-def _neuron_svg(trace, net, columns, where, width, height, initial) -> str:
-    """The neuron view's picture: boxes, and a band per layer of weights."""
+def _neuron_svg(
+    trace: Trace,
+    net: Network,
+    columns: list[list[str]],
+    where: dict[str, tuple[float, float]],
+    width: float,
+    height: float,
+    initial: dict[tuple[str, str], str],
+) -> str:
+    """The neuron view's picture: boxes (showing their ``initial`` text), and a band per
+    layer of weights."""
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="mw-graph" role="img" '
         f'width="{width:.0f}" height="{height:.0f}" viewBox="0 0 {width:.0f} {height:.0f}" '
