@@ -202,14 +202,17 @@ def test_a_gradient_kept_from_an_earlier_backward_is_where_the_page_starts(brows
 
 AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
 
+#: The current box is inside the graph's scrolled area and the window, below the controls
+#: (which stay at the top of the window), and those controls are on screen too.
 IN_VIEW = """() => {
   const el = document.querySelector('.mw-graph [data-state=current], .mw-graph .computing');
   if (!el) return null;
   const r = el.getBoundingClientRect();
   const g = document.getElementById('mw-graph').getBoundingClientRect();
+  const bar = document.querySelector('.controls').getBoundingClientRect();
   return r.left >= g.left - 1 && r.right <= g.right + 1 && r.top >= g.top - 1
-    && r.bottom <= g.bottom + 1 && r.top >= 0 && r.bottom <= innerHeight
-    && r.left >= 0 && r.right <= innerWidth;
+    && r.bottom <= g.bottom + 1 && r.top >= bar.bottom - 1 && r.bottom <= innerHeight
+    && r.left >= 0 && r.right <= innerWidth && bar.top >= 0 && bar.bottom <= innerHeight;
 }"""
 
 #: The picture's scale: its drawn width over its own width (box text is 12 px at 1).
