@@ -26,8 +26,9 @@ import modelwright_autograd.learner
 from modelwright_autograd import GradcheckError, gradcheck
 from modelwright_autograd.cli import main
 from modelwright_autograd.learner import gradcheck_random
+from modelwright_autograd.learner.cases import BEST_LINE, TRAIN_TARGET
 from modelwright_autograd.learner.child import EngineProcess
-from modelwright_autograd.learner.grader import BEST_LINE, TRAIN_TARGET, grade
+from modelwright_autograd.learner.grader import grade
 from modelwright_autograd.learner.locate import locate
 from modelwright_autograd.learner.oracle import (
     OracleError,

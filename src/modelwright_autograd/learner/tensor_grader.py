@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .grader import MAX_HANGS, TODO, _error_text, _failure_text
+from .base import MAX_HANGS
 from .report import ABSENT, FAIL, PASS, Row
 from .tensor_oracle import agree, array_of, tensor_oracle
 from .tensor_programs import OPS, Program, input_names, to_code
+from .words import TODO, _error_text, _failure_text
 
 if TYPE_CHECKING:
-    from .grader import Grader
+    from .base import GraderBase as Grader
 
 Shape = tuple[int, ...]
 # A candidate bug: (words, the gradients it gives from the inputs and out.grad W).

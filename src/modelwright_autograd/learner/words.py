@@ -1,0 +1,196 @@
+"""The grader's words: what a learner reads for an error, a request that hung or crashed,
+a TODO, the walk watched on the diamond, a gradient counted more than once."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .cases import METHODS, OP_CHECKS
+from .oracle import Oracle, close
+from .programs import OPS, Program, input_names
+
+TODO = "not done yet:"  # how a diagnosis of NotImplementedError begins
+BECAUSE = "fails because "  # how a row failing only because of a more basic one begins
+
+
+def walk_diagnosis(program: Program, reply: dict[str, Any]) -> str:
+    """What is wrong with the walk a ``walk`` reply recorded on ``program`` ("" when every
+    op node ran once, after all of its users), with the line to look at."""
+    where = reply["where"]
+    backward = f"; look at {where['backward']} (backward)" if where["backward"] else ""
+    if reply["copies"]:
+        init = f"; look at {where['init']} (__init__)" if where["init"] else ""
+        return (
+            "counted once per path: _prev holds copies of the children, so the sort cannot "
+            "see two paths meet at a node, and its gradient comes out a whole multiple of "
+            f"the right one. Keep the Values themselves: self._prev = set(_children){init}"
+        )
+    n, steps = len(program["inputs"]), program["steps"]
+    calls = reply["calls"]
+    counts = {slot: calls.count(slot) for slot in range(n, n + len(steps))}
+    k = max(counts.values())
+    if k > 1:
+        return (
+            f"counted {k} times: backward() ran a node's _backward {k} times, once per path to "
+            "it, so its gradient reached its inputs more than once. The topological sort needs "
+            f"a visited set, to list each node once{backward}"
+        )
+    missing = [slot for slot, count in counts.items() if count == 0]
+    if missing:
+        return (
+            f"backward() ran the _backward of {len(counts) - len(missing)} of the "
+            f"{len(counts)} nodes: it must call every node's{backward}"
+        )
+    position = {slot: calls.index(slot) for slot in counts}
+    pairs = [  # (node, one of its users)
+        (read, n + j)
+        for j, step in enumerate(steps)
+        for read in step[1 : 1 + OPS[step[0]].arity]
+        if read >= n
+    ]
+    early = [(node, user) for node, user in pairs if position[node] < position[user]]
+    if not early:
+        return ""
+    if position[n + len(steps) - 1] == 0:
+        return (
+            "a node passed its gradient on before all of its users had pushed theirs (a "
+            "breadth-first walk does that on a diamond): sort topologically and walk in "
+            f"reverse{backward}"
+        )
+    if len(early) == len(pairs):
+        return (
+            "every node ran before its users: the walk goes through the topological order "
+            f"forwards. Walk the topological order in reverse: for node in reversed(topo){backward}"
+        )
+    return (
+        "a node ran before one of its users though the walk is reversed: the sort appends a "
+        "node before its children (pre-order). Append it after all of its children "
+        f"(post-order){backward}"
+    )
+
+
+def _multiple(pairs: list[tuple[list[float], list[float]]]) -> int:
+    """k when every gradient got is k times the one wanted, k a whole number >= 2 (some
+    wanted gradient not 0), else 0: the mark of a gradient counted k times."""
+    found = set()
+    for got, want in pairs:
+        for g, w in zip(got, want):
+            if w == 0.0:
+                if g != 0.0:
+                    return 0
+                continue
+            k = round(g / w)
+            if k < 2 or not close(g, k * w):
+                return 0
+            found.add(k)
+    return found.pop() if len(found) == 1 else 0
+
+
+def _label(op: str) -> str:
+    """The row name of an op (``a + b``)."""
+    return next(check.label for check in OP_CHECKS if check.op == op)
+
+
+def _network_right(reply: dict[str, Any]) -> bool:
+    """Every parameter gradient of a network_gradients reply matches its differences."""
+    pairs = zip(reply["grads"], reply["differences"])
+    return all(any(close(g, d) for d in pair) for g, pair in pairs)
+
+
+def _inputs_text(program: Program) -> str:
+    names = input_names(program)
+    text = ", ".join(f"{n} = {x:g}" for n, x in zip(names, program["inputs"]))
+    return text
+
+
+def _op_words(op: str) -> str:
+    return {
+        "add": "+",
+        "mul": "*",
+        "sub": "-",
+        "div": "/",
+        "pow": "**",
+        "neg": "unary -",
+    }.get(op, op)
+
+
+def _matches(bug: Callable[..., list[float]], program: Program, result: dict[str, Any]) -> bool:
+    args = [*program["inputs"]]
+    step = program["steps"][0]
+    if OPS[step[0]].constant:
+        args.append(step[-1])
+    try:
+        predicted = bug(*args)
+    except (ArithmeticError, ValueError):
+        return False
+    return all(close(g, p) for g, p in zip(result["grads"], predicted))
+
+
+def _swapped(op: str, a: float, c: float) -> float:
+    return a - c if op == "rsub" else a / c
+
+
+def _absent(result: dict[str, Any], op: str) -> bool:
+    """True when the step failed because the Value has no such method or operator."""
+    if result.get("stage") != "forward":
+        return False
+    error = result["error"]
+    message = error["message"]
+    if error["type"] == "AttributeError":
+        return f"'{METHODS.get(op, op)}'" in message and not error["where"]
+    unsupported = ("unsupported operand", "bad operand type")
+    return error["type"] == "TypeError" and any(text in message for text in unsupported)
+
+
+def _error_text(error: dict[str, Any]) -> str:
+    if error["type"] == "NotAValue":  # see probe._forward
+        return error["message"] + (f" ({error['where']})" if error["where"] else "")
+    text = f"{error['type']}: {error['message']}" if error["message"] else error["type"]
+    if error["type"] == "MemoryError":
+        text += " (the engine's process may use at most 4 GiB)"
+    return text + (f" ({error['where']})" if error["where"] else "")
+
+
+def _result_error(
+    result: dict[str, Any], oracle: Oracle | None = None, program: Program | None = None
+) -> str:
+    """Words for a program that raised: a TODO says which, and whether the op's rule is
+    right already (checked with the grader's own walk)."""
+    error = result["error"]
+    if error["type"] == "NotAValue":
+        return f"{_error_text(error)}: each op must return a new Value of the engine's own class"
+    if error["type"] == "NotImplementedError":
+        text = f"{TODO} {error['message'] or 'NotImplementedError'}"
+        rules = result.get("rules")
+        same = rules and rules.get("error", {}).get("message") == error["message"]
+        if rules and not same and oracle is not None and program is not None:
+            if "error" in rules:
+                if rules["error"]["type"] == "NotImplementedError":
+                    text += f"; and its rule: {rules['error']['message']}"
+            else:
+                _, grads = oracle.evaluate(program)
+                if all(close(g, w) for g, w in zip(rules["grads"], grads)):
+                    text += " (the op's own backward rule is already right)"
+                else:
+                    text += " (and with the grader's walk, this op's rule gives wrong gradients)"
+        return text
+    return f"{result['stage']} raised {_error_text(error)}"
+
+
+def _failure_text(reply: dict[str, Any], what: str) -> str:
+    """Words for a request that did not come back (it hung or crashed) or raised."""
+    failure = reply.get("failure")
+    if failure == "timeout":
+        return (
+            f"{what} did not finish in {reply['seconds']:g} s and was stopped: an infinite "
+            "loop? (a topological sort that never marks nodes visited loops on a diamond)"
+        )
+    if failure == "crash":
+        output = "; ".join(reply.get("output", []))
+        return f"the engine's process {reply['how']} during {what}" + (
+            f": {output}" if output else ""
+        )
+    if reply["error"]["type"] == "NotImplementedError":
+        return f"{TODO} {reply['error']['message']}"
+    return f"{what} raised {_error_text(reply['error'])}"
