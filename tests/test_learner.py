@@ -188,7 +188,15 @@ def broken_reports(oracle, tmp_path_factory):
     half = tmp_path_factory.mktemp("engine_done")
     write_starter(half)
     (half / "engine.py").write_text(SOLVED.read_text())
-    folders = {"starter": starter, "engine_done": half}
+    first = tmp_path_factory.mktemp("todo_1_done")
+    write_starter(first)
+    engine = (first / "engine.py").read_text()
+    todo = engine[engine.index("        # TODO 1: the backward pass.") :]
+    todo = todo[: todo.index("\n\n") + 1]
+    solved = SOLVED.read_text()
+    walk = solved[solved.index("        topo, visited, stack") : solved.index("    # Built from")]
+    (first / "engine.py").write_text(engine.replace(todo, walk.rstrip() + "\n"))
+    folders = {"starter": starter, "todo_1_done": first, "engine_done": half}
     for name in NETWORK_BUGS:
         folders[name] = network_bug(tmp_path_factory.mktemp(name), name)
     names = [*BROKEN, "recursive_topo", "solved_differently"]
@@ -289,8 +297,11 @@ def test_the_untouched_starter_fails_naming_its_todos(broken_reports):
 
 
 def test_each_todo_shows_progress(broken_reports):
-    """With only TODO 1 done the seed passes (it needs no rule), and with engine.py done
-    the network rows name nn.py's TODOs."""
+    """With only TODO 1 done the seed and the walk's order pass (they need no rule), and
+    with engine.py done the network rows name nn.py's TODOs."""
+    first = broken_reports["todo_1_done"]
+    assert _row(first, "seed").status == "pass" and _row(first, "order").status == "pass"
+    assert "TODO 2: the backward of a + b" in _row(first, "a + b").diagnosis
     report = broken_reports["engine_done"]
     assert report.failed > 0
     assert all(_row(report, row).status == "pass" for row in ("seed", "order", "a * b", "reuse"))
