@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Union
 
 from .checks import as_float, describe
-from .graph import GradMode, enable_grad
+from .graph import GradMode, GraphCycleError, enable_grad
 
 Operand = Union["Value", int, float]
 Num = Union["Value", float]  # what a rule computes with: floats, or Values under create_graph
@@ -625,11 +625,17 @@ def _interior_order(root: Value) -> list[Value]:
     included, each after all of its inputs. It reads the input slots ``_a``/``_b``
     directly, where the ``_prev`` property would make a call and a tuple per edge, and it
     allocates no object per node (no iterator, no stack-entry tuple), which would give
-    the cyclic collector more to count and to scan on backward()'s hot path."""
+    the cyclic collector more to count and to scan on backward()'s hot path.
+
+    An input met again that is expanded but not yet listed is its own ancestor: a
+    GraphCycleError (see topological_order). ``listed`` holds ``order[:len(listed)]`` and
+    is brought up to date only when a node is met again, so listing a node costs nothing
+    more and a chain, which never meets one again, pays nothing for the check."""
     if root._a is None and root._b is None:
         return [root]  # a leaf: nothing to walk
     order = []
     expanded = set()
+    listed = set()
     stack = [root]
     while stack:
         node = stack.pop()
@@ -647,14 +653,30 @@ def _interior_order(root: Value) -> list[Value]:
         b = node._b
         if a is None:
             for p in reversed(b):
-                if (p._b is not None or p._a is not None) and p not in expanded:
-                    stack.append(p)
+                if p._b is not None or p._a is not None:
+                    if p not in expanded:
+                        stack.append(p)
+                    elif p not in listed and p not in _listed(listed, order):
+                        raise GraphCycleError(p)
             continue
-        if b is not None and (b._b is not None or b._a is not None) and b not in expanded:
-            stack.append(b)
-        if (a._b is not None or a._a is not None) and a not in expanded:
-            stack.append(a)
+        if b is not None and (b._b is not None or b._a is not None):
+            if b not in expanded:
+                stack.append(b)
+            elif b not in listed and b not in _listed(listed, order):
+                raise GraphCycleError(b)
+        if a._b is not None or a._a is not None:
+            if a not in expanded:
+                stack.append(a)
+            elif a not in listed and a not in _listed(listed, order):
+                raise GraphCycleError(a)
     return order
+
+
+def _listed(listed: set[Value], order: list[Value]) -> set[Value]:
+    """``listed``, holding ``order[:len(listed)]``, brought up to all of ``order``."""
+    if len(listed) < len(order):
+        listed.update(order[len(listed) :])
+    return listed
 
 
 def _backward_creating_graph(root: Value, order: list[Value], seed: Value) -> None:

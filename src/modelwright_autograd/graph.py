@@ -26,21 +26,47 @@ def topological_order(root: Any, leaves: bool = True) -> list[Any]:
     one, a third of a neural net's edges. The tensor backward() walks this; the scalar one
     walks the same order with its own copy (engine._interior_order), which reads Value's
     input slots and allocates nothing per node.
+
+    A node met again while its own inputs are still being listed is its own ancestor: a
+    cycle, which only editing an input slot can make (every op builds a new node from
+    existing ones). ``done`` tells that apart from meeting a shared node; a cycle is a
+    GraphCycleError, not an order in which some node comes before one of its inputs.
     """
     order: list[Any] = []
     visited = {root}
+    done = set()
     stack = [(root, iter(root._prev))]
     while stack:
         node, inputs = stack[-1]
         for parent in inputs:
-            if (leaves or parent._prev) and parent not in visited:
-                visited.add(parent)
-                stack.append((parent, iter(parent._prev)))
-                break
+            if leaves or parent._prev:
+                if parent not in visited:
+                    visited.add(parent)
+                    stack.append((parent, iter(parent._prev)))
+                    break
+                if parent not in done:
+                    raise GraphCycleError(parent)
         else:
             stack.pop()
+            done.add(node)
             order.append(node)
     return order
+
+
+class GraphCycleError(RuntimeError):
+    """The graph has a cycle: a node is among its own inputs, through an edited input slot
+    (``_prev``, or a Value's ``_a``/``_b``). No order runs every node after its inputs."""
+
+    def __init__(self, node: Any) -> None:
+        super().__init__(
+            f"the graph has a cycle through a {type(node).__name__} (data {_short(node)}): "
+            "it is among its own inputs; was an input slot (_prev, _a, _b) edited?"
+        )
+
+
+def _short(node: Any) -> str:
+    text = repr(getattr(node, "data", None))
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class GradMode:
