@@ -646,4 +646,9 @@ def export_torch(source: Any, out: str | os.PathLike[str]) -> None:
         "architecture": {"engine": arch.engine, **arch.to_dict(), "dtype": arch.dtype},
         "state_dict": to_torch(model).state_dict(),
     }
-    atomic_write(out, lambda f: torch.save(doc, f), binary=True)
+    # Serialised in memory first (at most MAX_PARAMETERS weights, 16 MB), so that writing
+    # the file is atomic_write's plain write: a full disk is an OSError naming it, not
+    # torch's RuntimeError from inside its zip writer.
+    buffer = io.BytesIO()
+    torch.save(doc, buffer)
+    atomic_write(out, lambda f: f.write(buffer.getbuffer()), binary=True)

@@ -413,6 +413,13 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         else:
             name, where = split, "the new data's held-out test set"
         lines.append(f"{name:<6} {found.describe()}  ({where})")
+    if not all(math.isfinite(found.loss) for found in result.scores.values()):
+        print(
+            "modelwright-autograd evaluate: note: the loss is not a finite number (the "
+            "model's numbers overflowed, or its weights hold NaN, infinities or a negative "
+            "variance)",
+            file=sys.stderr,
+        )
     return emit(lines)
 
 
@@ -482,7 +489,7 @@ examples:
 
 def add_explain(subparsers: Subparsers) -> None:
     """The ``explain`` command's options."""
-    from .explain.expr import FUNCTIONS, MAX_LENGTH, MAX_NODES
+    from .explain.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, MAX_NODES
 
     parser = subparsers.add_parser(
         "explain",
@@ -493,8 +500,10 @@ def add_explain(subparsers: Subparsers) -> None:
             "derivative and what was pushed to it. The expression may use numbers "
             "(constants), the variables given as NAME=VALUE, + - * / **, unary minus, "
             f"parentheses and {' '.join(FUNCTIONS)}; anything else is refused (exit code 2), "
-            f"as is an expression longer than {MAX_LENGTH:,} characters or {MAX_NODES:,} "
-            "operations. An output that cannot be written is exit code 1, checked first."
+            f"as is an expression longer than {MAX_LENGTH:,} characters, of more than "
+            f"{MAX_NODES:,} operations or nested more than {MAX_DEPTH} levels deep (a flat "
+            "sum a+b+c+... nests one level per term). An output that cannot be written is "
+            "exit code 1, checked first."
         ),
         epilog=_EXPLAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -141,19 +141,26 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
 
 
 def check_writable(path: str | os.PathLike[str]) -> Path:
-    """Raise OSError with a one-line message naming ``path`` unless a file can be written
-    there: its folder exists and takes a new file (probed by creating and removing one),
-    and ``path`` is not a folder. Call it before the work whose result goes to ``path``."""
+    """Raise OSError with a one-line message naming ``path`` unless ``atomic_write`` can
+    write there: nothing or a regular file is at ``path`` (not a folder, FIFO, device or
+    symbolic link, see ``refuse_non_regular``), and its folder exists and takes a new file
+    (probed by creating and removing one). Call it before the work whose result goes to
+    ``path``. The message shows the path with ``shown_path`` (one line)."""
     path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"cannot write {path}: it is a folder")
+    shown = shown_path(path)
+    try:
+        refuse_non_regular(path)
+    except NotARegularFile as e:
+        raise OSError(e.errno, f"cannot write {shown}: {e.strerror}") from None
     if not path.parent.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: the folder {path.parent} does not exist")
+        raise FileNotFoundError(
+            f"cannot write {shown}: the folder {shown_path(path.parent)} does not exist"
+        )
     probe = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.probe")
     try:
         with open(probe, "xb"):
             pass
     except OSError as e:
-        raise OSError(e.errno, f"cannot write {path}: {e.strerror or e}") from None
+        raise OSError(e.errno, f"cannot write {shown}: {e.strerror or e}") from None
     probe.unlink(missing_ok=True)
     return path

@@ -9,6 +9,7 @@ import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+from ..checks import shown_path
 from ..files import check_writable
 from ..graph import topological_order
 from ..printing import emit
@@ -73,11 +74,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: {w.message}", file=sys.stderr)
         if written is None:
             return 1
-        print(f"graph written to {written}", file=sys.stderr)
+        print(f"graph written to {shown_path(written)}", file=sys.stderr)
     if args.html is not None:
         if _write(lambda: write_page(trace, args.html), args.html) is None:
             return 1
-        print(f"page written to {args.html}", file=sys.stderr)
+        print(f"page written to {shown_path(args.html)}", file=sys.stderr)
     return 0
 
 
@@ -89,6 +90,6 @@ def _write(write: Callable[[], Path], path: str) -> Path | None:
     except OSError as e:
         reason = e.strerror or str(e)
         if not reason.startswith("cannot write"):  # check_writable's own message is whole
-            reason = f"cannot write {path}: {reason}"
+            reason = f"cannot write {shown_path(path)}: {reason}"
         print(f"{_PROG} {reason}", file=sys.stderr)
         return None

@@ -81,6 +81,11 @@ _NODE_NAMES = {
 #: narrated backward pass of more is no longer readable, and the caps bound time and memory.
 MAX_LENGTH = 20_000
 MAX_NODES = 10_000
+#: The deepest nesting accepted, in levels of the syntax tree: checking and building
+#: recurse once per level, so this keeps well inside Python's recursion limit (1,000) and
+#: says so in numbers. A flat sum ``a+b+c+...`` nests one level per term (``+`` binds
+#: left to right): group terms in parentheses to write a longer one.
+MAX_DEPTH = 500
 #: Interior nodes are labelled with their text, shortened to this many characters.
 MAX_LABEL = 40
 #: An error message shows at most this many characters of the text around the fault.
@@ -211,12 +216,33 @@ def parse_expression(text: str, variables: Mapping[str, Value | float] | None = 
         raise ExpressionError("the expression is nested too deeply") from None
     except ValueError as e:  # null bytes
         raise ExpressionError(f"not a valid expression: {e}") from None
+    depth = _depth(tree.body, MAX_DEPTH)
+    if depth > MAX_DEPTH:
+        raise ExpressionError(
+            f"the expression is nested too deeply: more than {MAX_DEPTH} levels (a flat sum "
+            f"or product nests one level per term; group terms in parentheses)"
+        )
     builder = _Builder(text, values)
     try:
         builder.check(tree.body)  # the whole tree is vetted before anything is built
         return builder.build(tree.body)
     except RecursionError:
         raise ExpressionError("the expression is nested too deeply") from None
+
+
+def _depth(tree: ast.expr, limit: int) -> int:
+    """How many levels of expressions ``tree`` nests (``a`` is one, ``a+b`` two), found
+    without recursion; the count stops once it passes ``limit``."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack and deepest <= limit:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend(
+            (child, depth + 1)
+            for child in ast.iter_child_nodes(node)
+            if isinstance(child, ast.expr)
+        )
+    return deepest
 
 
 def _as_values(variables: Mapping[str, Value | float]) -> dict[str, Value]:

@@ -120,9 +120,13 @@ def evaluate_checkpoint(
         loss=loss_name, l2=float(l2), engine=arch.engine, model=arch.model, **wanted
     )
     learner = make_learner(config, data, checkpoint.model)
-    scores = {"train": score(learner, data.X_train, data.y_train)[0]}
-    if data.X_test is not None:
-        scores["test"] = score(learner, data.X_test, data.y_test)[0]
+    # Weights of inf or NaN, or a negative running variance, make NaN and infinities on the
+    # way: the loss says so (run_evaluate adds a note), NumPy's warnings would only add
+    # lines with source paths.
+    with np.errstate(all="ignore"):
+        scores = {"train": score(learner, data.X_train, data.y_train)[0]}
+        if data.X_test is not None:
+            scores["test"] = score(learner, data.X_test, data.y_test)[0]
     return Evaluation(arch.describe(), wanted, wanted == stored, scores)
 
 

@@ -72,7 +72,7 @@ def fit(learner: Learner, data: Dataset, config: TrainConfig, progress: Any) -> 
                 group["lr"] = config.lr_at(step)
             optimizer.step()
             del loss  # drop the graph while the collector is still paused
-        progress.set_postfix(loss=f"{loss_value:.4f}", acc=f"{accuracy:.1%}", refresh=False)
+        progress.set_postfix(loss=f"{loss_value:.4g}", acc=f"{accuracy:.1%}", refresh=False)
         progress.update(1)
     history.seconds = time.perf_counter() - start
     return history

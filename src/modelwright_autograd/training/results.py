@@ -29,4 +29,5 @@ class Score:
         return self.correct / self.total
 
     def describe(self) -> str:
-        return f"loss {self.loss:.6f}  accuracy {self.accuracy:.2%} ({self.correct}/{self.total})"
+        loss = f"{self.loss:.6e}" if abs(self.loss) >= 1e6 else f"{self.loss:.6f}"  # not 300 digits
+        return f"loss {loss}  accuracy {self.accuracy:.2%} ({self.correct}/{self.total})"
