@@ -388,3 +388,17 @@ def test_adamw_on_parameters_that_tile_one_buffer_matches_torch():
             probe = AdamW(ours, lr=0.01)
             assert probe._states[0].shared_buffer() is not None  # the one-buffer path
         _assert_close(ours, theirs, 1e-12)
+
+
+def test_optimizer_lr_is_an_error_that_names_param_groups():
+    """torch keeps the learning rate per group; an ``opt.lr = x`` that nothing reads would
+    silently leave the schedule unapplied (the walkthrough notebook did exactly that)."""
+    from modelwright_autograd import Value
+    from modelwright_autograd.optim import SGD
+
+    opt = SGD([Value(1.0)], lr=0.5)
+    with pytest.raises(AttributeError, match=r"param_groups\[i\]\['lr'\]"):
+        opt.lr = 0.1
+    with pytest.raises(AttributeError, match="per parameter group"):
+        _ = opt.lr
+    assert opt.param_groups[0]["lr"] == 0.5

@@ -60,6 +60,12 @@ class _GroupState:
         return [(i, p, g + weight_decay * p.data) for i, p, g in with_grads]
 
 
+_NO_LR = (
+    "optimizer.lr: the learning rate is per parameter group, as in torch: use "
+    "optimizer.param_groups[i]['lr'] (a scheduler such as LambdaLR sets it for you)"
+)
+
+
 class Optimizer:
     """Holds the parameters in ``param_groups`` (as torch: a list of dicts, each with its
     ``"params"`` and its own settings, such as ``"lr"`` and ``"weight_decay"``);
@@ -88,6 +94,16 @@ class Optimizer:
             )
         for group in items if kinds == {True} else [{"params": items}]:
             self.add_param_group(group)
+
+    @property
+    def lr(self) -> float:
+        """There is none: each group has its own ``"lr"``, as in torch. Reading or setting
+        ``optimizer.lr`` is an error rather than an attribute nothing reads."""
+        raise AttributeError(_NO_LR)
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        raise AttributeError(_NO_LR)
 
     def add_param_group(self, param_group: dict[str, Any]) -> None:
         """Add a group: a dict with ``"params"`` and any settings to override (the others
