@@ -156,9 +156,16 @@ def tensor_reports(oracle, tmp_path_factory):
     ours = Path(modelwright_autograd.__file__).parent / "tensor"  # the package of Tensor
     names = [*BROKEN, *WRITTEN_DIFFERENTLY]
     paths = [ENGINES / f"{name}.py" for name in names] + [starter, solved, ours]
-    reports = _grade_all(paths, oracle)
+    value = tmp_path_factory.mktemp("value_of_arrays") / "engine.py"
+    value.write_text(SOLVED.read_text().replace("Tensor", "Value"))  # a Value holding arrays
+    reports = _grade_all([*paths, value], oracle)
     named = dict(zip(names, (reports[ENGINES / f"{n}.py"] for n in names)))
-    return named | {"starter": reports[starter], "solved": reports[solved], "ours": reports[ours]}
+    return named | {
+        "starter": reports[starter],
+        "solved": reports[solved],
+        "ours": reports[ours],
+        "value_of_arrays": reports[value],
+    }
 
 
 @pytest.mark.slow
@@ -200,13 +207,15 @@ def test_each_broken_tensor_engine_is_the_solved_starter_with_one_small_change()
 
 @pytest.mark.slow
 def test_the_solved_starter_ours_and_engines_written_differently_pass(tensor_reports):
-    for name in ["solved", "ours", *WRITTEN_DIFFERENTLY]:
+    for name in ["solved", "ours", "value_of_arrays", *WRITTEN_DIFFERENTLY]:
         report = tensor_reports[name]
         assert report.passed and report.verdict == "BUILD GATE PASSED", report.to_text()
         trains = _row(report, "network trains")
         accuracy = float(trains.diagnosis.rsplit("test accuracy ", 1)[1].rstrip("%")) / 100
         assert accuracy >= 0.95
         assert _row(report, "MLP is nonlinear").status == PASS
+    assert "(a tensor engine" in _row(tensor_reports["value_of_arrays"], "engine loads").diagnosis
+    assert _row(tensor_reports["value_of_arrays"], "Value's parts").status == PASS
 
 
 @pytest.mark.slow

@@ -611,7 +611,10 @@ def add_check(subparsers: Subparsers) -> None:
             "Import your Value (and MLP, if any) from PATH in a separate process and check "
             "every op, gradient accumulation, the backward order and seed, random "
             "expressions and the network against PyTorch (float64, 1e-6) or, without "
-            "torch, finite differences. Exit code 0 when the build gate passes, 1 when "
+            "torch, finite differences. A tensor engine (a Tensor class, or a Value holding "
+            "a NumPy array, as init --tensor writes) gets the tensor checks: every op over "
+            "a table of broadcast, @ and reduction shapes, Linear/MLP gradients, and training "
+            "on the digits. Exit code 0 when the build gate passes, 1 when "
             "not, 2 for a PATH that cannot be checked, 130 on Ctrl-C, 143 on SIGTERM, 129 "
             "on SIGHUP (the engine's processes are killed first)."
         ),

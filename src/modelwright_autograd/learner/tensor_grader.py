@@ -22,7 +22,7 @@ import numpy as np
 
 from .base import MAX_HANGS
 from .report import ABSENT, FAIL, PASS, Row
-from .tensor_oracle import agree, array_of, tensor_oracle
+from .tensor_oracle import agree, array_of, forward, tensor_oracle
 from .tensor_programs import OPS, Program, input_names, to_code
 from .words import TODO, _error_text, _failure_text
 
@@ -75,19 +75,8 @@ def _program(
     ]
     program: Program = {"inputs": [_array(a) for a in arrays], "steps": steps}
     if weighted:
-        out = _shape_of(program)
-        program["weight"] = _weight(rng, out)
+        program["weight"] = _weight(rng, forward(program).shape)
     return program
-
-
-def _shape_of(program: Program) -> Shape:
-    from .tensor_oracle import Arr, _cross_entropy
-    from .tensor_programs import evaluate_step
-
-    slots = [Arr(array_of(x)) for x in program["inputs"]]
-    for step in program["steps"]:
-        slots.append(evaluate_step(step, slots, {"np": np, "cross_entropy": _cross_entropy}))
-    return slots[-1].a.shape
 
 
 def _shapes_text(program: Program) -> str:
@@ -391,7 +380,8 @@ class TensorChecks:
         _, grads = self.want(program)
         expected = {f"{n}.grad": _array_text(g) for n, g in zip(input_names(program), grads)}
         requires_grad = bool(self.g.loaded.get("requires_grad"))
-        lines = to_code(program, self.g.target.import_lines, requires_grad, expected)
+        target = self.g.target
+        lines = to_code(program, target.import_lines, requires_grad, expected, target.class_name)
         if any(step[0] == "cross_entropy" for step in program["steps"]):
             module = self.g.loaded.get("cross_entropy") or self.g.target.value_module
             lines.insert(len(self.g.target.import_lines), f"from {module} import cross_entropy")
@@ -442,11 +432,9 @@ class TensorChecks:
     # ------------------------------------------------------------------ the rows
     def check_parts(self) -> None:
         reply = self.g.ask({"do": "tensor_parts"})
-        name = "Tensor's parts"
+        name = f"{self.g.target.class_name}'s parts"
         if "failure" in reply or "error" in reply:
-            self.g.add(
-                Row(name, FAIL, _failure_text(reply, "Tensor(np.arange(6.0).reshape(2, 3))"))
-            )
+            self.g.add(Row(name, FAIL, _failure_text(reply, "a new tensor of a (2, 3) array")))
             return
         problems = []
         data = array_of(reply["data"])

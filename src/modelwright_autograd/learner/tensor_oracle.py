@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .oracle import ATOL, RTOL, Oracle
-from .tensor_programs import Array, Program, evaluate
+from .tensor_programs import Array, Program, evaluate, evaluate_step
 
 TensorAnswer = tuple[np.ndarray, list[np.ndarray]]
 
@@ -81,6 +81,14 @@ def _difference_run(program: Program) -> TensorAnswer:
             g[index] = (-at(2 * h) + 8 * at(h) - 8 * at(-h) + at(-2 * h)) / (12 * h)
         grads.append(g)
     return np.asarray(run(inputs)[-2].a), grads
+
+
+def forward(program: Program) -> np.ndarray:
+    """The program's output on plain arrays (no loss, no gradient)."""
+    slots = [Arr(array_of(x)) for x in program["inputs"]]
+    for step in program["steps"]:
+        slots.append(evaluate_step(step, slots, {"np": np, "cross_entropy": _cross_entropy}))
+    return slots[-1].a
 
 
 def _value(x: Any) -> Any:

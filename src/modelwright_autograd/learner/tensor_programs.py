@@ -145,13 +145,15 @@ def to_code(
     import_lines: list[str],
     requires_grad: bool,
     expected: dict[str, str],
+    class_name: str = "Tensor",
 ) -> list[str]:
-    """Pasteable lines that build ``program`` in the learner's engine, call backward() and
-    print what the grader compared, with the oracle's numbers in comments."""
+    """Pasteable lines that build ``program`` in the learner's engine (its class is
+    ``class_name``), call backward() and print what the grader compared, with the oracle's
+    numbers in comments."""
     names = input_names(program)
     lines = [*import_lines, "import numpy as np"]
     for name, x in zip(names, program["inputs"]):
-        lines.append(f"{name} = Tensor({literal(x)})")
+        lines.append(f"{name} = {class_name}({literal(x)})")
         if requires_grad:
             lines.append(f"{name}.requires_grad = True")
     steps = program["steps"]
