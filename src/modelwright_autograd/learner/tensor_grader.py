@@ -403,6 +403,18 @@ class TensorChecks:
             )
         return ""
 
+    def _network_cause(self, text: str) -> str:
+        """A network row failing after op rows did: the network is built from those ops
+        (nothing for a TODO, which names itself)."""
+        if text.startswith(TODO):
+            return ""
+        failing = [spec.label for spec in OP_SPECS if self.status.get(spec.op) == FAIL]
+        if self.g.failed("seed"):
+            failing.insert(0, "seed")
+        if not failing:
+            return ""
+        return f" (probably because of {', '.join(repr(n) for n in failing)} above)"
+
     def todo_text(self, program: Program, result: dict[str, Any]) -> str:
         """A TODO's words, and whether the op's own rule is right already (checked with
         the grader's walk when backward() is the TODO)."""
@@ -933,7 +945,8 @@ class TensorChecks:
             return
         reply = self.g.ask({"do": "tensor_network"})
         if "failure" in reply or "error" in reply:
-            self.g.add(Row(name, FAIL, _failure_text(reply, "Linear(4, 3) and MLP(4, [5, 3])")))
+            text = _failure_text(reply, "Linear(4, 3) and MLP(4, [5, 3])")
+            self.g.add(Row(name, FAIL, text + self._network_cause(text)))
             return
         problems, passed = [], []
         for layer, entry in reply["layers"].items():
@@ -964,7 +977,8 @@ class TensorChecks:
             else:
                 passed.append(f"{layer} ({sum(d.size for d in differences)} numbers)")
         if problems:
-            self.g.add(Row(name, FAIL, "; ".join(problems) + self._cause()))
+            text = "; ".join(problems)
+            self.g.add(Row(name, FAIL, text + self._network_cause(text)))
         else:
             text = (
                 f"every parameter gradient of {' and '.join(passed)} matches central "
@@ -979,7 +993,8 @@ class TensorChecks:
             return
         reply = self.g.ask({"do": "tensor_affine"})
         if "failure" in reply or "error" in reply:
-            self.g.add(Row(name, FAIL, _failure_text(reply, "MLP(64, [32, 10])")))
+            text = _failure_text(reply, "MLP(64, [32, 10])")
+            self.g.add(Row(name, FAIL, text + self._network_cause(text)))
             return
         gaps = reply["gaps"]
         if all(gap < AFFINE_GAP for gap in gaps):
@@ -1017,7 +1032,8 @@ class TensorChecks:
         }
         reply = self.g.ask(request, self.g.train_timeout)
         if "failure" in reply or "error" in reply:
-            self.g.add(Row(name, FAIL, _failure_text(reply, "training MLP(64, [32, 10])")))
+            text = _failure_text(reply, "training MLP(64, [32, 10])")
+            self.g.add(Row(name, FAIL, text + self._network_cause(text)))
             return
         history = reply["history"]
         (loss0, _), (loss1, accuracy) = history[0], history[-1]
@@ -1032,7 +1048,9 @@ class TensorChecks:
             text += "; the loss did not move at all: the SGD updates do not reach the network"
         elif not ok:
             text += f"; the gate needs the loss to fall and {TARGET_ACCURACY:.0%} test accuracy"
-        self.g.add(Row(name, PASS if ok else FAIL, text + ("" if ok else self._cause())))
+        self.g.add(
+            Row(name, PASS if ok else FAIL, text + ("" if ok else self._network_cause(text)))
+        )
 
 
 _COVERS = {
