@@ -50,6 +50,7 @@ BROKEN = {
     "tanh_from_input": ("tanh", "taken from the input instead of the output"),
     "mlp_no_activation": ("MLP is nonlinear", "is affine in its input"),
     "zero_grad_noop": ("network gradients", "zero_grad() left gradients that are not zero"),
+    "linear_no_bias": ("network gradients", "output is not x @ W + b"),
     "hangs": ("seed", f"did not finish in {TIMEOUT:g} s"),
     "crashes": ("seed", "killed by SIGSEGV"),
     "eats_memory": ("seed", "MemoryError"),

@@ -953,7 +953,12 @@ class TensorChecks:
             grads = [array_of(g) for g in entry["grads"]]
             differences = [array_of(d) for d in entry["differences"]]
             n = len(grads)
-            if entry["distinct"] < n:
+            if entry["forward"] is False:
+                problems.append(
+                    f"{layer}'s output is not x @ W + b with its own parameters W and b (3,): "
+                    "is the bias added?"
+                )
+            elif entry["distinct"] < n:
                 problems.append(
                     f"{layer}.parameters() lists {n - entry['distinct']} tensor(s) twice"
                 )

@@ -202,7 +202,9 @@ def _parameters(model: Any) -> list[Any]:
 def network(request: dict[str, Any]) -> dict[str, Any]:
     """For Linear(4, 3) and MLP(4, [5, 3]) on a batch of 6: the gradient of
     sum(out * W) for every parameter, the same by central differences of the learner's
-    own forward (h = 1e-6, then 1e-4), and whether zero_grad() zeroes the gradients."""
+    own forward (h = 1e-6, then 1e-4), whether zero_grad() zeroes the gradients, and for
+    Linear whether its output is x @ W + b with its own W and b (None: not one 2-D and one
+    1-D parameter)."""
     rng = np.random.RandomState(3)
     x = rng.uniform(-1, 1, (6, 4))
     weight = rng.uniform(-1, 1, (6, 3))
@@ -257,12 +259,26 @@ def network(request: dict[str, Any]) -> dict[str, Any]:
             for g, d in zip(grads, differences)
         ]
         layers[name] = {
+            "forward": _linear_forward(model, params, x) if name.startswith("Linear") else None,
             "grads": grads,
             "differences": best,
             "distinct": len({id(p) for p in params}),
             "zeroed": zeroed,
         }
     return {"layers": layers}
+
+
+def _linear_forward(model: Any, params: list[Any], x: np.ndarray) -> bool | None:
+    """Whether Linear(4, 3)'s output is x @ W + b (or x @ W.T + b for a (3, 4) W)."""
+    arrays = [_as_array(p.data) for p in params]
+    matrices = [a for a in arrays if a.ndim == 2]
+    vectors = [a for a in arrays if a.ndim == 1]
+    if len(matrices) != 1 or len(vectors) != 1 or vectors[0].shape != (3,):
+        return None
+    w, b = matrices[0], vectors[0]
+    out = _as_array(model(engine["Value"](x)).data)
+    wanted = x @ w + b if w.shape == (4, 3) else x @ w.T + b if w.shape == (3, 4) else None
+    return None if wanted is None else bool(np.allclose(out, wanted, rtol=1e-9, atol=1e-12))
 
 
 def affine(request: dict[str, Any]) -> dict[str, Any]:

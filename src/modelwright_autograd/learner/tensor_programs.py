@@ -245,6 +245,7 @@ def well_formed_tensor(request: dict[str, Any], reply: dict[str, Any]) -> bool:
             and len(entry["grads"]) == len(entry["differences"])
             and isinstance(entry.get("distinct"), int)
             and isinstance(entry.get("zeroed"), bool)
+            and entry.get("forward") in (True, False, None)
             for name, entry in layers.items()
         )
     if do == "tensor_affine":
