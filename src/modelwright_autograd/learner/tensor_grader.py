@@ -403,9 +403,9 @@ class TensorChecks:
             )
         return ""
 
-    def _network_cause(self, text: str) -> str:
-        """A network row failing after op rows did: the network is built from those ops
-        (nothing for a TODO, which names itself)."""
+    def _ops_cause(self, text: str) -> str:
+        """A row failing after op rows did: it is built from those ops (nothing for a
+        TODO, which names itself)."""
         if text.startswith(TODO):
             return ""
         failing = [spec.label for spec in OP_SPECS if self.status.get(spec.op) == FAIL]
@@ -830,7 +830,8 @@ class TensorChecks:
                 self.g.add(Row(name, FAIL, words, self.code(program)))
                 return
             if "error" in result:
-                self.g.add(Row(name, FAIL, self.result_text(program, result), self.code(program)))
+                text = self.result_text(program, result)
+                self.g.add(Row(name, FAIL, text + self._ops_cause(text), self.code(program)))
                 return
             out, _ = self.want(program)
             if not agree(array_of(result["out"]), out):
@@ -946,7 +947,7 @@ class TensorChecks:
         reply = self.g.ask({"do": "tensor_network"})
         if "failure" in reply or "error" in reply:
             text = _failure_text(reply, "Linear(4, 3) and MLP(4, [5, 3])")
-            self.g.add(Row(name, FAIL, text + self._network_cause(text)))
+            self.g.add(Row(name, FAIL, text + self._ops_cause(text)))
             return
         problems, passed = [], []
         for layer, entry in reply["layers"].items():
@@ -983,7 +984,7 @@ class TensorChecks:
                 passed.append(f"{layer} ({sum(d.size for d in differences)} numbers)")
         if problems:
             text = "; ".join(problems)
-            self.g.add(Row(name, FAIL, text + self._network_cause(text)))
+            self.g.add(Row(name, FAIL, text + self._ops_cause(text)))
         else:
             text = (
                 f"every parameter gradient of {' and '.join(passed)} matches central "
@@ -999,7 +1000,7 @@ class TensorChecks:
         reply = self.g.ask({"do": "tensor_affine"})
         if "failure" in reply or "error" in reply:
             text = _failure_text(reply, "MLP(64, [32, 10])")
-            self.g.add(Row(name, FAIL, text + self._network_cause(text)))
+            self.g.add(Row(name, FAIL, text + self._ops_cause(text)))
             return
         gaps = reply["gaps"]
         if all(gap < AFFINE_GAP for gap in gaps):
@@ -1038,7 +1039,7 @@ class TensorChecks:
         reply = self.g.ask(request, self.g.train_timeout)
         if "failure" in reply or "error" in reply:
             text = _failure_text(reply, "training MLP(64, [32, 10])")
-            self.g.add(Row(name, FAIL, text + self._network_cause(text)))
+            self.g.add(Row(name, FAIL, text + self._ops_cause(text)))
             return
         history = reply["history"]
         (loss0, _), (loss1, accuracy) = history[0], history[-1]
@@ -1053,9 +1054,7 @@ class TensorChecks:
             text += "; the loss did not move at all: the SGD updates do not reach the network"
         elif not ok:
             text += f"; the gate needs the loss to fall and {TARGET_ACCURACY:.0%} test accuracy"
-        self.g.add(
-            Row(name, PASS if ok else FAIL, text + ("" if ok else self._network_cause(text)))
-        )
+        self.g.add(Row(name, PASS if ok else FAIL, text + ("" if ok else self._ops_cause(text))))
 
 
 _COVERS = {
