@@ -949,7 +949,7 @@ class TensorChecks:
             text = _failure_text(reply, "Linear(4, 3) and MLP(4, [5, 3])")
             self.g.add(Row(name, FAIL, text + self._ops_cause(text)))
             return
-        problems, passed = [], []
+        problems, passed, formula = [], [], ""
         for layer, entry in reply["layers"].items():
             grads = [array_of(g) for g in entry["grads"]]
             differences = [array_of(d) for d in entry["differences"]]
@@ -982,13 +982,15 @@ class TensorChecks:
                 )
             else:
                 passed.append(f"{layer} ({sum(d.size for d in differences)} numbers)")
+                if entry["forward"]:
+                    formula = f"; {layer}'s output is x @ W + b"
         if problems:
             text = "; ".join(problems)
             self.g.add(Row(name, FAIL, text + self._ops_cause(text)))
         else:
             text = (
                 f"every parameter gradient of {' and '.join(passed)} matches central "
-                "differences of its own forward; zero_grad() zeroes them"
+                f"differences of its own forward; zero_grad() zeroes them{formula}"
             )
             self.g.add(Row(name, PASS, text))
 
