@@ -463,11 +463,11 @@ class TensorChecks:
         if problems:
             self.g.add(Row(name, FAIL, "; ".join(problems)))
             return
-        text = "data as an array, grad " + (
-            "None until backward() (as PyTorch)" if grad is None else "zeros of its shape"
+        text = "data an array, grad " + (
+            "None until backward() (as torch)" if grad is None else "zeros of its shape"
         )
         children = reply["children"]
-        text += f", children in .{children}" if children else " (children under another name)"
+        text += f", .{children}" if children else " (children under another name)"
         self.g.add(Row(name, PASS, text + ", backward()"))
 
     def check_seed(self) -> None:
@@ -541,7 +541,7 @@ class TensorChecks:
                 wrong.append((case, result))
         if not wrong:
             self.status[spec.op] = PASS
-            text = f"forward and gradients match the oracle on {len(cases)} shape cases"
+            text = f"forward and gradients match on {len(cases)} shapes"
             self.g.add(Row(name, PASS, text + _COVERS.get(spec.op, "")))
             return
         self.status[spec.op] = FAIL
@@ -981,21 +981,21 @@ class TensorChecks:
                     "into grad, so each training step would add the last one's"
                 )
             else:
-                passed.append(f"{layer} ({sum(d.size for d in differences)} numbers)")
+                passed.append(layer)
                 if entry["forward"]:
-                    formula = f"; {layer}'s output is x @ W + b"
+                    formula = "; Linear is x @ W + b"
         if problems:
             text = "; ".join(problems)
             self.g.add(Row(name, FAIL, text + self._ops_cause(text)))
         else:
             text = (
-                f"every parameter gradient of {' and '.join(passed)} matches central "
-                f"differences of its own forward; zero_grad() zeroes them{formula}"
+                f"{', '.join(passed)}: gradients match differences, zero_grad() zeroes "
+                f"them{formula}"
             )
             self.g.add(Row(name, PASS, text))
 
     def check_affine(self) -> None:
-        name = "MLP is nonlinear"
+        name = "network bends"
         if not self.g.loaded.get("mlp"):
             self.g.add(Row(name, ABSENT, "no MLP found"))
             return
@@ -1015,8 +1015,8 @@ class TensorChecks:
             self.g.add(Row(name, FAIL, text))
         else:
             text = (
-                f"MLP(64, [32, 10]) is not affine: f((x1 + x2) / 2) differs from the mean of "
-                f"f(x1) and f(x2) by up to {max(gaps):.2g} of |f| on {len(gaps)} random pairs"
+                f"MLP(64, [32, 10]) is not affine: f at midpoints off by up to "
+                f"{max(gaps):.2g} of |f| ({len(gaps)} pairs)"
             )
             self.g.add(Row(name, PASS, text))
 
@@ -1047,8 +1047,8 @@ class TensorChecks:
         (loss0, _), (loss1, accuracy) = history[0], history[-1]
         text = (
             f"MLP(64, [32, 10]) on the digits ({len(digits.y_train)} train, "
-            f"{len(digits.y_test)} test), {reply['loss']}, SGD lr 0.1, batches of 32, with its "
-            f"own parameters() and zero_grad(): loss {loss0:.4g} -> {loss1:.4g} in "
+            f"{len(digits.y_test)} test), {reply['loss']}, SGD lr 0.1, batches of 32, its own "
+            f"parameters()/zero_grad(): loss {loss0:.4g} -> {loss1:.4g} in "
             f"{len(history) - 1} epochs, test accuracy {accuracy:.1%}"
         )
         ok = loss1 < loss0 and accuracy >= TARGET_ACCURACY
@@ -1060,9 +1060,9 @@ class TensorChecks:
 
 
 _COVERS = {
-    "add": " (same shape, a scalar, a row, a column with a matrix, 3-D batches)",
-    "matmul": " (1-D, 2-D and batched operands, a 2-D b broadcast over a batch)",
-    "sum": " (axis None, 0, 1, -1, a 3-D axis; keepdims on and off)",
+    "add": ": scalar, row, column, 3-D batch",
+    "matmul": ": 1-D, 2-D, batched, b over a batch",
+    "sum": ": axis None/0/1/-1, 3-D; keepdims",
 }
 for _op in ("sub", "mul", "div"):
     _COVERS[_op] = _COVERS["add"]
