@@ -283,3 +283,24 @@ def test_the_tensor_starter_notebook_runs_on_the_solved_engine(tmp_path, monkeyp
     epochs = [line.split() for line in text.splitlines() if line.startswith("epoch")]
     assert len(epochs) == 10
     assert float(epochs[-1][5].rstrip("%")) >= 95.0
+
+
+def test_a_forged_tensor_reply_is_refused():
+    # the learner's code shares the child's process and can write into the reply pipe: a
+    # reply that is not the shape of the child's answer is a failure, not a result
+    from modelwright_autograd.learner.child import well_formed
+
+    program = {"inputs": [{"shape": [2], "data": [1.0, 2.0]}], "steps": [["exp", 0]]}
+    request = {"do": "tensor_programs", "programs": [program]}
+    two = {"shape": [2], "data": [0.5, 0.25]}
+    right = {"out": two, "loss_grad": {"shape": [], "data": [1.0]}, "grads": [two], "rules": [""]}
+    assert well_formed(request, {"results": [right]})
+    for forged in (
+        {**right, "grads": [{"shape": [2], "data": [0.5]}]},  # data of the wrong size
+        {**right, "grads": [{"shape": [2], "data": [1, 10**400]}]},  # not floats
+        {**right, "rules": [3]},
+        {k: v for k, v in right.items() if k != "out"},
+    ):
+        assert not well_formed(request, {"results": [forged]})
+    assert not well_formed({"do": "tensor_affine"}, {"gaps": []})
+    assert not well_formed({"do": "tensor_train"}, {"history": [[1.0, True]], "loss": "x"})

@@ -175,7 +175,9 @@ def to_code(
 
 # ---------------------------------------------------------------------- the replies
 def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    """A float: the child sends every number through float() (a JSON int of 400 digits,
+    which a forged reply could hold, is refused)."""
+    return isinstance(x, float)
 
 
 def _array(x: Any) -> bool:
