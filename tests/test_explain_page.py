@@ -164,6 +164,59 @@ def test_a_network_is_drawn_neuron_by_neuron():
     assert dead and all("local derivative 0" in s["sentence"] for s in dead)
 
 
+@pytest.mark.parametrize(
+    ("activation", "widths", "points"),
+    [("relu", [3, 4, 1], 1), ("relu", [5, 2], 3), ("tanh", [4, 4, 2], 2), ("sigmoid", [3, 1], 4)],
+)
+def test_the_neuron_view_ends_at_the_engines_gradients(activation, widths, points):
+    import random
+
+    from modelwright_autograd.explain.network import find_network
+
+    rng = random.Random(len(widths) * 10 + points)
+    model = MLP(2, widths, activation=activation, seed=rng.randrange(100))
+    params = {f"p{i}": p for i, p in enumerate(model.parameters())}
+    outs = []
+    for _ in range(points):
+        out = model([Value(rng.uniform(-2, 2)), Value(rng.uniform(-2, 2))])
+        outs += out if isinstance(out, list) else [out]
+    loss = sum((o * o for o in outs), Value(0.0))
+    trace = explain(loss, params)
+    html = page_html(trace, view="neurons")
+    data = _data(html)
+    net = find_network(trace)
+    assert net.samples == points
+    assert [len(layer) for layer in net.layers] == widths
+    # one step per neuron per sample, plus the loss's arithmetic around them
+    neuron_steps = [s for s in data["steps"] if s["box"].startswith("mw-u")]
+    assert len(neuron_steps) == sum(widths) * points
+    # after the last step, every box of the sample shown holds the engine's numbers
+    end = _replay(data, len(data["steps"]))
+    sample = data["sampleAt"][-1]
+    for j, neuron in enumerate(net.neurons):
+        inst = neuron.instances[sample]
+        out_grad = json.loads(end.get((f"mw-u{j}", "@grad"), "0"))
+        assert out_grad == trace.nodes[inst.out].grad  # the engine's, exactly
+        dot = trace.nodes[inst.dot]
+        if dot.op == "dot":  # the pre-activation shown is the dot's own value
+            assert end.get((f"mw-u{j}", "pre"), _initial(html, j, "pre")) == f"pre {dot.data:.6g}"
+    # each neuron step's table is what the trace's step pushed to each weight and the bias
+    for s in neuron_steps:
+        j = int(s["box"][len("mw-u") :])
+        shown = int(s["head"].rsplit("(sample ", 1)[1].split(" ")[0]) - 1
+        dot_step = next(t for t in trace.steps if t.id == net.neurons[j].instances[shown].dot)
+        k = len(dot_step.inputs) // 2
+        assert [r[3] for r in s["rows"]] == [
+            f"{i.pushed:.6g}" for i in (*dot_step.inputs[:k], dot_step.inputs[-1])
+        ]
+
+
+def _initial(html, j, slot):
+    """A neuron box's text as the page's picture draws it, before any step."""
+    box = re.search(rf'<g class="node [^"]*" id="mw-u{j}".*?</g>', html, re.S).group(0)
+    return re.search(rf'<text class="{slot}"[^>]*>(.*?)</text>', box).group(1)
+
+
 def _weights_of(trace, step):
     """The weight and bias node ids of the dot node a neuron step ran (from its box)."""
     # the neuron step's rows follow the dot's inputs: w1..wk, then the bias

@@ -325,9 +325,15 @@ def _neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
         "selector jumps to a sample's first step). Each box shows the neuron's "
         "pre-activation, its output and its gradient; the bands between columns are the "
         "layers' weights. Stepping backward runs one neuron at a time; the panel lists "
-        "what it pushed to each weight. The loss's own arithmetic is one box, `loss`."
+        f"what it pushed to each weight. The last box is `{_loss_name(trace, net)}`: the "
+        "arithmetic after the last layer runs there."
     )
     return data, svg, note
+
+
+def _loss_name(trace: Trace, net: Network) -> str:
+    """What the last box is: "loss", unless the output is a neuron's own output."""
+    return "output" if len(trace.nodes) - 1 in net.unit else "loss"
 
 
 def _pre_activation(trace: Trace, dot: int) -> float:
@@ -511,7 +517,7 @@ def _neuron_svg(
     out = trace.nodes[-1]
     box(
         f"{PREFIX}-loss",
-        [("name", "loss"), ("data", _cut(f"data {_fmt(out.data)}")), ("grad", "")],
+        [("name", _loss_name(trace, net)), ("data", _cut(f"data {_fmt(out.data)}")), ("grad", "")],
         "op",
     )
     parts.append("</svg>")
@@ -535,7 +541,7 @@ def page_html(trace: Trace, view: str = "auto") -> str:
         raise ValueError("view='neurons' needs a graph made of neurons (dot or dot_relu nodes)")
     if net is not None and (view == "neurons" or len(trace.nodes) > NEURON_VIEW_ABOVE):
         data, svg, note = _neuron_view(trace, net)
-        title = "loss" if re.fullmatch(r"v\d+", trace.output) else trace.output
+        title = _loss_name(trace, net) if re.fullmatch(r"v\d+", trace.output) else trace.output
     else:
         data, svg, note = _graph_view(trace)
         title = trace.output
