@@ -134,6 +134,12 @@ NETWORK_BUGS = {
         f"Neuron.parameters (nn.py:{_line('return [*self.w, self.b]') - 1}) returns new Values "
         "on each call: copies",
     ),
+    "weights_by_data": (
+        "        act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)",
+        "        act = sum((wi.data * xi for wi, xi in zip(self.w, x)), self.b)",
+        "network gradients",
+        "those are 0. Does Neuron.__call__ use each weight's Value (not its .data)",
+    ),
     "mlp_skips_last_layer": (
         "        return [p for layer in self.layers for p in layer.parameters()]",
         "        return [p for layer in self.layers[:-1] for p in layer.parameters()]",
@@ -359,6 +365,11 @@ def test_the_network_reproduce_lines_show_the_bug(broken_reports, tmp_path):
     assert printed == ["[1.5]"] and expected == ["[0.0]"]
     printed, _ = _run_block(_row(broken_reports["linear_neuron"], "network bends"), tmp_path)
     assert abs(float(printed[0])) < 1e-9  # affine: the bend is 0 (up to rounding)
+    printed, expected = _run_block(
+        _row(broken_reports["weights_by_data"], "network gradients"), tmp_path
+    )
+    gradient, difference = map(float, printed)
+    assert gradient == 0.0 and difference == pytest.approx(float(expected[0]), rel=1e-4)
 
 
 def test_finite_differences_agree_with_torch_on_every_program_the_grader_uses(oracle):

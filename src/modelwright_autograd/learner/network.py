@@ -219,7 +219,26 @@ class NetworkChecks(GraderBase):
                     ": all are 0. Does the forward build its output from the parameters' "
                     "Values (not their .data), and does parameters() return those Values?"
                 )
-            self.add(Row(name, FAIL, text))
+            elif sum(g == 0.0 for g in grads) >= len(wrong):
+                text += (
+                    ": those are 0. Does Neuron.__call__ use each weight's Value (not its "
+                    ".data) in sum(w * x) + b?"
+                )
+            self.add(Row(name, FAIL, text, self.gradient_lines(i, differences[i][0])))
+
+    def gradient_lines(self, i: int, difference: float) -> list[str]:
+        """Lines that build the network as network_gradients did and print parameter
+        ``i``'s gradient beside its central difference."""
+        return self.library_lines(
+            "MLP",
+            "random.seed(1); model = MLP(3, [4, 4, 1]); params = model.parameters()",
+            "nudge = random.Random(2)",
+            "for p in params: p.data += nudge.uniform(-0.2, 0.2)",
+            "loss = lambda: (model([0.5, -1.2, 0.8]) - 0.25) ** 2",
+            f"loss().backward(); p, h = params[{i}], 1e-6",
+            "g = p.grad; p.data += h; up = loss().data; p.data -= 2 * h; down = loss().data",
+            f"print(g, (up - down) / (2 * h))  # expected: {difference:.6g} twice",
+        )
 
     def check_training(self) -> None:
         """SGD with the learner's own parameters() and zero_grad() on make_moons, to an
