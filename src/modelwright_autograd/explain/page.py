@@ -326,7 +326,8 @@ def _neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
         "pre-activation, its output and its gradient; the bands between columns are the "
         "layers' weights. Stepping backward runs one neuron at a time; the panel lists "
         f"what it pushed to each weight. The last box is `{_loss_name(trace, net)}`: the "
-        "arithmetic after the last layer runs there."
+        "arithmetic after the last layer runs there. To see every value instead, write the "
+        'page with explain(..., html="page.html", view="graph").'
     )
     return data, svg, note
 
