@@ -30,6 +30,7 @@ import numpy as np
 from . import tensor_nn
 from .checks import MAX_PARAMETERS, is_json_int, is_json_positive_int, shown_path
 from .files import UnreadableFile, atomic_write, read_bounded, write_json
+from .lm.models import LanguageModel, LMArchitecture
 from .nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
 
 FORMAT = "modelwright-autograd checkpoint"
@@ -122,9 +123,11 @@ class Architecture:
         return sum((nin + 1) * nout for nin, nout in pairwise(sizes))
 
 
-def architecture_of(model: Any) -> Architecture:
-    """The architecture of a model this module can save: an ``nn.MLP``, a ``tensor_nn.MLP``
-    or a ``tensor_nn.CNN``."""
+def architecture_of(model: Any) -> Architecture | LMArchitecture:
+    """The architecture of a model this module can save: an ``nn.MLP``, a ``tensor_nn.MLP``,
+    a ``tensor_nn.CNN`` or a language model (``lm.models``)."""
+    if isinstance(model, LanguageModel):
+        return LMArchitecture(model.config)
     if isinstance(model, tensor_nn.CNN):
         nouts = (*model.channels, model.classes)
         dtype = str(model.head.weight.dtype)
@@ -138,8 +141,10 @@ def architecture_of(model: Any) -> Architecture:
     raise TypeError(f"cannot checkpoint a {type(model).__name__}; expected an MLP or a CNN")
 
 
-def build_model(arch: Architecture) -> Any:
+def build_model(arch: Architecture | LMArchitecture) -> Any:
     """A fresh model of this architecture (its weights are then overwritten by a load)."""
+    if isinstance(arch, LMArchitecture):
+        return arch.build()
     if arch.model == "cnn":
         side, (c1, c2, classes) = math.isqrt(arch.nin), arch.nouts
         return tensor_nn.CNN(side, (c1, c2), classes, seed=0, dtype=arch.dtype)
@@ -260,6 +265,8 @@ def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
     arch = doc.get("architecture")
     if not isinstance(arch, dict):
         raise CheckpointError(path, "missing its 'architecture'")
+    if arch.get("model") == "lm":
+        return _read_lm_architecture(path, engine, arch)
     nin, nouts, activation = arch.get("nin"), arch.get("nouts"), arch.get("activation")
     limit = MAX_PARAMETERS[engine]  # no layer can be wider than the model's weight limit
 
@@ -305,6 +312,23 @@ def _read_architecture(path: Path, doc: Mapping[str, Any]) -> Architecture:
             path,
             f"architecture has {found.num_parameters():,} weights, more than the "
             f"{MAX_PARAMETERS[engine]:,} a {engine} checkpoint may hold (corrupt layer sizes?)",
+        )
+    return found
+
+
+def _read_lm_architecture(path: Path, engine: str, arch: dict[str, Any]) -> LMArchitecture:
+    """A language model's architecture (lm.models.LMConfig's fields), every value checked."""
+    try:
+        found = LMArchitecture.from_dict(arch)
+    except (ValueError, TypeError) as e:
+        raise CheckpointError(path, f"bad language-model architecture: {e}") from None
+    if engine != "tensor":
+        raise CheckpointError(path, f"a language model needs the tensor engine, not {engine!r}")
+    if found.num_parameters() > MAX_PARAMETERS[engine]:
+        raise CheckpointError(
+            path,
+            f"architecture has {found.num_parameters():,} weights, more than the "
+            f"{MAX_PARAMETERS[engine]:,} a {engine} checkpoint may hold (corrupt sizes?)",
         )
     return found
 

@@ -35,6 +35,7 @@ from .data import DATASETS
 from .files import NotARegularFile, refuse_non_regular
 from .nn import ACTIVATIONS
 from .printing import emit
+from .training import language
 from .training.evaluate import evaluate_checkpoint
 from .training.loop import run_training
 from .training.outputs import OutputError, RunFolder
@@ -157,11 +158,17 @@ def _add_data_options(parser: argparse.ArgumentParser, for_evaluate: bool) -> No
     default = "the checkpoint's" if for_evaluate else None
     parser.add_argument(
         "--dataset",
-        choices=DATASETS,
+        choices=DATASETS if for_evaluate else (*DATASETS, *language.LM_DATASETS),
         default=None if for_evaluate else "moons",
         help=f"the data (default: {default or 'moons'}); moons and circles come from "
         "scikit-learn, xor and spiral are two-class toys; digits is scikit-learn's 1,797 8x8 "
-        "digits, split 80/20 (stratified) into train and test",
+        "digits, split 80/20 (stratified) into train and test"
+        + (
+            ""
+            if for_evaluate
+            else "; names (32,033 first names) and shakespeare (Tiny Shakespeare, 1.1 MB) "
+            "train a character-level language model (see the language-model options)"
+        ),
     )
     parser.add_argument(
         "--samples",
@@ -217,16 +224,16 @@ def add_train(subparsers: Subparsers) -> None:
     )
     p.add_argument(
         "--model",
-        choices=MODELS,
-        default="mlp",
+        choices=tuple(dict.fromkeys((*MODELS, *language.LM_MODELS))),
         help="mlp (default) or cnn: two 3x3 conv layers with ReLU and 2x2 max pooling, then "
         "a linear head (--dataset digits only; --hidden gives the conv channels, default "
-        f"{','.join(map(str, CNN_CHANNELS))}; {CNN_STEPS} steps)",
+        f"{','.join(map(str, CNN_CHANNELS))}; {CNN_STEPS} steps). Language models: bigram, "
+        "mlp (makemore's), transformer (makemore's; default for names) or gpt (nanoGPT's; "
+        "default for shakespeare and --data)",
     )
     p.add_argument(
         "--activation",
         choices=ACTIVATIONS,
-        default="relu",
         help="hidden-layer nonlinearity (default: relu)",
     )
     p.add_argument(
@@ -265,7 +272,6 @@ def add_train(subparsers: Subparsers) -> None:
     p.add_argument(
         "--l2",
         type=real_number("--l2", positive=False),
-        default=1e-4,
         help="weight of the L2 penalty sum(p*p) added to the loss (default: 1e-4)",
     )
     p.add_argument(
@@ -290,7 +296,85 @@ def add_train(subparsers: Subparsers) -> None:
     p.add_argument(
         "--quiet", action="store_true", help="no progress bar; print only the final summary"
     )
+    _add_lm_options(p)
     p.set_defaults(func=partial(run_train, parser=p))
+
+
+def _add_lm_options(p: argparse.ArgumentParser) -> None:
+    """train's options for the language models (docs/language-models.md)."""
+    g = p.add_argument_group(
+        "language models",
+        "--dataset names or shakespeare, or --data PATH, trains a character-level language "
+        "model. Defaults: makemore's for bigram, mlp and transformer (AdamW lr 5e-4, weight "
+        "decay 0.01, batch 32; bigram lr 0.1) and nanoGPT's CPU configuration for gpt (4 "
+        "layers, 4 heads, 128 wide, block 64, batch 12, 2,000 steps, lr 1e-3 with 100 "
+        "warmup steps and cosine decay to 1e-4, weight decay 0.1 on 2-D weights, clipping at "
+        "1.0). A run writes model.json (the best checkpoint so far, kept after Ctrl-C), "
+        "metrics.json and loss_curve.png.",
+    )
+    g.add_argument(
+        "--data",
+        type=file_path,
+        metavar="PATH",
+        help=f"a UTF-8 text file of at most {language.C.MAX_DATA_BYTES:,} bytes and "
+        f"{language.M.MAX_VOCAB} distinct characters: one item a line for bigram, mlp and "
+        f"transformer (lines of at most {language.C.MAX_WORD_LENGTH} characters), running "
+        "text for gpt",
+    )
+    g.add_argument(
+        "--block-size",
+        type=whole_number("--block-size", 1, language.M.MAX_BLOCK),
+        metavar="N",
+        help="context length in characters (gpt: default 64; mlp: default the longest "
+        "line + 1, as transformer and bigram always use)",
+    )
+    for name, what in (("layer", "blocks"), ("head", "attention heads"), ("embd", "width")):
+        g.add_argument(
+            f"--n-{name}",
+            type=whole_number(f"--n-{name}", 1, 4096),
+            metavar="N",
+            help=f"transformer and gpt: {what} (default 4, 4, and 128 for gpt or 64 for "
+            "transformer; mlp: --n-embd is its embedding width, default 64)"
+            if name == "embd"
+            else f"transformer and gpt: {what} (default 4)",
+        )
+    g.add_argument(
+        "--dropout",
+        type=real_number("--dropout", positive=False, maximum=0.99),
+        metavar="P",
+        help="transformer and gpt: dropout probability (default 0)",
+    )
+    g.add_argument(
+        "--bias",
+        action=argparse.BooleanOptionalAction,
+        help="transformer and gpt: biases in the Linear layers and LayerNorms (default: "
+        "gpt none, as nanoGPT's Shakespeare run; transformer with, as makemore)",
+    )
+    g.add_argument(
+        "--weight-decay",
+        type=real_number("--weight-decay", positive=False, maximum=1.0),
+        metavar="WD",
+        help="AdamW's decoupled weight decay (default: 0.01, gpt 0.1 on 2-D weights only)",
+    )
+    g.add_argument(
+        "--eval-interval",
+        type=whole_number("--eval-interval", 1, MAX_STEPS),
+        metavar="N",
+        help="steps between evaluations of the train and held-out loss (default: gpt 250, "
+        "transformer and bigram 500, mlp 1000)",
+    )
+    g.add_argument(
+        "--eval-iters",
+        type=whole_number("--eval-iters", 1, language.MAX_EVAL_ITERS),
+        metavar="N",
+        help="gpt: random batches per split in each evaluation (default 20, as nanoGPT's "
+        "CPU run); the names models score the whole of each split",
+    )
+    g.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        help="the parameters' floating-point type (default float32)",
+    )
 
 
 class Terminated(Exception):
@@ -328,6 +412,8 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Train, write the outputs, print the summary: 0; 1 if training diverged or the
     outputs cannot be written; 2 for a bad option or --out; 130 after Ctrl-C (SIGINT) and
     143 after SIGTERM. Whatever the ending, the run folder is complete or absent."""
+    if language.wants_language_model(args):
+        return run_train_lm(args, parser)
     fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
     run: RunFolder | None = None
 
@@ -337,6 +423,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     with interrupts_raise():
         try:
             try:
+                language.refuse_lm_options(args)
                 config = resolve_config(args)
                 run = RunFolder.claim(args.out, config.dataset, args.overwrite)
             except UsageError as e:
@@ -365,6 +452,71 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         f"trained in {result['seconds']:.2f} s ({config.steps} steps); "
         f"outputs in {run.shown}/: {', '.join(result['files'])}"
     )
+    return emit(lines)
+
+
+def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Train a language model: exit codes as run_train's. Ctrl-C or SIGTERM during the
+    steps keeps the best checkpoint saved so far, with the metrics and curve up to then."""
+    fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
+    run: RunFolder | None = None
+    stopped: type[BaseException] | None = None
+
+    def kept() -> str:
+        return run.kept() if run is not None else "nothing was written"
+
+    with sigterm_raises():
+        try:
+            try:
+                settings, corpus = language.resolve_lm(args)
+                run = RunFolder.claim(args.out, settings.label, args.overwrite)
+            except UsageError as e:
+                parser.error(str(e))
+            with run:
+                result = language.run_lm_training(
+                    settings, corpus, run.staging, args.quiet, (KeyboardInterrupt, Terminated)
+                )
+                stopped = result["history"].interrupted
+                if stopped is not None and "model.json" not in result["files"]:
+                    raise stopped  # nothing was saved yet: keep nothing
+                run.commit()
+        except TrainingDiverged as e:
+            fail(f"{e}; {kept()}")
+            return 1
+        except OutputError as e:
+            fail(f"cannot write {shown_path(run.path / e.name)}: {e.reason}; {kept()}")
+            return 1
+        except OSError as e:
+            fail(f"cannot finish {shown_path(run.path if run else args.out)}: {e.strerror or e}")
+            return 1
+        except (KeyboardInterrupt, Terminated) as e:
+            name = "SIGINT" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
+            fail(f"interrupted ({name}); {kept()}")
+            return EXIT_INTERRUPTED[type(e)]
+    history, metrics = result["history"], result["metrics"]
+    split = "test" if settings.names else "val"
+    lines = []
+    if history.best is not None:
+        best = history.best
+        lines.append(
+            f"best   step {best['step']:,}: train loss {best['train']:.4f}, {split} loss "
+            f"{best[split]:.4f} (saved in model.json)"
+        )
+    if "counting_bigram" in metrics:
+        lines.append(
+            f"counting bigram (add-one smoothing): {split} loss "
+            f"{metrics['counting_bigram'][split]:.4f}"
+        )
+    lines.append(
+        f"trained in {history.seconds:.2f} s ({len(history.loss):,} steps, "
+        f"{metrics['tokens_per_second'] or 0:,.0f} tokens/s); outputs in {run.shown}/: "
+        f"{', '.join(result['files'])}"
+    )
+    if stopped is not None:
+        name = "SIGINT" if stopped is KeyboardInterrupt else "SIGTERM"
+        lines.append(f"interrupted ({name}) after step {len(history.loss):,}: kept the above")
+        emit(lines)
+        return EXIT_INTERRUPTED[stopped]
     return emit(lines)
 
 

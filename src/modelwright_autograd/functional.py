@@ -109,8 +109,11 @@ def _as_target(target: object, like: Tensor, name: str) -> Tensor:
 
 
 # ---------------------------------------------------------------------- cross-entropy
-def _class_targets(target: object, n: int, classes: int, shape: tuple[int, ...]) -> np.ndarray:
-    """The class indices as an integer array of ``shape``, each in [0, classes)."""
+def _class_targets(
+    target: object, n: int, classes: int, shape: tuple[int, ...], ignore_index: int | None = None
+) -> np.ndarray:
+    """The class indices as an integer array of ``shape``, each in [0, classes) or equal to
+    ``ignore_index``."""
     if isinstance(target, Tensor):
         raise TypeError(
             "cross_entropy: target must be integer class indices (a NumPy integer array or "
@@ -131,6 +134,8 @@ def _class_targets(target: object, n: int, classes: int, shape: tuple[int, ...])
     # one comparison finds both kinds of bad index: as 64-bit ints viewed unsigned, a
     # negative one is above 2**63 - 1, so at least ``classes`` (for int64, no copy)
     bad = t.astype(np.int64, copy=False).view(np.uint64) >= classes
+    if ignore_index is not None:
+        bad &= t != ignore_index
     if np.count_nonzero(bad):
         raise IndexError(
             f"cross_entropy: target {t[bad][0]} is out of range for {classes} classes "
@@ -139,12 +144,14 @@ def _class_targets(target: object, n: int, classes: int, shape: tuple[int, ...])
     return t
 
 
-def cross_entropy(logits: Tensor, target: object) -> Tensor:
+def cross_entropy(logits: Tensor, target: object, ignore_index: int = -100) -> Tensor:
     """Mean over the batch of -log softmax(logits)[target], as
     ``torch.nn.functional.cross_entropy`` with integer class targets.
 
     ``logits`` is (N, C) with ``target`` N ints, or (C,) with one int. Computed from
-    log-sum-exp of the shifted logits, so logits of +-1000 give finite losses.
+    log-sum-exp of the shifted logits, so logits of +-1000 give finite losses. Rows whose
+    target is ``ignore_index`` (a padding position) count for nothing: the mean is over the
+    others (nan when there are none, as in torch).
     """
     check_tensor(logits, "cross_entropy: logits")
     x = logits.data
@@ -157,7 +164,11 @@ def cross_entropy(logits: Tensor, target: object) -> Tensor:
     n, classes = x.shape
     if n == 0 or classes == 0:
         raise ValueError(f"cross_entropy: logits of shape {logits.shape} hold no scores")
-    t = _class_targets(target, n, classes, shape)
+    t = _class_targets(target, n, classes, shape, ignore_index)
+    ignored = t == ignore_index
+    # the rows that count, and their targets (all of them, unless some are ignored)
+    rows = np.flatnonzero(~ignored) if ignored.any() else np.arange(n)
+    kept = t[rows] if len(rows) < n else t
     # max and sums as the ufunc reductions that x.max() and x.sum() call, without their
     # Python wrappers (about a microsecond each, at a mini-batch's size a good part of it)
     top = np.maximum.reduce(x, axis=1, keepdims=True)
@@ -165,30 +176,36 @@ def cross_entropy(logits: Tensor, target: object) -> Tensor:
     total = np.add.reduce(e, axis=1)
     # -log p_t = log(sum_j e^(x_j - max)) - (x_t - max): never the log of an underflowed
     # probability, so a wrong class with a margin of 2000 still gives the exact loss 2000.
-    # The mean is sum / n, what mean() computes.
-    rows = np.arange(n)  # kept for the rule, which selects the same elements
-    loss = np.add.reduce(np.log(total) - (x[rows, t] - top[:, 0])) / n
+    # The mean is sum / count, what mean() computes (0 / 0 = nan when every row is ignored).
+    with np.errstate(invalid="ignore", divide="ignore"):
+        loss = np.add.reduce(np.log(total[rows]) - (x[rows, kept] - top[rows, 0])) / len(rows)
     e /= total[:, None]  # now the softmax probabilities, which the backward rule reuses
-    return make_node(loss, (logits,), "cross_entropy", _cross_entropy_backward, (e, t, rows))
+    ctx = (e, kept, rows, ignored if len(rows) < n else None)
+    return make_node(loss, (logits,), "cross_entropy", _cross_entropy_backward, ctx)
 
 
 def _cross_entropy_backward(
-    g: Arr, out: Arr, ctx: tuple[np.ndarray, np.ndarray, np.ndarray], need: Need, logits: Arr
+    g: Arr, out: Arr, ctx: tuple[np.ndarray, ...], need: Need, logits: Arr
 ) -> Grads:
-    """L = mean_i(-log softmax(x_i)[t_i]):  dL/dx_i = (softmax(x_i) - onehot(t_i)) / N.
+    """L = mean_i(-log softmax(x_i)[t_i]) over the M rows not ignored:
+    dL/dx_i = (softmax(x_i) - onehot(t_i)) / M for those rows, 0 for the ignored ones.
 
     The fast pass reuses the forward's probabilities (a copy with 1 taken off at each
     target); under create_graph they are computed again as a Tensor op, so that the
     second derivative sees how they depend on x.
     """
-    probs, t, rows = ctx
+    probs, t, rows, ignored = ctx
     if isinstance(logits, Tensor):
         onehot = np.zeros_like(probs)
         onehot[rows, t] = 1.0
         d = (logits.reshape(probs.shape).softmax(1) - onehot) * (g / len(t))
+        if ignored is not None:
+            d = d * (~ignored[:, None]).astype(probs.dtype)
     else:
         d = probs.copy()
         d[rows, t] -= 1.0
+        if ignored is not None:
+            d[ignored] = 0.0
         d *= g / len(t)
     return (d if d.shape == logits.shape else d.reshape(logits.shape),)
 

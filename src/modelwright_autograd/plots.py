@@ -189,3 +189,39 @@ def plot_misclassified(
     shown = f" (first {len(wrong)} shown)" if total > len(wrong) else ""
     fig.suptitle(f"{title}: {total} misclassified, true -> predicted{shown}")
     save_figure(fig, path)
+
+
+def plot_lm_curve(
+    path: str | os.PathLike[str],
+    loss: Sequence[float],
+    evals: Sequence[dict[str, float]],
+    held_out: str,
+    title: str,
+) -> None:
+    """A language model's training: the loss of every step's batch (faint, with a moving
+    average when there are many) and the evaluations of the training and held-out
+    (``held_out``: "test" or "val") loss."""
+    values = np.asarray(loss, dtype=np.float64)
+    steps = np.arange(1, len(values) + 1)
+    fig = _new_figure(7.0, 4.2)
+    ax = fig.subplots()
+    window = len(values) // 50 if len(values) > 200 else 1
+    ax.plot(steps, values, color="#c6dbef", linewidth=0.8, label="batch loss")
+    if window > 1:
+        ax.plot(
+            steps[window - 1 :],
+            _moving_average(values, window),
+            color="#6baed6",
+            linewidth=1.2,
+            label=f"mean of {window} steps",
+        )
+    if evals:
+        at = [e["step"] for e in evals]
+        ax.plot(at, [e["train"] for e in evals], "o-", color="#08519c", label="train loss")
+        ax.plot(at, [e[held_out] for e in evals], "s-", color="#d95f02", label=f"{held_out} loss")
+    ax.set_xlabel("step")
+    ax.set_ylabel("cross-entropy per character (nats)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best")
+    fig.suptitle(title)
+    save_figure(fig, path)

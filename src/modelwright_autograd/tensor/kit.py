@@ -171,12 +171,16 @@ def erf(x: Arr) -> Arr:
     return x.erf() if isinstance(x, Tensor) else _erf_array(x)
 
 
-_ERF = np.vectorize(math.erf, otypes=[np.float64])
+try:  # SciPy comes with scikit-learn, a dependency; the engine itself needs NumPy alone
+    from scipy.special import erf as _ERF
+except ImportError:  # test_package runs the engine with SciPy hidden
+    _ERF = np.vectorize(math.erf, otypes=[np.float64])
 
 
 def _erf_array(x: np.ndarray) -> np.ndarray:
-    """erf elementwise. NumPy has none, so this is the C library's erf (``math.erf``) on
-    each element: exact to the last bit or so, and slow (about a microsecond an element)."""
+    """erf elementwise. NumPy has none: SciPy's ufunc when SciPy is installed (Cephes,
+    within an ulp or two, about 20 ns an element), else the C library's erf (``math.erf``)
+    on each element (as accurate, about 150 ns an element)."""
     return np.asarray(_ERF(x), dtype=x.dtype)
 
 

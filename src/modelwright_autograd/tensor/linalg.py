@@ -86,9 +86,10 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 
 def _linear_backward(g: Arr, out: Arr, ctx: None, need: Need, x: Arr, w: Arr, *b: Arr) -> Grads:
     """y = x W^T + b:  dx = dy W, dW = dy^T x (summed over all batch rows), db = sum dy."""
-    gx = g @ w if need[0] else None
-    if g.ndim != 2:  # a batch of any shape is a batch of rows
+    shape = x.shape
+    if g.ndim != 2:  # a batch of any shape is a batch of rows: one BLAS product, not many
         g, x = g.reshape(-1, g.shape[-1]), x.reshape(-1, x.shape[-1])
+    gx = (g @ w).reshape(shape) if need[0] else None
     gw = g.T @ x if need[1] else None
     if not b:
         return gx, gw
@@ -138,7 +139,10 @@ def _linear_forward(
             f"{op}: input {x.shape} and weight {w.shape}: the weight must be "
             "(out_features, in_features) and the input's last dim in_features"
         )
-    data = x @ w.T
+    if x.ndim > 2:  # (..., in) as rows: NumPy's stacked matmul with w.T is far slower
+        data = (x.reshape(-1, x.shape[-1]) @ w.T).reshape(*x.shape[:-1], w.shape[0])
+    else:
+        data = x @ w.T
     if bias is None:
         return data, (input, weight)
     if not isinstance(bias, Tensor):

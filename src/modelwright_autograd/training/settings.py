@@ -43,6 +43,7 @@ DEFAULT_LR = {
     ("digits-cnn", "adam"): 2e-3,
 }
 MOMENTUM = 0.9
+DEFAULT_L2 = 1e-4  # --l2
 #: --model cnn's defaults: the two convolutions' channels and the optimiser steps
 #: (docs/training.md says how they were chosen).
 CNN_CHANNELS = (32, 64)
@@ -141,13 +142,20 @@ class TrainConfig:
 def resolve_config(args: argparse.Namespace) -> TrainConfig:
     """Fill in the defaults that depend on the dataset and check the options together."""
     digits = args.dataset == "digits"
-    cnn = args.model == "cnn"
+    model = args.model or "mlp"
+    if model not in MODELS:
+        raise UsageError(
+            "--model",
+            f"{model} is a language model: use it with --dataset names, --dataset "
+            "shakespeare or --data PATH",
+        )
+    cnn = model == "cnn"
     if cnn:
         if not digits:
             raise UsageError("--model", "cnn needs images: use it with --dataset digits")
         if args.hidden is not None and len(args.hidden) != 2:
             raise UsageError("--hidden", "--model cnn takes two sizes, the conv layers' channels")
-        if args.activation != "relu":
+        if args.activation not in (None, "relu"):
             raise UsageError("--activation", "--model cnn uses relu")
     if digits:
         for option, value in (("--samples", args.samples), ("--noise", args.noise)):
@@ -169,20 +177,20 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
         samples=None if digits else (args.samples if args.samples is not None else 100),
         noise=None if digits else (args.noise if args.noise is not None else 0.1),
         hidden=args.hidden or (CNN_CHANNELS if cnn else (128, 64) if digits else (16, 16)),
-        activation=args.activation,
+        activation=args.activation or "relu",
         loss=loss,
         optimizer=optimizer,
         lr=args.lr
         if args.lr is not None
-        else DEFAULT_LR[_lr_family(args.dataset, loss, args.model), optimizer],
+        else DEFAULT_LR[_lr_family(args.dataset, loss, model), optimizer],
         steps=args.steps
         if args.steps is not None
         else (CNN_STEPS if cnn else 1000 if digits else 100),
         batch_size=args.batch_size if args.batch_size is not None else (32 if digits else None),
-        l2=args.l2,
+        l2=args.l2 if args.l2 is not None else DEFAULT_L2,
         seed=args.seed,
         engine=args.engine or ("tensor" if digits else "scalar"),
-        model=args.model,
+        model=model,
     )
     check_work(config)
     return config

@@ -1,0 +1,42 @@
+"""Sampling from a language model, as makemore's and nanoGPT's ``generate``: the model's
+next-token distribution at the last position (logits / temperature, optionally only the
+top k kept), one token drawn, appended, repeated. A seeded generator makes it repeatable."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import no_grad
+from .models import LanguageModel
+
+
+def generate(
+    model: LanguageModel,
+    idx: np.ndarray,
+    new_tokens: int,
+    rng: np.random.Generator,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    stop: int | None = None,
+) -> np.ndarray:
+    """``idx`` (B, T) continued by ``new_tokens`` tokens each, the context cropped to the
+    model's block size. With ``stop`` (makemore's boundary token), generation ends early
+    once every row has produced it."""
+    model.eval()
+    with no_grad():
+        for _ in range(new_tokens):
+            context = idx[:, -model.block_size :]
+            logits = model(context).data[:, -1, :].astype(np.float64) / temperature
+            if top_k is not None and top_k < logits.shape[-1]:
+                kth = np.sort(logits, axis=-1)[:, -top_k][:, None]
+                logits = np.where(logits < kth, -np.inf, logits)
+            probs = np.exp(logits - logits.max(axis=-1, keepdims=True))
+            probs /= probs.sum(axis=-1, keepdims=True)
+            # inverse transform sampling: the first token whose cumulative probability
+            # exceeds a uniform draw
+            draws = rng.random((len(idx), 1))
+            nxt = np.minimum((np.cumsum(probs, axis=-1) < draws).sum(axis=-1), probs.shape[-1] - 1)
+            idx = np.concatenate([idx, nxt[:, None]], axis=1)
+            if stop is not None and (idx == stop)[:, 1:].any(axis=1).all():
+                break
+    return idx

@@ -1,0 +1,74 @@
+"""Measuring a language model: its mean loss per character on a names split (every
+character of every word, exactly) or on running text (nanoGPT's estimate: the mean over
+random batches), and the counting bigram model's loss beside the learned one."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..graph import no_grad
+from .corpus import Names, text_batch
+from .models import IGNORE_INDEX, LanguageModel
+
+#: Words scored per forward pass (bounds the memory of scoring a large split).
+SCORE_WORDS = 1000
+
+
+def names_loss(model: LanguageModel, names: Names, words: list[str]) -> float:
+    """The mean cross-entropy per predicted character (each letter and the end of each
+    name) over ``words``, in evaluation mode, without a graph."""
+    x, y = names.examples(words)
+    total, count = 0.0, int(np.count_nonzero(y != IGNORE_INDEX))
+    was_training = model.training
+    model.eval()
+    try:
+        with no_grad():
+            for start in range(0, len(words), SCORE_WORDS):
+                xb, yb = x[start : start + SCORE_WORDS], y[start : start + SCORE_WORDS]
+                n = int(np.count_nonzero(yb != IGNORE_INDEX))
+                total += model.loss(xb, yb).item() * n
+    finally:
+        model.train(was_training)
+    return total / count
+
+
+def text_loss(
+    model: LanguageModel, data: np.ndarray, batch_size: int, batches: int, seed: int
+) -> float:
+    """nanoGPT's estimate_loss for one split: the mean loss of ``batches`` random batches
+    (drawn by a generator seeded with ``seed``), in evaluation mode, without a graph."""
+    rng = np.random.default_rng(seed)
+    block = model.block_size
+    was_training = model.training
+    model.eval()
+    try:
+        with no_grad():
+            losses = [
+                model.loss(*text_batch(data, block, batch_size, rng)).item()
+                for _ in range(batches)
+            ]
+    finally:
+        model.train(was_training)
+    return float(np.mean(losses))
+
+
+def bigram_counts(names: Names, words: list[str]) -> np.ndarray:
+    """N[i, j]: how often token j follows token i in ``words`` (with the boundary token 0
+    before and after each word)."""
+    x, y = names.examples(words)
+    keep = y != IGNORE_INDEX
+    counts = np.zeros((names.vocab.size, names.vocab.size), dtype=np.int64)
+    np.add.at(counts, (x[keep], y[keep]), 1)
+    return counts
+
+
+def counting_bigram_loss(
+    names: Names, train_words: list[str], words: list[str], smoothing: float = 1.0
+) -> float:
+    """The loss on ``words`` of the counting model: P(j | i) = (N[i, j] + smoothing) /
+    sum_j (N[i, j] + smoothing) with N counted on ``train_words`` (makemore lecture 1's
+    model, with its add-one smoothing so no test bigram has probability 0)."""
+    counts = bigram_counts(names, train_words) + smoothing
+    log_p = np.log(counts / counts.sum(axis=1, keepdims=True))
+    test = bigram_counts(names, words)
+    return float(-(test * log_p).sum() / test.sum())

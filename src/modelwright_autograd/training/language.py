@@ -1,0 +1,498 @@
+"""Training a language model (``train --dataset names|shakespeare|--data PATH --model
+bigram|mlp|transformer|gpt``): the settings and their defaults, the loop (AdamW, clipping,
+warmup and cosine decay, evaluations every N steps, the best checkpoint kept) and the
+outputs (model.json, metrics.json, loss_curve.png) in the run's folder.
+
+The defaults are makemore's for the names models and nanoGPT's CPU configuration for the
+GPT; docs/language-models.md lists them and the figures they reach.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..checkpoint import MAX_PARAMETERS, save_checkpoint
+from ..collector import collection_paused
+from ..files import write_json
+from ..lm import corpus as C
+from ..lm import models as M
+from ..lm.scoring import counting_bigram_loss, names_loss, text_loss
+from ..optim import Adam
+from .outputs import OutputError
+from .settings import MAX_STEPS, TrainingDiverged, UsageError
+
+#: The datasets shipped for the language models, and which model each trains by default.
+LM_DATASETS = tuple(C.BUILTIN)
+LM_MODELS = M.KINDS
+DEFAULT_MODEL = {"names": "transformer", "shakespeare": "gpt", None: "gpt"}
+#: Models that read one item a line (makemore's); the GPT reads running text.
+NAMES_MODELS = ("bigram", "mlp", "transformer")
+#: What one language-model run may cost, checked before anything is built: the tokens of
+#: one step (batch x block), and the multiply-adds of the whole run (steps x tokens x
+#: weights, about six per weight and token with the backward pass); nanoGPT's CPU run is
+#: 2,000 x 768 x 0.8M = 1.2e12.
+MAX_STEP_TOKENS = 32_768
+MAX_RUN_WORK = 2 * 10**13
+#: The longest --eval-iters (batches per split per evaluation).
+MAX_EVAL_ITERS = 10_000
+
+
+@dataclass(frozen=True)
+class LMSettings:
+    """Every setting of a language-model run, defaults filled in."""
+
+    model: M.LMConfig
+    dataset: str | None
+    data: str | None
+    steps: int
+    batch_size: int
+    lr: float
+    min_lr: float  # the cosine decay's floor; lr for a constant rate
+    warmup: int
+    weight_decay: float
+    decay_all: bool  # weight decay on every parameter (makemore) or 2-D weights (nanoGPT)
+    betas: tuple[float, float]
+    grad_clip: float  # 0: none
+    eval_interval: int
+    eval_iters: int  # text: batches per split per evaluation (names: the whole split)
+    seed: int
+    source: C.Source = field(compare=False)
+
+    @property
+    def names(self) -> bool:
+        return self.model.kind in NAMES_MODELS
+
+    @property
+    def label(self) -> str:
+        return self.source.label
+
+    def lr_at(self, step: int) -> float:
+        """nanoGPT's get_lr: linear warmup over ``warmup`` steps, then cosine decay from
+        lr to min_lr at the last step (constant when min_lr == lr)."""
+        if step < self.warmup:
+            return self.lr * (step + 1) / (self.warmup + 1)
+        if step > self.steps:
+            return self.min_lr
+        span = max(1, self.steps - self.warmup)
+        coeff = 0.5 * (1.0 + math.cos(math.pi * (step - self.warmup) / span))
+        return self.min_lr + coeff * (self.lr - self.min_lr)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["model"] = self.model.to_dict()
+        d["source"] = self.source.to_dict()
+        d["betas"] = list(self.betas)
+        return d
+
+
+#: Per-model training defaults: makemore's (AdamW lr 5e-4, weight decay 0.01 on every
+#: parameter, betas 0.9/0.99, batch 32, constant rate) for mlp and transformer; the bigram
+#: gets larger batches, a larger rate decayed (cosine) to ``decay_to`` of it, and no decay,
+#: so that it reaches the counting model's loss in its budget; nanoGPT's CPU run for gpt.
+TRAINING_DEFAULTS: dict[str, dict[str, Any]] = {
+    "bigram": dict(
+        steps=1000, batch_size=512, lr=0.1, weight_decay=0.0, eval_interval=250, decay_to=0.01
+    ),
+    "mlp": dict(steps=20_000, batch_size=32, lr=5e-4, weight_decay=0.01, eval_interval=1000),
+    "transformer": dict(
+        steps=10_000, batch_size=32, lr=5e-4, weight_decay=0.01, eval_interval=500
+    ),
+    "gpt": dict(steps=2000, batch_size=12, lr=1e-3, weight_decay=0.1, eval_interval=250),
+}
+
+#: The train options that only the 2-D and digits models take.
+_CLASSIC_OPTIONS = ("samples", "noise", "hidden", "activation", "loss", "optimizer", "l2", "engine")
+#: The train options that only the language models take.
+LM_OPTIONS = (
+    "data",
+    "block_size",
+    "n_layer",
+    "n_head",
+    "n_embd",
+    "dropout",
+    "bias",
+    "eval_interval",
+    "eval_iters",
+    "weight_decay",
+    "dtype",
+)
+
+
+#: The size options a model does not have.
+_NOT_FOR = {
+    "bigram": ("n_layer", "n_head", "n_embd", "dropout", "bias"),
+    "mlp": ("n_layer", "n_head", "dropout", "bias"),
+}
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def refuse_lm_options(args: argparse.Namespace) -> None:
+    """A UsageError for a language-model option given to a 2-D or digits run."""
+    for name in LM_OPTIONS:
+        if getattr(args, name, None) is not None:
+            raise UsageError(
+                _option(name),
+                "is for the language models (--dataset names or shakespeare, or --data)",
+            )
+
+
+def wants_language_model(args: argparse.Namespace) -> bool:
+    """Whether ``train``'s options ask for a language model: a text dataset or --data."""
+    return args.dataset in LM_DATASETS or getattr(args, "data", None) is not None
+
+
+def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
+    """The settings of a language-model run and its corpus, read and split: a UsageError
+    (exit code 2) for anything wrong, before any model is built."""
+    given_dataset = args.dataset if args.dataset in LM_DATASETS else None
+    if args.data is not None and given_dataset is not None:
+        raise UsageError("--data", f"give --data or --dataset {given_dataset}, not both")
+    for name in _CLASSIC_OPTIONS:
+        if getattr(args, name, None) is not None:
+            raise UsageError(_option(name), "does not apply to a language model")
+    kind = args.model or DEFAULT_MODEL[given_dataset]
+    if kind not in LM_MODELS:
+        raise UsageError("--model", f"{kind} is not a language model; choose from {LM_MODELS}")
+    for name in _NOT_FOR.get(kind, ()):
+        if getattr(args, name) is not None:
+            raise UsageError(_option(name), f"does not apply to --model {kind}")
+    defaults = TRAINING_DEFAULTS[kind]
+    seed = args.seed
+    try:
+        text, source = C.read_source(given_dataset, args.data)
+        if kind in NAMES_MODELS:
+            corpus: C.Names | C.Text = C.split_names(text, seed, source.label)
+            block = corpus.block_size()
+            if args.block_size is not None and kind != "mlp":
+                raise UsageError(
+                    "--block-size",
+                    f"--model {kind} sees a whole name: its context is the longest name + 1 "
+                    f"({block})",
+                )
+            block = args.block_size or block
+        else:
+            block = args.block_size or 64
+            corpus = C.split_text(text, block, source.label)
+    except C.CorpusError as e:
+        raise UsageError("--data" if args.data is not None else "--dataset", str(e)) from None
+    vocab = corpus.vocab.size
+    if kind == "transformer":
+        config = M.makemore_transformer(vocab, block)
+    else:
+        config = M.LMConfig(kind, vocab, block)
+        if kind == "mlp":
+            config = replace(config, n_embd=64, n_hidden=64)
+    changes = {
+        name: getattr(args, name)
+        for name in ("n_layer", "n_head", "n_embd", "dropout", "bias", "dtype")
+        if getattr(args, name) is not None
+    }
+    try:
+        config = M.check_config(replace(config, **changes))
+    except ValueError as e:
+        raise UsageError("--n-embd" if "n_embd" in str(e) else "--model", str(e)) from None
+    gpt = kind == "gpt"
+    lr = args.lr if args.lr is not None else defaults["lr"]
+    settings = LMSettings(
+        model=config,
+        dataset=given_dataset,
+        data=source.path,
+        steps=args.steps if args.steps is not None else defaults["steps"],
+        batch_size=args.batch_size if args.batch_size is not None else defaults["batch_size"],
+        lr=lr,
+        min_lr=lr * defaults.get("decay_to", 0.1 if gpt else 1.0),
+        warmup=min(100, (args.steps or defaults["steps"]) // 20) if gpt else 0,
+        weight_decay=(
+            args.weight_decay if args.weight_decay is not None else defaults["weight_decay"]
+        ),
+        decay_all=not gpt,
+        betas=(0.9, 0.99),
+        grad_clip=1.0 if gpt else 0.0,
+        eval_interval=args.eval_interval or defaults["eval_interval"],
+        eval_iters=args.eval_iters or 20,
+        seed=seed,
+        source=source,
+    )
+    check_lm_work(settings)
+    return settings, corpus
+
+
+def check_lm_work(settings: LMSettings) -> None:
+    """Refuse a run beyond the stated limits (weights a checkpoint can hold, tokens a step,
+    work in all), naming the option to change."""
+    config = settings.model
+    weights = M.num_parameters(config)
+    if weights > MAX_PARAMETERS["tensor"]:
+        raise UsageError(
+            "--n-embd",
+            f"the {config.kind} would have {weights:,} weights; a checkpoint holds at most "
+            f"{MAX_PARAMETERS['tensor']:,}: use a smaller --n-embd or --n-layer",
+        )
+    tokens = settings.batch_size * config.block_size
+    if tokens > MAX_STEP_TOKENS:
+        raise UsageError(
+            "--batch-size",
+            f"{settings.batch_size} x a block of {config.block_size} is {tokens:,} tokens a "
+            f"step; at most {MAX_STEP_TOKENS:,}: use a smaller --batch-size",
+        )
+    work = 6 * settings.steps * tokens * weights
+    if work > MAX_RUN_WORK or settings.steps > MAX_STEPS:
+        raise UsageError(
+            "--steps",
+            f"{settings.steps:,} steps of {tokens:,} tokens through {weights:,} weights is "
+            f"{work:.1e} multiply-adds; at most {MAX_RUN_WORK:.0e}: use fewer --steps",
+        )
+
+
+# ---------------------------------------------------------------------- the optimiser
+class AdamW:
+    """torch.optim.AdamW over two parameter groups (with and without weight decay):
+    p *= 1 - lr * weight_decay, then Adam's update (``optim.Adam``, no L2 term)."""
+
+    def __init__(self, model: M.LanguageModel, settings: LMSettings) -> None:
+        params = model.parameters()
+        if settings.decay_all:
+            self.decayed = params
+        else:  # nanoGPT: the matrices decay, the biases and LayerNorm gains do not
+            self.decayed = [p for p in params if p.ndim >= 2]
+        self.weight_decay = settings.weight_decay
+        self.adam = Adam(params, lr=settings.lr, betas=settings.betas, eps=1e-8)
+        self.params = params
+
+    def step(self, lr: float) -> None:
+        if self.weight_decay:
+            shrink = 1.0 - lr * self.weight_decay
+            for p in self.decayed:
+                p.data *= shrink
+        self.adam.lr = lr
+        self.adam.step()
+
+    def zero_grad(self) -> None:
+        self.adam.zero_grad()
+
+
+def clip_grad_norm(params: list[Any], max_norm: float) -> float:
+    """torch.nn.utils.clip_grad_norm_: scale every gradient by max_norm / (norm + 1e-6)
+    when the global norm is above max_norm; returns the norm before clipping."""
+    grads = [p.grad for p in params if p.grad is not None]
+    total = math.sqrt(sum(float(np.vdot(g, g)) for g in grads))
+    coef = max_norm / (total + 1e-6)
+    if coef < 1.0:
+        for g in grads:
+            g *= coef
+    return total
+
+
+# ---------------------------------------------------------------------- the loop
+@dataclass
+class LMHistory:
+    """The training loss of every step, the evaluations, the best one, the time taken."""
+
+    loss: list[float] = field(default_factory=list)
+    evals: list[dict[str, float]] = field(default_factory=list)
+    best: dict[str, float] | None = None
+    seconds: float = 0.0
+    tokens: int = 0
+    #: the exception that stopped the loop early (KeyboardInterrupt...), else None
+    interrupted: type[BaseException] | None = None
+
+
+def _batches(settings: LMSettings, corpus: C.Names | C.Text, rng: np.random.Generator):
+    """The training batches, forever: makemore's (random words, with replacement, as its
+    InfiniteDataLoader) or nanoGPT's (random windows of the text)."""
+    if isinstance(corpus, C.Names):
+        x, y = corpus.examples(corpus.train)
+        while True:
+            rows = rng.integers(0, len(x), size=settings.batch_size)
+            yield x[rows], y[rows]
+    while True:
+        yield C.text_batch(corpus.train, settings.model.block_size, settings.batch_size, rng)
+
+
+def evaluate_lm(
+    model: M.LanguageModel, settings: LMSettings, corpus: C.Names | C.Text, seed: int
+) -> dict[str, float]:
+    """Train and held-out loss. Names: the whole test set, and the same seeded sample of
+    as many training words (makemore scores 1,000 of each); text: nanoGPT's estimate,
+    ``eval_iters`` random batches of each split."""
+    if isinstance(corpus, C.Names):
+        rng = np.random.default_rng(seed)
+        count = min(len(corpus.train), max(len(corpus.test), C.NAMES_TEST_WORDS))
+        sample = [corpus.train[i] for i in rng.choice(len(corpus.train), count, replace=False)]
+        return {
+            "train": names_loss(model, corpus, sample),
+            "test": names_loss(model, corpus, corpus.test),
+        }
+    b, n = settings.batch_size, settings.eval_iters
+    return {
+        "train": text_loss(model, corpus.train, b, n, seed),
+        "val": text_loss(model, corpus.val, b, n, seed + 1),
+    }
+
+
+def held_out(corpus: C.Names | C.Text) -> str:
+    return "test" if isinstance(corpus, C.Names) else "val"
+
+
+def fit_lm(
+    model: M.LanguageModel,
+    settings: LMSettings,
+    corpus: C.Names | C.Text,
+    progress: Any,
+    save_best: Any = None,
+    stop_on: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
+) -> LMHistory:
+    """``settings.steps`` AdamW steps; an evaluation at step 0, every ``eval_interval``
+    steps and after the last; ``save_best(step, losses)`` whenever the held-out loss is
+    the lowest so far (after step 0). One of ``stop_on`` (Ctrl-C) ends it early, with
+    ``interrupted`` set to its type."""
+    history = LMHistory()
+    optimizer = AdamW(model, settings)
+    params = model.parameters()
+    batches = _batches(settings, corpus, np.random.default_rng([settings.seed, 1]))
+    split = held_out(corpus)
+    model.train(True)
+    start = time.perf_counter()
+
+    def evaluate(step: int) -> None:
+        losses = evaluate_lm(model, settings, corpus, settings.seed + 2)
+        history.evals.append({"step": step, **losses})
+        if step and (history.best is None or losses[split] < history.best[split]):
+            if save_best is not None:
+                save_best(step, losses)
+            history.best = {"step": step, **losses}  # once saved
+
+    try:
+        evaluate(0)
+        for step in range(settings.steps):
+            x, y = next(batches)
+            with collection_paused():
+                loss = model.loss(x, y)
+                value = loss.item()
+                if not math.isfinite(value):
+                    raise TrainingDiverged(
+                        f"training diverged: the loss is {value} at step {step}; try a smaller "
+                        f"--lr (it was {settings.lr:g})"
+                    )
+                optimizer.zero_grad()
+                loss.backward()
+                del loss
+                if settings.grad_clip:
+                    clip_grad_norm(params, settings.grad_clip)
+                optimizer.step(settings.lr_at(step))
+            history.loss.append(value)
+            history.tokens += x.size
+            done = step + 1
+            if done % settings.eval_interval == 0 or done == settings.steps:
+                evaluate(done)
+            seconds = time.perf_counter() - start
+            progress.set_postfix(
+                loss=f"{value:.4f}", tok_s=f"{history.tokens / seconds:,.0f}", refresh=False
+            )
+            progress.update(1)
+    except stop_on as e:
+        history.interrupted = type(e)
+    history.seconds = time.perf_counter() - start
+    return history
+
+
+def run_lm_training(
+    settings: LMSettings,
+    corpus: C.Names | C.Text,
+    out: Path,
+    quiet: bool = False,
+    stop_on: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
+) -> dict[str, Any]:
+    """A whole run into the staging folder ``out``: the best checkpoint (model.json) as
+    training goes, then metrics.json and loss_curve.png. After Ctrl-C the files are
+    written from what there is, and ``interrupted`` is set in the result."""
+    from tqdm import tqdm
+
+    model = M.build(settings.model, seed=settings.seed)
+    metadata = {
+        "data": {**settings.source.to_dict(), "seed": settings.seed},
+        "training": settings.to_dict(),
+    }
+
+    def save_best(step: int, losses: dict[str, float]) -> None:
+        best = {**metadata, "best": {"step": step, **losses}}
+        _write(out, "model.json", lambda path: save_checkpoint(path, model, best))
+
+    with tqdm(
+        total=settings.steps,
+        desc=f"train {settings.label} {settings.model.kind}",
+        unit="step",
+        disable=True if quiet else None,
+        file=sys.stderr,
+    ) as progress:
+        history = fit_lm(model, settings, corpus, progress, save_best, stop_on)
+    files = ["model.json"] if history.best is not None else []
+    extra: dict[str, Any] = {}
+    if isinstance(corpus, C.Names) and settings.model.kind == "bigram":
+        extra["counting_bigram"] = {
+            split: counting_bigram_loss(corpus, corpus.train, words)
+            for split, words in (("train", corpus.train), ("test", corpus.test))
+        }
+    metrics = {
+        "config": settings.to_dict(),
+        "split": _split_record(settings, corpus),
+        "parameters": sum(p.data.size for p in model.parameters()),
+        "loss": history.loss,
+        "evals": history.evals,
+        "best": history.best,
+        **extra,
+        "steps_done": len(history.loss),
+        "interrupted": history.interrupted is not None,
+        "train_seconds": round(history.seconds, 3),
+        "tokens_per_second": round(history.tokens / history.seconds, 1)
+        if history.seconds
+        else None,
+    }
+    _write(out, "metrics.json", lambda path: write_json(path, metrics))
+    _write(out, "loss_curve.png", lambda path: _plot(path, settings, history, corpus))
+    files += ["metrics.json", "loss_curve.png"]
+    return {"history": history, "files": files, "metrics": metrics}
+
+
+def _split_record(settings: LMSettings, corpus: C.Names | C.Text) -> dict[str, Any]:
+    if isinstance(corpus, C.Names):
+        return {
+            "kind": "names",
+            "seed": settings.seed,
+            "rule": "test = min(1000, 10%) of the words by a seeded permutation (makemore)",
+            "train_words": len(corpus.train),
+            "test_words": len(corpus.test),
+            "vocab": corpus.vocab.tokens,
+        }
+    return {
+        "kind": "text",
+        "rule": "first 90% of the characters train, last 10% validation (nanoGPT)",
+        "train_chars": len(corpus.train),
+        "val_chars": len(corpus.val),
+        "vocab": corpus.vocab.tokens,
+    }
+
+
+def _write(out: Path, name: str, write: Any) -> None:
+    try:
+        write(out / name)
+    except OSError as e:
+        raise OutputError(name, e.strerror or str(e)) from e
+
+
+def _plot(path: Path, settings: LMSettings, history: LMHistory, corpus: Any) -> None:
+    from ..plots import plot_lm_curve
+
+    title = f"{settings.label}: {settings.model.kind}, {M.num_parameters(settings.model):,} weights"
+    plot_lm_curve(path, history.loss, history.evals, held_out(corpus), title)
