@@ -665,14 +665,41 @@ def export_torch(source: Any, out: str | os.PathLike[str]) -> None:
 
     model = load_checkpoint(source).model if isinstance(source, (str, os.PathLike)) else source
     arch = architecture_of(model)
-    doc = {
-        "format": "modelwright-autograd torch export",
-        "architecture": {"engine": arch.engine, **arch.to_dict(), "dtype": arch.dtype},
-        "state_dict": to_torch(model).state_dict(),
-    }
+    if isinstance(arch, LMArchitecture):
+        doc = _lm_export(torch, model, arch)
+    else:
+        doc = {
+            "format": "modelwright-autograd torch export",
+            "architecture": {"engine": arch.engine, **arch.to_dict(), "dtype": arch.dtype},
+            "state_dict": to_torch(model).state_dict(),
+        }
     # Serialised in memory first (at most MAX_PARAMETERS weights, 16 MB), so that writing
     # the file is atomic_write's plain write: a full disk is an OSError naming it, not
     # torch's RuntimeError from inside its zip writer.
     buffer = io.BytesIO()
     torch.save(doc, buffer)
     atomic_write(out, lambda f: f.write(buffer.getbuffer()), binary=True)
+
+
+def _lm_export(torch: Any, model: Any, arch: LMArchitecture) -> dict[str, Any]:
+    """A language model for torch: its state_dict under nanoGPT's (and makemore's) names,
+    its config, and for the GPT nanoGPT's ``model_args`` (GPTConfig's fields), so that
+    ``GPT(GPTConfig(**doc["model_args"])).load_state_dict(doc["state_dict"])`` rebuilds it
+    in nanoGPT's model.py (docs/language-models.md)."""
+    config = arch.config
+    doc: dict[str, Any] = {
+        "format": "modelwright-autograd torch export",
+        "architecture": {"engine": "tensor", **arch.to_dict()},
+        "state_dict": {k: torch.tensor(np.asarray(v)) for k, v in model.state_dict().items()},
+    }
+    if config.kind == "gpt":
+        doc["model_args"] = {
+            "n_layer": config.n_layer,
+            "n_head": config.n_head,
+            "n_embd": config.n_embd,
+            "block_size": config.block_size,
+            "bias": config.bias,
+            "vocab_size": config.vocab_size,
+            "dropout": config.dropout,
+        }
+    return doc

@@ -531,22 +531,40 @@ def add_evaluate(subparsers: Subparsers) -> None:
         "stored in the checkpoint); the data options override them.",
     )
     p.add_argument(
+        "run",
+        nargs="?",
+        type=file_path,
+        metavar="RUN",
+        help="a run folder or its model.json (or give --checkpoint)",
+    )
+    p.add_argument(
         "--checkpoint",
         type=file_path,
-        required=True,
         metavar="FILE",
         help="a model.json written by train",
     )
     _add_data_options(p, for_evaluate=True)
+    p.add_argument(
+        "--eval-iters",
+        type=whole_number("--eval-iters", 1, language.MAX_EVAL_ITERS),
+        default=200,
+        metavar="N",
+        help="a text language model: random batches of each split to average (default "
+        "200, as nanoGPT); a names model is scored on every word",
+    )
     p.set_defaults(func=partial(run_evaluate, parser=p))
 
 
 def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Score a checkpoint and print it: 0, 1 for a bad checkpoint, 2 for a bad option."""
+    if (args.run is None) == (args.checkpoint is None):
+        parser.error("give a RUN (a run folder or model.json) or --checkpoint FILE, not both")
+    path = language.checkpoint_file(args.run) if args.run is not None else args.checkpoint
     try:
-        result = evaluate_checkpoint(
-            args.checkpoint, args.dataset, args.samples, args.noise, args.seed
-        )
+        checkpoint = load_checkpoint(path)
+        if isinstance(checkpoint.architecture, language.M.LMArchitecture):
+            return _evaluate_lm(args, parser, path, checkpoint)
+        result = evaluate_checkpoint(path, args.dataset, args.samples, args.noise, args.seed)
     except CheckpointError as e:
         print(f"modelwright-autograd evaluate: {e}", file=sys.stderr)
         return 1
@@ -554,9 +572,7 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         parser.error(str(e))
     settings = ", ".join(f"{k} {v}" for k, v in result.data.items() if v is not None)
     which = "the data it was trained on" if result.trained_on_it else "new data"
-    lines = [
-        f"{shown_path(args.checkpoint)}: {result.architecture}, evaluated on {which} ({settings})"
-    ]
+    lines = [f"{shown_path(path)}: {result.architecture}, evaluated on {which} ({settings})"]
     for split, found in result.scores.items():
         if result.trained_on_it:
             name, where = split, "training set" if split == "train" else "held-out test set"
@@ -572,6 +588,31 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
             "variance)",
             file=sys.stderr,
         )
+    return emit(lines)
+
+
+def _evaluate_lm(
+    args: argparse.Namespace, parser: argparse.ArgumentParser, path: Path, checkpoint: Any
+) -> int:
+    """evaluate for a language model: its loss per character on its training and
+    held-out splits, the data found again from its stored settings."""
+    for option in ("dataset", "samples", "noise", "seed"):
+        if getattr(args, option) is not None:
+            parser.error(f"argument --{option}: a language model is evaluated on its own data")
+    run = language.load_lm_run(path, checkpoint)
+    try:
+        losses = language.evaluate_lm_run(run, args.eval_iters, seed=1337)
+    except language.NotALanguageModel as e:
+        print(f"modelwright-autograd evaluate: {e}", file=sys.stderr)
+        return 1
+    how = (
+        "every word of each split"
+        if run.names
+        else f"{args.eval_iters} random batches of each split"
+    )
+    lines = [f"{shown_path(path)}: {checkpoint.architecture.describe()}, scored on {how}"]
+    for split, value in losses.items():
+        lines.append(f"{split:<6} loss {value:.4f} nats per character")
     return emit(lines)
 
 
@@ -603,7 +644,7 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if args.out.resolve() == args.checkpoint.resolve():
         parser.error(f"argument OUT: {shown} is the checkpoint itself; name another file")
     try:
-        checkpoint = load_checkpoint(args.checkpoint)
+        checkpoint = load_checkpoint(language.checkpoint_file(args.checkpoint))
         export_torch(checkpoint.model, args.out)
     except CheckpointError as e:
         problem = str(e)
@@ -623,9 +664,116 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 "infinite; the exported model will predict NaN or infinities",
                 file=sys.stderr,
             )
+        if isinstance(checkpoint.architecture, language.M.LMArchitecture):
+            return emit([f"wrote {shown}: the {arch} as a state_dict under nanoGPT's names"])
         return emit([f"wrote {shown}: the {arch} as a torch.nn.Sequential state_dict"])
     print(f"modelwright-autograd export: {problem}", file=sys.stderr)
     return 1
+
+
+# ---------------------------------------------------------------------- sample
+def add_sample(subparsers: Subparsers) -> None:
+    """The ``sample`` command's options."""
+    p = subparsers.add_parser(
+        "sample",
+        help="write samples from a trained language model",
+        description="Sample from the language model of RUN (a run folder or its model.json "
+        "written by train). A names model writes whole names, each marked as in the "
+        "training set, in the test set or new (as makemore prints them); a text model "
+        "continues --prompt. The same --seed gives the same samples. Exit code 2 for a run "
+        "that is not a language model, a prompt with characters outside its vocabulary or "
+        f"more than {language.MAX_SAMPLE_TOKENS:,} characters in all; 1 for an unreadable "
+        "checkpoint.",
+    )
+    p.add_argument("run", type=file_path, metavar="RUN", help="a run folder or its model.json")
+    p.add_argument(
+        "--num",
+        type=whole_number("--num", 1, 10_000),
+        metavar="N",
+        help="how many samples (default: 20 names, 1 text)",
+    )
+    p.add_argument(
+        "--prompt",
+        metavar="TEXT",
+        help="text to continue (default: a newline, as nanoGPT; for names, nothing: each "
+        "name starts fresh, or with TEXT)",
+    )
+    p.add_argument(
+        "--tokens",
+        type=whole_number("--tokens", 1),
+        metavar="N",
+        help="text models: characters to write per sample (default 500; --num x --tokens at "
+        f"most {language.MAX_SAMPLE_TOKENS:,}); names end at their end token",
+    )
+    p.add_argument(
+        "--temperature",
+        type=real_number("--temperature", positive=True, maximum=100.0),
+        default=1.0,
+        metavar="T",
+        help="divide the logits by T: below 1 more likely text, above 1 more surprising "
+        "(default 1)",
+    )
+    p.add_argument(
+        "--top-k",
+        type=whole_number("--top-k", 1),
+        metavar="K",
+        help="draw only from the K most likely next characters (default: all)",
+    )
+    p.add_argument(
+        "--seed", type=random_seed, default=1337, help="seed for the draws (default 1337)"
+    )
+    p.set_defaults(func=partial(run_sample, parser=p))
+
+
+def run_sample(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print samples: 0; 1 for a bad checkpoint; 2 for a run that is not a language model,
+    a prompt outside the vocabulary or too many characters asked for."""
+    try:
+        run = language.load_lm_run(args.run)
+    except CheckpointError as e:
+        print(f"modelwright-autograd sample: {e}", file=sys.stderr)
+        return 1
+    except language.NotALanguageModel as e:
+        parser.error(f"argument RUN: {e}")
+    vocab = run.vocab
+    prompt = args.prompt if args.prompt is not None else ("" if run.names else "\n")
+    if len(prompt) > language.MAX_PROMPT:
+        parser.error(f"argument --prompt: at most {language.MAX_PROMPT:,} characters")
+    missing = vocab.missing(prompt)
+    if missing:
+        parser.error(
+            f"argument --prompt: characters not in the model's vocabulary: "
+            f"{''.join(missing[:20])!r} (it knows {vocab.chars!r})"
+        )
+    if run.names and args.tokens is not None:
+        parser.error("argument --tokens: a names model writes each name to its end token")
+    num = args.num or (20 if run.names else 1)
+    tokens = None if run.names else (args.tokens or 500)
+    total = num * (tokens or run.model.block_size)
+    if total > language.MAX_SAMPLE_TOKENS:
+        parser.error(
+            f"argument --tokens: {num:,} samples of {tokens or run.model.block_size:,} "
+            f"characters is {total:,}; at most {language.MAX_SAMPLE_TOKENS:,}"
+        )
+    if args.top_k is not None and args.top_k > vocab.size:
+        parser.error(f"argument --top-k: the model has only {vocab.size} tokens")
+    samples = language.sample_lm(
+        run, num, prompt, tokens, args.temperature, args.top_k, args.seed
+    )
+    if not run.names:
+        return emit(["\n---------------\n".join(samples)])
+    if run.corpus is None:
+        return emit([*samples, f"(not marked as in train/test/new: {run.missing})"])
+    train, test = set(run.corpus.train), set(run.corpus.test)
+    groups: dict[str, list[str]] = {"in train": [], "in test": [], "new": []}
+    for name in samples:
+        key = "in train" if name in train else "in test" if name in test else "new"
+        groups[key].append(name)
+    lines = []
+    for key, names in groups.items():
+        lines.append(f"{len(names)} samples that are {key}:")
+        lines += names
+    return emit(lines)
 
 
 # ---------------------------------------------------------------------- explain
@@ -847,6 +995,7 @@ def run_check(args: argparse.Namespace) -> int:
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     add_train,
     add_evaluate,
+    add_sample,
     add_export,
     add_explain,
     add_init,

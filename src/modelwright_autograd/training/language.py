@@ -19,11 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from ..checkpoint import MAX_PARAMETERS, save_checkpoint
+from ..checkpoint import MAX_PARAMETERS, Checkpoint, CheckpointError, load_checkpoint, save_checkpoint
 from ..collector import collection_paused
 from ..files import write_json
 from ..lm import corpus as C
 from ..lm import models as M
+from ..lm.sampling import generate
 from ..lm.scoring import counting_bigram_loss, names_loss, text_loss
 from ..optim import Adam
 from .outputs import OutputError
@@ -422,6 +423,7 @@ def run_lm_training(
     model = M.build(settings.model, seed=settings.seed)
     metadata = {
         "data": {**settings.source.to_dict(), "seed": settings.seed},
+        "vocab": {"tokens": corpus.vocab.tokens, "boundary": corpus.vocab.boundary},
         "training": settings.to_dict(),
     }
 
@@ -496,3 +498,139 @@ def _plot(path: Path, settings: LMSettings, history: LMHistory, corpus: Any) -> 
 
     title = f"{settings.label}: {settings.model.kind}, {M.num_parameters(settings.model):,} weights"
     plot_lm_curve(path, history.loss, history.evals, held_out(corpus), title)
+
+
+# ---------------------------------------------------------------------- a saved run
+class NotALanguageModel(Exception):
+    """``sample`` or an LM evaluation was given a run whose model is not a language model."""
+
+
+#: The most characters ``sample`` writes (--num x --tokens), and the longest --prompt.
+MAX_SAMPLE_TOKENS = 100_000
+MAX_PROMPT = 10_000
+
+
+@dataclass
+class LMRun:
+    """A language-model run read back: its checkpoint, vocabulary and, when the data it
+    was trained on can be found again unchanged, its corpus split as in training."""
+
+    checkpoint: Checkpoint
+    vocab: C.Vocabulary
+    training: dict[str, Any]
+    corpus: C.Names | C.Text | None
+    missing: str | None  # why ``corpus`` is None
+
+    @property
+    def model(self) -> M.LanguageModel:
+        return self.checkpoint.model
+
+    @property
+    def names(self) -> bool:
+        return self.vocab.boundary
+
+
+def checkpoint_file(run: Path) -> Path:
+    """A run folder's model.json, or the file given."""
+    return run / "model.json" if run.is_dir() else run
+
+
+def load_lm_run(run: Path, checkpoint: Checkpoint | None = None) -> LMRun:
+    """Read a language-model run (its folder or model.json): a CheckpointError for a file
+    that is not a sound checkpoint, NotALanguageModel for one of another model."""
+    path = checkpoint_file(run)
+    checkpoint = checkpoint or load_checkpoint(path)
+    if not isinstance(checkpoint.architecture, M.LMArchitecture):
+        raise NotALanguageModel(
+            f"{path} holds a {checkpoint.architecture.describe()}, not a language model "
+            "(train one with --dataset names, --dataset shakespeare or --data)"
+        )
+    meta = checkpoint.metadata
+    vocab_doc, data, training = meta.get("vocab"), meta.get("data"), meta.get("training")
+    config = checkpoint.architecture.config
+    if not (
+        isinstance(vocab_doc, dict)
+        and isinstance(vocab_doc.get("tokens"), str)
+        and isinstance(vocab_doc.get("boundary"), bool)
+        and len(vocab_doc["tokens"]) == config.vocab_size
+        and len(set(vocab_doc["tokens"])) == config.vocab_size
+    ):
+        raise CheckpointError(
+            path, f"no valid 'vocab' ({config.vocab_size} distinct tokens and 'boundary')"
+        )
+    if not isinstance(data, dict) or not isinstance(training, dict):
+        raise CheckpointError(path, "no 'data' and 'training' settings (was it written by train?)")
+    tokens, boundary = vocab_doc["tokens"], vocab_doc["boundary"]
+    vocab = C.Vocabulary(tokens[1:] if boundary else tokens, boundary)
+    corpus, missing = _find_corpus(data, vocab, config)
+    return LMRun(checkpoint, vocab, training, corpus, missing)
+
+
+def _find_corpus(
+    data: dict[str, Any], vocab: C.Vocabulary, config: M.LMConfig
+) -> tuple[C.Names | C.Text | None, str | None]:
+    """The corpus split exactly as in training, if its file is there and unchanged."""
+    dataset, path, digest, seed = (data.get(k) for k in ("dataset", "path", "sha256", "seed"))
+    if dataset not in (None, *C.BUILTIN) or not isinstance(seed, int) or isinstance(seed, bool):
+        return None, "the checkpoint's data settings are not valid"
+    try:
+        text, source = C.read_source(dataset, path if dataset is None else None)
+    except C.CorpusError as e:
+        return None, f"its data cannot be read ({e})"
+    if source.sha256 != digest:
+        return None, f"{source.path or dataset} has changed since training (its sha256 differs)"
+    try:
+        if vocab.boundary:
+            corpus: C.Names | C.Text = C.split_names(text, seed, source.label)
+        else:
+            corpus = C.split_text(text, config.block_size, source.label)
+    except C.CorpusError as e:
+        return None, str(e)
+    if corpus.vocab != vocab:
+        return None, "its data's vocabulary differs from the checkpoint's"
+    return corpus, None
+
+
+def evaluate_lm_run(run: LMRun, batches: int, seed: int) -> dict[str, float]:
+    """The loss per character of a saved model: names, on every word of the training and
+    test splits; text, nanoGPT's estimate over ``batches`` random batches of each split."""
+    if run.corpus is None:
+        raise NotALanguageModel(f"cannot evaluate: {run.missing}")
+    model, corpus = run.model, run.corpus
+    if isinstance(corpus, C.Names):
+        return {
+            "train": names_loss(model, corpus, corpus.train),
+            "test": names_loss(model, corpus, corpus.test),
+        }
+    batch = run.training.get("batch_size")
+    if not (isinstance(batch, int) and 1 <= batch * model.block_size <= MAX_STEP_TOKENS):
+        raise CheckpointError(run.checkpoint.path, f"bad batch_size {batch!r} in its settings")
+    return {
+        "train": text_loss(model, corpus.train, batch, batches, seed),
+        "val": text_loss(model, corpus.val, batch, batches, seed + 1),
+    }
+
+
+def sample_lm(
+    run: LMRun,
+    num: int,
+    prompt: str,
+    tokens: int | None,
+    temperature: float,
+    top_k: int | None,
+    seed: int,
+) -> list[str]:
+    """``num`` samples: names (makemore: from the start token, and ``prompt`` if given,
+    until the end token or the longest name) or ``tokens`` characters of text continuing
+    ``prompt`` (nanoGPT). The same seed gives the same samples."""
+    model, vocab = run.model, run.vocab
+    rng = np.random.default_rng(seed)
+    start = vocab.encode(prompt)
+    if vocab.boundary:
+        idx = np.tile(np.concatenate([[0], start]), (num, 1))
+        steps = max(0, model.block_size - idx.shape[1])
+        rows = generate(model, idx, steps, rng, temperature, top_k, stop=0)[:, 1:].tolist()
+        return [vocab.decode(row[: row.index(0)] if 0 in row else row) for row in rows]
+    idx = np.tile(start, (num, 1))
+    out = generate(model, idx, tokens or 0, rng, temperature, top_k)
+    return [vocab.decode(row) for row in out]
