@@ -757,9 +757,7 @@ def run_sample(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         )
     if args.top_k is not None and args.top_k > vocab.size:
         parser.error(f"argument --top-k: the model has only {vocab.size} tokens")
-    samples = language.sample_lm(
-        run, num, prompt, tokens, args.temperature, args.top_k, args.seed
-    )
+    samples = language.sample_lm(run, num, prompt, tokens, args.temperature, args.top_k, args.seed)
     if not run.names:
         return emit(["\n---------------\n".join(samples)])
     if run.corpus is None:

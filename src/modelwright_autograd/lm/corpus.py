@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
@@ -59,8 +60,8 @@ def read_corpus(path: str | Path) -> tuple[str, str]:
     except UnreadableFile as e:
         if e.size is not None:
             raise CorpusError(
-                f"{path}: {e.reason}; the most a language model's data may be is "
-                f"{MAX_DATA_BYTES:,} bytes"
+                f"{path}: {e.reason}, more than the {MAX_DATA_BYTES:,} a language model's "
+                "data may have"
             ) from None
         raise CorpusError(f"{path}: {e.reason}") from None
     if not raw.strip():
@@ -94,8 +95,12 @@ class Vocabulary:
         """Every token's character, by id."""
         return (BOUNDARY if self.boundary else "") + self.chars
 
+    @cached_property
+    def _ids(self) -> dict[str, int]:
+        return {c: i + self.boundary for i, c in enumerate(self.chars)}
+
     def encode(self, text: str) -> np.ndarray:
-        lookup = {c: i + self.boundary for i, c in enumerate(self.chars)}
+        lookup = self._ids
         return np.fromiter((lookup[c] for c in text), dtype=np.int64, count=len(text))
 
     def decode(self, ids: np.ndarray | list[int]) -> str:
@@ -139,13 +144,16 @@ class Names:
         """makemore's (x, y) rows: x = [0, w...] padded with 0, y = [w..., 0] padded
         with -1 (ignored by the loss), both of length block_size."""
         n, width = len(words), self.block_size()
+        lengths = np.array([len(w) for w in words], dtype=np.int64)
+        rows = np.repeat(np.arange(n), lengths)  # the word of every character
+        starts = np.cumsum(lengths) - lengths
+        at = np.arange(len(rows)) - starts[rows]  # its position in its word
+        ids = self.vocab.encode("".join(words))
         x = np.zeros((n, width), dtype=np.int64)
         y = np.full((n, width), -1, dtype=np.int64)
-        for i, word in enumerate(words):
-            ids = self.vocab.encode(word)
-            x[i, 1 : 1 + len(ids)] = ids
-            y[i, : len(ids)] = ids
-            y[i, len(ids)] = 0
+        x[rows, at + 1] = ids
+        y[rows, at] = ids
+        y[np.arange(n), lengths] = 0
         return x, y
 
 

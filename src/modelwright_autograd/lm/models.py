@@ -19,7 +19,7 @@ import numpy as np
 from .. import functional as F
 from ..checks import positive_int
 from ..seeding import numpy_rng
-from ..tensor import Tensor, cat, gelu
+from ..tensor import Tensor, gelu
 from ..tensor_nn import Dropout, Embedding, LayerNorm, Linear, Module
 
 #: The models, in makemore's order (gpt is nanoGPT's).

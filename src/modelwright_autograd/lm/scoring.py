@@ -44,8 +44,7 @@ def text_loss(
     try:
         with no_grad():
             losses = [
-                model.loss(*text_batch(data, block, batch_size, rng)).item()
-                for _ in range(batches)
+                model.loss(*text_batch(data, block, batch_size, rng)).item() for _ in range(batches)
             ]
     finally:
         model.train(was_training)

@@ -1,0 +1,193 @@
+"""The language models against PyTorch: every parameter's gradient in float64 for each model
+(benchmarks/lm_torch.py holds the torch versions, written as makemore and nanoGPT write
+them), ten training steps of AdamW with clipping and the warmup-cosine schedule on the same
+batches, and the export read back into the torch GPT under nanoGPT's names."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from benchmarks import lm_torch as LT
+from modelwright_autograd.checkpoint import export_torch, load_checkpoint, save_checkpoint
+from modelwright_autograd.lm import corpus as C
+from modelwright_autograd.lm import models as M
+from modelwright_autograd.training import language as L
+
+V, T = 7, 6
+
+CONFIGS = {
+    "bigram": M.LMConfig("bigram", V, T, dtype="float64"),
+    "mlp": M.LMConfig("mlp", V, T, n_embd=4, n_hidden=6, dtype="float64"),
+    "transformer": M.makemore_transformer(V, T, n_layer=2, n_head=2, n_embd=8, dtype="float64"),
+    "gpt": M.LMConfig("gpt", V, T, n_layer=2, n_head=2, n_embd=8, dtype="float64"),
+    "gpt-bias-untied": M.LMConfig(
+        "gpt", V, T, n_layer=2, n_head=2, n_embd=8, bias=True, tie_weights=False, dtype="float64"
+    ),
+}
+
+
+def _batch(seed, b=3, t=T):
+    rng = np.random.default_rng(seed)
+    x, y = rng.integers(0, V, (b, t)), rng.integers(0, V, (b, t))
+    y[0, t // 2 :] = M.IGNORE_INDEX  # a padded name: those targets count for nothing
+    return x, y
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_every_parameter_gradient_matches_torch_float64(name):
+    model = M.build(CONFIGS[name], seed=3)
+    if name == "bigram":  # it starts at zero: give it something to differentiate
+        model.logits.data[...] = np.random.default_rng(4).standard_normal(model.logits.shape)
+    x, y = _batch(5)
+    loss = model.loss(x, y)
+    loss.backward()
+    twin = LT.from_ours(model)
+    expected = LT.loss(twin, x, y)
+    expected.backward()
+    assert abs(loss.item() - expected.item()) <= 1e-9
+    ours = dict(model.named_parameters())
+    theirs = {n: p.grad.numpy() for n, p in twin.named_parameters()}
+    assert sorted(ours) == sorted(theirs)
+    for n, p in ours.items():
+        np.testing.assert_allclose(p.grad, theirs[n], rtol=1e-6, atol=1e-9, err_msg=n)
+
+
+def test_parameter_counts_match_the_state_dict():
+    for config in CONFIGS.values():
+        model = M.build(config, seed=0)
+        stored = sum(np.asarray(v).size for v in model.state_dict().values())
+        assert M.num_parameters(config) == stored
+
+
+def test_gpt_initialisation_is_nanogpts():
+    config = M.LMConfig("gpt", 65, 64, n_layer=4, n_head=4, n_embd=128)
+    model = M.build(config, seed=0)
+    params = dict(model.named_parameters())
+    assert model.lm_head.weight is model.transformer.wte.weight  # tied
+    c_proj = np.concatenate([p.data.ravel() for n, p in params.items() if "c_proj" in n])
+    c_attn = np.concatenate([p.data.ravel() for n, p in params.items() if "c_attn" in n])
+    assert abs(c_proj.std() - 0.02 / np.sqrt(8)) < 0.0005
+    assert abs(c_attn.std() - 0.02) < 0.0005
+    assert all(np.all(p.data == 1.0) for n, p in params.items() if "ln_" in n)
+
+
+def _settings(kind, corpus, steps=10, **changes):
+    config = replace(CONFIGS[kind], vocab_size=corpus.vocab.size, block_size=T)
+    gpt = kind == "gpt"
+    return L.LMSettings(
+        model=config,
+        dataset=None,
+        data=None,
+        steps=steps,
+        batch_size=4,
+        lr=3e-3,
+        min_lr=3e-4 if gpt else 3e-3,
+        warmup=3 if gpt else 0,
+        weight_decay=0.1 if gpt else 0.01,
+        decay_all=not gpt,
+        betas=(0.9, 0.99),
+        grad_clip=0.5 if gpt else 0.0,
+        eval_interval=1000,
+        eval_iters=1,
+        seed=7,
+        source=C.Source(None, "test", "0"),
+        **changes,
+    )
+
+
+class _Quiet:
+    def set_postfix(self, **kwargs):
+        pass
+
+    def update(self, n):
+        pass
+
+
+TEXT = "the quick brown fox jumps over the lazy dog; " * 20
+WORDS = "\n".join(["anna", "bob", "carla", "dave", "eve", "frank", "gina", "hal", "ivy", "jo"] * 3)
+
+
+@pytest.mark.parametrize("kind", ["gpt", "transformer"])
+def test_ten_training_steps_match_torch_to_1e9(kind):
+    """AdamW (2-D weights only for gpt, every parameter for makemore's transformer), global
+    norm clipping at 0.5 (gpt: small enough to act), warmup and cosine decay, the same
+    batches: the same loss at every step."""
+    gpt = kind == "gpt"
+    corpus = C.split_text(TEXT, T, "test") if gpt else C.split_names(WORDS, 0, "test")
+    settings = _settings(kind, corpus)
+    if kind == "transformer":
+        settings = replace(settings, model=replace(settings.model, block_size=corpus.block_size()))
+    model = M.build(settings.model, seed=11)
+    twin = LT.from_ours(model)
+    history = L.fit_lm(model, settings, corpus, _Quiet())
+    batches = L._batches(settings, corpus, np.random.default_rng([settings.seed, 1]))
+    if kind == "gpt":
+        optimizer = twin.configure_optimizers(settings.weight_decay, settings.lr, settings.betas)
+    else:
+        optimizer = torch.optim.AdamW(
+            twin.parameters(), lr=settings.lr, betas=settings.betas, weight_decay=0.01
+        )
+    expected, norms = [], []
+    for step in range(settings.steps):
+        for group in optimizer.param_groups:
+            group["lr"] = settings.lr_at(step)
+        x, y = next(batches)
+        loss = LT.loss(twin, x, y)
+        expected.append(loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        if settings.grad_clip:
+            norms.append(torch.nn.utils.clip_grad_norm_(twin.parameters(), settings.grad_clip))
+        optimizer.step()
+    np.testing.assert_allclose(history.loss, expected, rtol=0, atol=1e-9)
+    assert not settings.grad_clip or max(norms) > settings.grad_clip  # the clipping acted
+    assert history.loss[-1] < history.loss[0]
+
+
+def test_the_schedule_is_nanogpts_get_lr():
+    corpus = C.split_text(TEXT, T, "test")
+    s = replace(_settings("gpt", corpus, steps=2000), lr=1e-3, min_lr=1e-4, warmup=100)
+
+    def get_lr(it):  # nanoGPT train.py, with lr_decay_iters = max_iters = 2000
+        if it < 100:
+            return 1e-3 * (it + 1) / (100 + 1)
+        if it > 2000:
+            return 1e-4
+        ratio = (it - 100) / (2000 - 100)
+        return 1e-4 + 0.5 * (1.0 + np.cos(np.pi * ratio)) * (1e-3 - 1e-4)
+
+    for it in (0, 50, 99, 100, 101, 1000, 1999, 2000):
+        assert s.lr_at(it) == pytest.approx(get_lr(it), rel=1e-12)
+
+
+def test_export_loads_into_nanogpts_module_with_the_same_logits(tmp_path):
+    config = M.LMConfig("gpt", 11, 8, n_layer=2, n_head=2, n_embd=16, dtype="float32")
+    model = M.build(config, seed=2)
+    save_checkpoint(tmp_path / "model.json", model)
+    export_torch(tmp_path / "model.json", tmp_path / "gpt.pt")
+    doc = torch.load(tmp_path / "gpt.pt", weights_only=True)
+    names = set(doc["state_dict"])
+    assert {"transformer.wte.weight", "transformer.h.0.attn.c_attn.weight", "lm_head.weight"} <= (
+        names
+    )
+    assert doc["model_args"] == {
+        "n_layer": 2,
+        "n_head": 2,
+        "n_embd": 16,
+        "block_size": 8,
+        "bias": False,
+        "vocab_size": 11,
+        "dropout": 0.0,
+    }
+    cfg = {**doc["model_args"], "kind": "gpt", "gelu": "none", "tie_weights": True}
+    twin = LT.build({**cfg, "init": "torch"}, torch.float32)
+    twin.load_state_dict(doc["state_dict"])
+    x = np.random.default_rng(0).integers(0, 11, (3, 8))
+    loaded = load_checkpoint(tmp_path / "model.json").model
+    ours = loaded(x).data
+    with torch.no_grad():
+        theirs = twin(torch.from_numpy(x)).numpy()
+    assert ours.dtype == np.float32
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5)
