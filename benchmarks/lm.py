@@ -1,0 +1,401 @@
+"""The language models on our engine beside PyTorch (``python -m benchmarks.lm``).
+
+Sections (all by default, or name them):
+
+* ``speed``: nanoGPT's CPU configuration (4 layers, 4 heads, 128 wide, block 64, batch 12,
+  float32), one training iteration (forward, backward, clipping, AdamW) of ours and of the
+  same GPT in PyTorch (benchmarks/lm_torch.py), with the same number of threads (BLAS for
+  NumPy, intra-op for torch), interleaved; median seconds per iteration, tokens/s, and each
+  side's peak memory measured in a child process of its own.
+* ``gpt``: the Shakespeare GPT trained 2,000 iterations per seed (nanoGPT's schedule), ours
+  and torch's from the same initial weights on the same batches; the validation loss of
+  each over the same 200 random batches (and the first 20, nanoGPT's figure).
+* ``names``: makemore's transformer, MLP and bigram on names.txt for a stated step budget:
+  test loss (every test word), ours; the counting bigram beside the learned one.
+
+``--smoke`` runs every section at toy sizes in seconds (the slow-marked test does). Results
+go to stdout as Markdown and to ``--json``. docs/language-models.md quotes the full runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.common import log, write_json_atomic
+from benchmarks.machine import load_average, machine_facts
+
+EVAL_BATCHES = 200  # the torch figure in issue 20 came from 200 validation batches
+NANOGPT_EVAL_BATCHES = 20  # nanoGPT's CPU command line: --eval_iters=20
+EVAL_SEED = 1234
+
+
+def _threads(n: int) -> Any:
+    """Limit NumPy's BLAS and torch to ``n`` threads (returns the BLAS limiter to keep)."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    torch.set_num_threads(n)
+    return threadpool_limits(n)
+
+
+def _corpus(name: str, block: int = 64) -> Any:
+    from modelwright_autograd.lm import corpus as C
+
+    text, _ = C.read_source(name, None)
+    return C.split_names(text, 1337, name) if name == "names" else C.split_text(text, block, name)
+
+
+def _settings(kind: str, corpus: Any, seed: int, steps: int | None = None, **model: Any) -> Any:
+    """The CLI's defaults for ``kind`` (training.language.resolve_lm) for this corpus."""
+    from modelwright_autograd.lm import corpus as C
+    from modelwright_autograd.training import language as L
+
+    ns = argparse.Namespace(
+        dataset="names" if isinstance(corpus, C.Names) else "shakespeare",
+        data=None,
+        model=kind,
+        seed=seed,
+        steps=steps,
+        batch_size=None,
+        lr=None,
+        **{name: None for name in L.LM_OPTIONS if name != "data"},
+        **{name: None for name in ("samples", "noise", "hidden", "activation", "loss")},
+        **{name: None for name in ("optimizer", "l2", "engine")},
+    )
+    settings, _ = L.resolve_lm(ns)
+    if model:
+        settings = replace(settings, model=replace(settings.model, **model))
+    return settings
+
+
+# ---------------------------------------------------------------------- speed
+def _one_side(side: str, iters: int, threads: int, smoke: bool) -> dict[str, Any]:
+    """Time ``iters`` training iterations of one side in this process (run as a child by
+    ``speed``, so that its peak memory is its own)."""
+    import torch
+
+    from benchmarks import lm_torch as LT
+    from modelwright_autograd.lm import models as M
+    from modelwright_autograd.training import language as L
+
+    limiter = _threads(threads)
+    corpus = _corpus("shakespeare")
+    settings = _settings("gpt", corpus, seed=1)
+    if smoke:
+        settings = replace(settings, model=replace(settings.model, n_layer=1, n_embd=32))
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    model = M.build(settings.model, seed=1)
+    rng = np.random.default_rng(0)
+    batches = [L.C.text_batch(corpus.train, 64, settings.batch_size, rng) for _ in range(iters)]
+    times = []
+    if side == "ours":
+        optimizer = L.AdamW(model, settings)
+        params = model.parameters()
+        for x, y in batches:
+            start = time.perf_counter()
+            loss = model.loss(x, y)
+            optimizer.zero_grad()
+            loss.backward()
+            del loss
+            L.clip_grad_norm(params, 1.0)
+            optimizer.step(settings.lr)
+            times.append(time.perf_counter() - start)
+    else:
+        twin = LT.from_ours(model, torch.float32)
+        del model
+        optimizer = twin.configure_optimizers(0.1, settings.lr, settings.betas)
+        for x, y in batches:
+            start = time.perf_counter()
+            loss = LT.loss(twin, x, y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(twin.parameters(), 1.0)
+            optimizer.step()
+            times.append(time.perf_counter() - start)
+    del limiter
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "seconds": times[1:] if len(times) > 1 else times,  # the first warms caches up
+        "tokens_per_iter": settings.batch_size * 64,
+        "peak_rss_mb": peak / 1024,
+        "rss_growth_mb": (peak - baseline) / 1024,
+    }
+
+
+def speed(iters: int, rounds: int, threads: int, smoke: bool) -> dict[str, Any]:
+    """Each side in ``rounds`` child processes, alternating, ``iters`` iterations each."""
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "torch": []}
+    for r in range(rounds):
+        for side in ("ours", "torch") if r % 2 == 0 else ("torch", "ours"):
+            log(f"speed: {side}, round {r + 1}/{rounds}")
+            cmd = [sys.executable, "-m", "benchmarks.lm", "--child", side, "--iters", str(iters)]
+            cmd += ["--threads", str(threads)] + (["--smoke"] if smoke else [])
+            env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads)}
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
+            runs[side].append(json.loads(out.stdout))
+    result: dict[str, Any] = {"threads": threads, "iters": iters, "rounds": rounds}
+    for side, found in runs.items():
+        seconds = [s for run in found for s in run["seconds"]]
+        med = statistics.median(seconds)
+        result[side] = {
+            "median_s": med,
+            "min_s": min(seconds),
+            "max_s": max(seconds),
+            "tokens_per_s": found[0]["tokens_per_iter"] / med,
+            "peak_rss_mb": max(run["peak_rss_mb"] for run in found),
+            "rss_growth_mb": max(run["rss_growth_mb"] for run in found),
+        }
+    result["ratio"] = result["ours"]["median_s"] / result["torch"]["median_s"]
+    return result
+
+
+# ---------------------------------------------------------------------- GPT quality
+def _train_both(settings: Any, corpus: Any, seed: int, sides: tuple[str, ...]) -> dict[str, Any]:
+    """Train ours and torch's GPT from the same weights on the same batches; score both on
+    the same random validation batches."""
+    import torch
+
+    from benchmarks import lm_torch as LT
+    from modelwright_autograd.lm import models as M
+    from modelwright_autograd.lm.corpus import text_batch
+    from modelwright_autograd.training import language as L
+
+    model = M.build(settings.model, seed=seed)
+    twin = LT.from_ours(model, torch.float32)
+    found: dict[str, Any] = {"seed": seed}
+    rng = np.random.default_rng(EVAL_SEED)
+    eval_batches = [
+        text_batch(corpus.val, settings.model.block_size, settings.batch_size, rng)
+        for _ in range(EVAL_BATCHES)
+    ]
+    if "ours" in sides:
+        start = time.perf_counter()
+        history = L.fit_lm(model, settings, corpus, _Progress(f"ours seed {seed}"))
+        model.eval()
+        losses = [_no_grad_loss(model, x, y) for x, y in eval_batches]
+        found["ours"] = _scores(losses, time.perf_counter() - start, history.loss)
+    if "torch" in sides:
+        start = time.perf_counter()
+        curve = _train_torch(twin, settings, corpus)
+        twin.eval()
+        with torch.no_grad():
+            losses = [LT.loss(twin, x, y).item() for x, y in eval_batches]
+        found["torch"] = _scores(losses, time.perf_counter() - start, curve)
+    return found
+
+
+def _no_grad_loss(model: Any, x: np.ndarray, y: np.ndarray) -> float:
+    from modelwright_autograd.graph import no_grad
+
+    with no_grad():
+        return model.loss(x, y).item()
+
+
+def _scores(losses: list[float], seconds: float, curve: list[float]) -> dict[str, Any]:
+    return {
+        "val_loss": float(np.mean(losses)),
+        "val_loss_first_20": float(np.mean(losses[:NANOGPT_EVAL_BATCHES])),
+        "seconds": seconds,
+        "final_train_batch_loss": curve[-1],
+    }
+
+
+def _train_torch(twin: Any, settings: Any, corpus: Any) -> list[float]:
+    """The loop of training.language.fit_lm in torch: the same batches (the same seeded
+    generator), AdamW groups, clipping and schedule."""
+    import torch
+
+    from benchmarks import lm_torch as LT
+    from modelwright_autograd.training import language as L
+
+    batches = L._batches(settings, corpus, np.random.default_rng([settings.seed, 1]))
+    if settings.decay_all:
+        optimizer = torch.optim.AdamW(
+            twin.parameters(), lr=settings.lr, betas=settings.betas, weight_decay=0.01
+        )
+    else:
+        optimizer = twin.configure_optimizers(settings.weight_decay, settings.lr, settings.betas)
+    progress = _Progress("torch")
+    curve = []
+    twin.train()
+    for step in range(settings.steps):
+        for group in optimizer.param_groups:
+            group["lr"] = settings.lr_at(step)
+        x, y = next(batches)
+        loss = LT.loss(twin, x, y)
+        curve.append(loss.item())
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if settings.grad_clip:
+            torch.nn.utils.clip_grad_norm_(twin.parameters(), settings.grad_clip)
+        optimizer.step()
+        progress.update(1)
+    return curve
+
+
+class _Progress:
+    """A log line every 10% of a run, in place of the CLI's progress bar."""
+
+    def __init__(self, label: str) -> None:
+        self.label, self.done, self.start = label, 0, time.perf_counter()
+
+    def set_postfix(self, **kwargs: Any) -> None:
+        self.postfix = kwargs
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.done % 200 == 0:
+            rate = self.done / (time.perf_counter() - self.start)
+            log(f"{self.label}: step {self.done} ({rate:.2f} steps/s, load {load_average()})")
+
+
+def gpt_quality(seeds: list[int], steps: int | None, smoke: bool) -> dict[str, Any]:
+    corpus = _corpus("shakespeare")
+    runs = []
+    for seed in seeds:
+        settings = _settings("gpt", corpus, seed=seed, steps=steps)
+        if smoke:
+            settings = replace(settings, model=replace(settings.model, n_layer=1, n_embd=32))
+        log(f"gpt: seed {seed}, {settings.steps} steps")
+        runs.append(_train_both(settings, corpus, seed, ("ours", "torch")))
+        log(f"gpt: seed {seed}: {json.dumps(runs[-1])}")
+    summary: dict[str, Any] = {"runs": runs, "steps": settings.steps, "eval_batches": EVAL_BATCHES}
+    for side in ("ours", "torch"):
+        values = [r[side]["val_loss"] for r in runs]
+        summary[side] = {"mean": float(np.mean(values)), "min": min(values), "max": max(values)}
+    summary["difference"] = summary["ours"]["mean"] - summary["torch"]["mean"]
+    return summary
+
+
+# ---------------------------------------------------------------------- names
+#: The step budgets of the names runs (the CLI's defaults).
+def names_quality(seed: int, smoke: bool) -> dict[str, Any]:
+    from modelwright_autograd.lm import models as M
+    from modelwright_autograd.lm.scoring import counting_bigram_loss, names_loss
+    from modelwright_autograd.training import language as L
+
+    corpus = _corpus("names")
+    found: dict[str, Any] = {
+        "counting_bigram_test": counting_bigram_loss(corpus, corpus.train, corpus.test)
+    }
+    for kind in ("bigram", "mlp", "transformer"):
+        settings = _settings(kind, corpus, seed=seed, steps=20 if smoke else None)
+        log(f"names: {kind}, {settings.steps} steps")
+        model = M.build(settings.model, seed=seed)
+        start = time.perf_counter()
+        history = L.fit_lm(model, settings, corpus, _Progress(kind))
+        found[kind] = {
+            "steps": settings.steps,
+            "test_loss": names_loss(model, corpus, corpus.test),
+            "train_loss": names_loss(model, corpus, corpus.train),
+            "best": history.best,
+            "seconds": time.perf_counter() - start,
+        }
+        log(f"names: {kind}: {json.dumps(found[kind])}")
+    return found
+
+
+# ---------------------------------------------------------------------- report
+def report(results: dict[str, Any]) -> str:
+    lines = [f"# Language models: ours vs PyTorch ({results['machine']['date']})", ""]
+    m = results["machine"]
+    lines.append(f"{m['cpu']}, {m['cores']} cores; load average at start {m['load_average_start']}")
+    if "speed" in results:
+        s = results["speed"]
+        lines += [
+            "",
+            f"## Speed: nanoGPT's CPU GPT, one training iteration, {s['threads']} thread(s)",
+            "",
+            "| | s/iteration (median, min-max) | tokens/s | peak RSS (MB) | growth (MB) |",
+            "|---|---|---|---|---|",
+        ]
+        for side in ("ours", "torch"):
+            r = s[side]
+            lines.append(
+                f"| {side} | {r['median_s']:.4f} ({r['min_s']:.4f}-{r['max_s']:.4f}) | "
+                f"{r['tokens_per_s']:,.0f} | {r['peak_rss_mb']:.0f} | {r['rss_growth_mb']:.0f} |"
+            )
+        lines.append(f"\nours / torch: {s['ratio']:.2f}x")
+    if "gpt" in results:
+        g = results["gpt"]
+        lines += [
+            "",
+            f"## Shakespeare GPT: validation loss after {g['steps']:,} iterations "
+            f"({g['eval_batches']} batches)",
+            "",
+            "| seed | ours | torch | ours (first 20 batches) | torch (first 20) |",
+            "|---|---|---|---|---|",
+        ]
+        for r in g["runs"]:
+            lines.append(
+                f"| {r['seed']} | {r['ours']['val_loss']:.4f} | {r['torch']['val_loss']:.4f} | "
+                f"{r['ours']['val_loss_first_20']:.4f} | {r['torch']['val_loss_first_20']:.4f} |"
+            )
+        o, t = g["ours"], g["torch"]
+        lines.append(
+            f"\nmean ours {o['mean']:.4f} (range {o['min']:.4f}-{o['max']:.4f}), torch "
+            f"{t['mean']:.4f} ({t['min']:.4f}-{t['max']:.4f}); difference {g['difference']:+.4f}"
+        )
+    if "names" in results:
+        n = results["names"]
+        lines += ["", "## names.txt (test set: 1,000 words)", "", "| model | steps | test loss |"]
+        lines.append("|---|---|---|")
+        for kind in ("bigram", "mlp", "transformer"):
+            lines.append(f"| {kind} | {n[kind]['steps']:,} | {n[kind]['test_loss']:.4f} |")
+        lines.append(f"| counting bigram | - | {n['counting_bigram_test']:.4f} |")
+    lines.append(f"\nload average at end {results.get('load_average_end')}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.lm", description=__doc__)
+    parser.add_argument("sections", nargs="*", help="speed, gpt, names (default: all)")
+    parser.add_argument("--smoke", action="store_true", help="toy sizes, seconds")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--iters", type=int, default=12, help="speed: iterations per child")
+    parser.add_argument("--rounds", type=int, default=4, help="speed: children per side")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--steps", type=int, help="gpt: iterations (default 2000)")
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument("--child", choices=("ours", "torch"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(_one_side(args.child, args.iters, args.threads, args.smoke)))
+        return 0
+    sections = args.sections or ["speed", "gpt", "names"]
+    unknown = set(sections) - {"speed", "gpt", "names"}
+    if unknown:
+        parser.error(f"unknown sections {sorted(unknown)}; choose from speed, gpt, names")
+    results: dict[str, Any] = {"machine": machine_facts()}
+    if args.smoke:
+        args.iters, args.rounds, args.seeds = 3, 2, args.seeds[:1]
+        args.steps = args.steps or 6
+    limiter = _threads(args.threads)
+    if "speed" in sections:
+        results["speed"] = speed(args.iters, args.rounds, args.threads, args.smoke)
+    if "gpt" in sections:
+        results["gpt"] = gpt_quality(args.seeds, args.steps, args.smoke)
+    if "names" in sections:
+        results["names"] = names_quality(args.seeds[0], args.smoke)
+    del limiter
+    results["load_average_end"] = load_average()
+    if args.json:
+        write_json_atomic(args.json, results)
+    print(report(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
