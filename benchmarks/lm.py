@@ -281,7 +281,9 @@ def gpt_quality(seeds: list[int], steps: int | None, smoke: bool) -> dict[str, A
 
 # ---------------------------------------------------------------------- names
 #: The step budgets of the names runs (the CLI's defaults).
-def names_quality(seed: int, smoke: bool) -> dict[str, Any]:
+def names_quality(
+    seed: int, smoke: bool, kinds: list[str], steps: dict[str, int]
+) -> dict[str, Any]:
     from modelwright_autograd.lm import models as M
     from modelwright_autograd.lm.scoring import counting_bigram_loss, names_loss
     from modelwright_autograd.training import language as L
@@ -290,8 +292,8 @@ def names_quality(seed: int, smoke: bool) -> dict[str, Any]:
     found: dict[str, Any] = {
         "counting_bigram_test": counting_bigram_loss(corpus, corpus.train, corpus.test)
     }
-    for kind in ("bigram", "mlp", "transformer"):
-        settings = _settings(kind, corpus, seed=seed, steps=20 if smoke else None)
+    for kind in kinds:
+        settings = _settings(kind, corpus, seed=seed, steps=20 if smoke else steps.get(kind))
         log(f"names: {kind}, {settings.steps} steps")
         model = M.build(settings.model, seed=seed)
         start = time.perf_counter()
@@ -353,7 +355,8 @@ def report(results: dict[str, Any]) -> str:
         lines += ["", "## names.txt (test set: 1,000 words)", "", "| model | steps | test loss |"]
         lines.append("|---|---|---|")
         for kind in ("bigram", "mlp", "transformer"):
-            lines.append(f"| {kind} | {n[kind]['steps']:,} | {n[kind]['test_loss']:.4f} |")
+            if kind in n:
+                lines.append(f"| {kind} | {n[kind]['steps']:,} | {n[kind]['test_loss']:.4f} |")
         lines.append(f"| counting bigram | - | {n['counting_bigram_test']:.4f} |")
     lines.append(f"\nload average at end {results.get('load_average_end')}")
     return "\n".join(lines)
@@ -369,6 +372,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--steps", type=int, help="gpt: iterations (default 2000)")
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--names-models", nargs="+", default=["bigram", "mlp", "transformer"], metavar="MODEL"
+    )
+    parser.add_argument(
+        "--names-steps",
+        nargs="+",
+        default=[],
+        metavar="MODEL=STEPS",
+        help="names: a budget other than the CLI's default, e.g. transformer=10000",
+    )
     parser.add_argument("--child", choices=("ours", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -388,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     if "gpt" in sections:
         results["gpt"] = gpt_quality(args.seeds, args.steps, args.smoke)
     if "names" in sections:
-        results["names"] = names_quality(args.seeds[0], args.smoke)
+        budgets = {k: int(v) for k, v in (item.split("=") for item in args.names_steps)}
+        results["names"] = names_quality(args.seeds[0], args.smoke, args.names_models, budgets)
     del limiter
     results["load_average_end"] = load_average()
     if args.json:

@@ -413,22 +413,29 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     x = input.data
+    cdf = None
     if approximate == "tanh":
         data = 0.5 * x * (1.0 + np.tanh(_GELU_K * (x + _GELU_C * x * x * x)))
-    else:
-        data = 0.5 * x * (1.0 + _erf_array(x * math.sqrt(0.5)))
-    return make_node(data, (input,), "gelu", _gelu_backward, approximate)
+    else:  # x * (0.5 (1 + erf)): the same bits as 0.5 x (1 + erf), a halving being exact
+        cdf = (1.0 + _erf_array(x * math.sqrt(0.5))) * 0.5
+        data = x * cdf
+    return make_node(data, (input,), "gelu", _gelu_backward, (approximate, cdf))
 
 
-def _gelu_backward(g: Arr, out: Arr, approximate: str, need: Need, a: Arr) -> Grads:
-    """c = a Phi(a):  dc/da = Phi(a) + a phi(a), phi(a) = e^(-a^2/2) / sqrt(2 pi).
+def _gelu_backward(
+    g: Arr, out: Arr, ctx: tuple[str, np.ndarray | None], need: Need, a: Arr
+) -> Grads:
+    """c = a Phi(a):  dc/da = Phi(a) + a phi(a), phi(a) = e^(-a^2/2) / sqrt(2 pi) (Phi
+    kept from the forward pass: erf is the costliest ufunc here).
     tanh form, t = tanh(u), u = k(a + 0.044715 a^3):
     dc/da = 0.5 (1 + t) + 0.5 a (1 - t^2) k (1 + 3 * 0.044715 a^2)."""
+    approximate, cdf = ctx
     if approximate == "tanh":
         t = tanh((a + a * a * a * _GELU_C) * _GELU_K)
         du = (a * a * (3.0 * _GELU_C) + 1.0) * _GELU_K
         return (g * ((t + 1.0) * 0.5 + a * (1.0 - t * t) * du * 0.5),)
-    cdf = (erf(a * math.sqrt(0.5)) + 1.0) * 0.5
+    if isinstance(a, Tensor):  # create_graph: Phi as nodes, so its own derivative counts
+        cdf = (erf(a * math.sqrt(0.5)) + 1.0) * 0.5
     pdf = exp(a * a * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
     return (g * (cdf + a * pdf),)
 
