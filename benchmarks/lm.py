@@ -101,7 +101,9 @@ def _one_side(side: str, iters: int, threads: int, smoke: bool) -> dict[str, Any
     batches = [L.C.text_batch(corpus.train, 64, settings.batch_size, rng) for _ in range(iters)]
     times = []
     if side == "ours":
-        optimizer = L.AdamW(model, settings)
+        from modelwright_autograd.optim import clip_grad_norm_
+
+        optimizer = L.make_optimizer(model, settings)
         params = model.parameters()
         for x, y in batches:
             start = time.perf_counter()
@@ -109,8 +111,8 @@ def _one_side(side: str, iters: int, threads: int, smoke: bool) -> dict[str, Any
             optimizer.zero_grad()
             loss.backward()
             del loss
-            L.clip_grad_norm(params, 1.0)
-            optimizer.step(settings.lr)
+            clip_grad_norm_(params, 1.0)
+            optimizer.step()
             times.append(time.perf_counter() - start)
     else:
         twin = LT.from_ours(model, torch.float32)

@@ -163,7 +163,7 @@ def save_checkpoint(
     """Write ``model`` (its architecture and ``state_dict()``) and JSON-able ``metadata``
     (for example the data it was trained on) to ``path``, atomically."""
     arch = architecture_of(model)
-    if len(arch.nouts) > MAX_LAYERS:
+    if isinstance(arch, Architecture) and len(arch.nouts) > MAX_LAYERS:
         raise ValueError(
             f"cannot checkpoint an MLP of {len(arch.nouts):,} layers: loading is limited to "
             f"{MAX_LAYERS:,}"

@@ -190,20 +190,20 @@ class CausalSelfAttention(Module):
         self.c_attn = Linear(c, 3 * c, bias=config.bias, seed=rng, dtype=dt)
         self.c_proj = Linear(c, c, bias=config.bias, seed=rng, dtype=dt)
         self.dropout = config.dropout
-        self.attn_dropout = Dropout(config.dropout, seed=rng)
         self.resid_dropout = Dropout(config.dropout, seed=rng)
-        t = config.block_size
-        # 0 where a position may look (itself and earlier), -inf after it
-        self._mask = np.triu(np.full((t, t), -np.inf, dtype=dt), k=1)
+        self._rng = rng  # the attention dropout's masks
 
     def forward(self, x: Tensor) -> Tensor:
         b, t, c = x.shape
         nh = self.n_head
         qkv = self.c_attn(x).reshape(b, t, 3, nh, c // nh).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # each (B, nh, T, hs)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // nh))
-        att = (att + self._mask[:t, :t]).softmax(-1)
-        y = self.attn_dropout(att) @ v
+        # softmax(q k^T / sqrt(hs), each position seeing itself and earlier ones) @ v, as
+        # one node (its rule in docs/derivations.md)
+        p = self.dropout if self.training else 0.0
+        y = F.scaled_dot_product_attention(
+            q, k, v, dropout_p=p, is_causal=True, generator=self._rng
+        )
         y = y.transpose(1, 2).reshape(b, t, c)
         return self.resid_dropout(self.c_proj(y))
 

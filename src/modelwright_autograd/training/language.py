@@ -32,7 +32,7 @@ from ..lm import corpus as C
 from ..lm import models as M
 from ..lm.sampling import generate
 from ..lm.scoring import counting_bigram_loss, names_loss, text_loss
-from ..optim import Adam
+from ..optim import AdamW, clip_grad_norm_, warmup_cosine_lr
 from .outputs import OutputError
 from .settings import MAX_STEPS, TrainingDiverged, UsageError
 
@@ -82,15 +82,12 @@ class LMSettings:
         return self.source.label
 
     def lr_at(self, step: int) -> float:
-        """nanoGPT's get_lr: linear warmup over ``warmup`` steps, then cosine decay from
-        lr to min_lr at the last step (constant when min_lr == lr)."""
-        if step < self.warmup:
-            return self.lr * (step + 1) / (self.warmup + 1)
-        if step > self.steps:
-            return self.min_lr
-        span = max(1, self.steps - self.warmup)
-        coeff = 0.5 * (1.0 + math.cos(math.pi * (step - self.warmup) / span))
-        return self.min_lr + coeff * (self.lr - self.min_lr)
+        """nanoGPT's get_lr (optim.warmup_cosine_lr): linear warmup over ``warmup``
+        steps, then cosine decay from lr to min_lr at the last step; constant when
+        min_lr == lr."""
+        if self.min_lr == self.lr and not self.warmup:
+            return self.lr
+        return warmup_cosine_lr(step, self.lr, self.warmup, self.steps, self.min_lr)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -263,42 +260,20 @@ def check_lm_work(settings: LMSettings) -> None:
 
 
 # ---------------------------------------------------------------------- the optimiser
-class AdamW:
-    """torch.optim.AdamW over two parameter groups (with and without weight decay):
-    p *= 1 - lr * weight_decay, then Adam's update (``optim.Adam``, no L2 term)."""
-
-    def __init__(self, model: M.LanguageModel, settings: LMSettings) -> None:
-        params = model.parameters()
-        if settings.decay_all:
-            self.decayed = params
-        else:  # nanoGPT: the matrices decay, the biases and LayerNorm gains do not
-            self.decayed = [p for p in params if p.ndim >= 2]
-        self.weight_decay = settings.weight_decay
-        self.adam = Adam(params, lr=settings.lr, betas=settings.betas, eps=1e-8)
-        self.params = params
-
-    def step(self, lr: float) -> None:
-        if self.weight_decay:
-            shrink = 1.0 - lr * self.weight_decay
-            for p in self.decayed:
-                p.data *= shrink
-        self.adam.lr = lr
-        self.adam.step()
-
-    def zero_grad(self) -> None:
-        self.adam.zero_grad()
-
-
-def clip_grad_norm(params: list[Any], max_norm: float) -> float:
-    """torch.nn.utils.clip_grad_norm_: scale every gradient by max_norm / (norm + 1e-6)
-    when the global norm is above max_norm; returns the norm before clipping."""
-    grads = [p.grad for p in params if p.grad is not None]
-    total = math.sqrt(sum(float(np.vdot(g, g)) for g in grads))
-    coef = max_norm / (total + 1e-6)
-    if coef < 1.0:
-        for g in grads:
-            g *= coef
-    return total
+def make_optimizer(model: M.LanguageModel, settings: LMSettings) -> AdamW:
+    """AdamW as makemore (weight decay on every parameter) or nanoGPT's
+    configure_optimizers (on the 2-D weights only; biases and LayerNorm gains are not
+    decayed) set it up."""
+    params = model.parameters()
+    if settings.decay_all:
+        groups = [{"params": params, "weight_decay": settings.weight_decay}]
+    else:
+        groups = [
+            {"params": [p for p in params if p.ndim >= 2], "weight_decay": settings.weight_decay},
+            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
+        ]
+        groups = [g for g in groups if g["params"]]
+    return AdamW(groups, lr=settings.lr, betas=settings.betas, eps=1e-8)
 
 
 # ---------------------------------------------------------------------- the loop
@@ -365,7 +340,7 @@ def fit_lm(
     the lowest so far (after step 0). One of ``stop_on`` (Ctrl-C) ends it early, with
     ``interrupted`` set to its type."""
     history = LMHistory()
-    optimizer = AdamW(model, settings)
+    optimizer = make_optimizer(model, settings)
     params = model.parameters()
     batches = _batches(settings, corpus, np.random.default_rng([settings.seed, 1]))
     split = held_out(corpus)
@@ -396,8 +371,10 @@ def fit_lm(
                 loss.backward()
                 del loss
                 if settings.grad_clip:
-                    clip_grad_norm(params, settings.grad_clip)
-                optimizer.step(settings.lr_at(step))
+                    clip_grad_norm_(params, settings.grad_clip)
+                for group in optimizer.param_groups:
+                    group["lr"] = settings.lr_at(step)
+                optimizer.step()
             history.loss.append(value)
             history.tokens += x.size
             done = step + 1
