@@ -214,9 +214,29 @@ def _scores(losses: list[float], seconds: float, curve: list[float]) -> dict[str
     }
 
 
-def _train_torch(twin: Any, settings: Any, corpus: Any) -> list[float]:
+def _torch_text_loss(twin: Any, data: np.ndarray, settings: Any, seed: int) -> float:
+    """lm.scoring.text_loss for the torch model: the same seeded random batches."""
+    import torch
+
+    from benchmarks import lm_torch as LT
+    from modelwright_autograd.lm.corpus import text_batch
+
+    rng = np.random.default_rng(seed)
+    block, batch = settings.model.block_size, settings.batch_size
+    twin.eval()
+    with torch.no_grad():
+        losses = [
+            LT.loss(twin, *text_batch(data, block, batch, rng)).item()
+            for _ in range(settings.eval_iters)
+        ]
+    twin.train()
+    return float(np.mean(losses))
+
+
+def _train_torch(twin: Any, settings: Any, corpus: Any, evals: list | None = None) -> list[float]:
     """The loop of training.language.fit_lm in torch: the same batches (the same seeded
-    generator), AdamW groups, clipping and schedule."""
+    generator), AdamW groups, clipping and schedule; with ``evals``, fit_lm's evaluations
+    too (train and val loss at step 0, every eval_interval and the end, the same batches)."""
     import torch
 
     from benchmarks import lm_torch as LT
@@ -230,8 +250,18 @@ def _train_torch(twin: Any, settings: Any, corpus: Any) -> list[float]:
     else:
         optimizer = twin.configure_optimizers(settings.weight_decay, settings.lr, settings.betas)
     progress = _Progress("torch")
-    curve = []
+    curve: list[float] = []
     twin.train()
+
+    def evaluate(step: int) -> None:
+        if evals is not None:
+            seed = settings.seed + 2  # as fit_lm's evaluate_lm: train with seed, val seed + 1
+            train = _torch_text_loss(twin, corpus.train, settings, seed)
+            val = _torch_text_loss(twin, corpus.val, settings, seed + 1)
+            evals.append({"step": step, "train": train, "val": val})
+            log(f"torch eval: {json.dumps(evals[-1])}")
+
+    evaluate(0)
     for step in range(settings.steps):
         for group in optimizer.param_groups:
             group["lr"] = settings.lr_at(step)
@@ -244,6 +274,8 @@ def _train_torch(twin: Any, settings: Any, corpus: Any) -> list[float]:
             torch.nn.utils.clip_grad_norm_(twin.parameters(), settings.grad_clip)
         optimizer.step()
         progress.update(1)
+        if (step + 1) % settings.eval_interval == 0 or step + 1 == settings.steps:
+            evaluate(step + 1)
     return curve
 
 
@@ -261,6 +293,23 @@ class _Progress:
         if self.done % 200 == 0:
             rate = self.done / (time.perf_counter() - self.start)
             log(f"{self.label}: step {self.done} ({rate:.2f} steps/s, load {load_average()})")
+
+
+def torch_curve(seed: int, steps: int | None) -> dict[str, Any]:
+    """Only the torch side of one seed, with the evaluations ``train --dataset shakespeare
+    --seed SEED`` makes (its metrics.json "evals"), to set beside ours step by step."""
+    import torch
+
+    from benchmarks import lm_torch as LT
+    from modelwright_autograd.lm import models as M
+
+    corpus = _corpus("shakespeare")
+    settings = _settings("gpt", corpus, seed=seed, steps=steps)
+    twin = LT.from_ours(M.build(settings.model, seed=seed), torch.float32)
+    evals: list[dict[str, float]] = []
+    start = time.perf_counter()
+    curve = _train_torch(twin, settings, corpus, evals)
+    return {"seed": seed, "evals": evals, "loss": curve, "seconds": time.perf_counter() - start}
 
 
 def gpt_quality(seeds: list[int], steps: int | None, smoke: bool) -> dict[str, Any]:
@@ -366,7 +415,9 @@ def report(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.lm", description=__doc__)
-    parser.add_argument("sections", nargs="*", help="speed, gpt, names (default: all)")
+    parser.add_argument(
+        "sections", nargs="*", help="speed, gpt, names, torch-curve (default: the first three)"
+    )
     parser.add_argument("--smoke", action="store_true", help="toy sizes, seconds")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--iters", type=int, default=12, help="speed: iterations per child")
@@ -390,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_one_side(args.child, args.iters, args.threads, args.smoke)))
         return 0
     sections = args.sections or ["speed", "gpt", "names"]
-    unknown = set(sections) - {"speed", "gpt", "names"}
+    unknown = set(sections) - {"speed", "gpt", "names", "torch-curve"}
     if unknown:
         parser.error(f"unknown sections {sorted(unknown)}; choose from speed, gpt, names")
     results: dict[str, Any] = {"machine": machine_facts()}
@@ -402,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
         results["speed"] = speed(args.iters, args.rounds, args.threads, args.smoke)
     if "gpt" in sections:
         results["gpt"] = gpt_quality(args.seeds, args.steps, args.smoke)
+    if "torch-curve" in sections:
+        results["torch_curve"] = torch_curve(args.seeds[0], args.steps)
     if "names" in sections:
         budgets = {k: int(v) for k, v in (item.split("=") for item in args.names_steps)}
         results["names"] = names_quality(args.seeds[0], args.smoke, args.names_models, budgets)
