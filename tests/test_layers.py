@@ -35,6 +35,9 @@ LAYERS: list[tuple[str, list[str]]] = [
             "checkpoint",
             "data",
             "plots",
+            # the language models are nn modules that checkpoint.py saves and rebuilds;
+            # the rest of lm/ (corpora, scoring, sampling) is an application
+            "lm.models",
         ],
     ),
     ("applications", ["training", "explain", "learner", "lm"]),

@@ -465,7 +465,7 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     def kept() -> str:
         return run.kept() if run is not None else "nothing was written"
 
-    with sigterm_raises():
+    with interrupts_raise():
         try:
             try:
                 settings, corpus = language.resolve_lm(args)
