@@ -360,8 +360,8 @@ def _add_lm_options(p: argparse.ArgumentParser) -> None:
         "--eval-interval",
         type=whole_number("--eval-interval", 1, MAX_STEPS),
         metavar="N",
-        help="steps between evaluations of the train and held-out loss (default: gpt 250, "
-        "transformer and bigram 500, mlp 1000)",
+        help="steps between evaluations of the train and held-out loss (default: gpt and "
+        "bigram 250, mlp 500, transformer 1000)",
     )
     g.add_argument(
         "--eval-iters",
