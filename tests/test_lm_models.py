@@ -191,3 +191,33 @@ def test_export_loads_into_nanogpts_module_with_the_same_logits(tmp_path):
         theirs = twin(torch.from_numpy(x)).numpy()
     assert ours.dtype == np.float32
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_the_benchmark_smoke_run(tmp_path):
+    """``python -m benchmarks.lm --smoke``: every section at toy sizes; the GPTs trained
+    from the same weights on the same batches end at the same validation loss."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "lm.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.lm", "--smoke", "--json", str(out)],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(out.read_text())
+    speed = results["speed"]
+    assert speed["ours"]["median_s"] > 0 and speed["torch"]["median_s"] > 0
+    (run,) = results["gpt"]["runs"]
+    assert abs(run["ours"]["val_loss"] - run["torch"]["val_loss"]) < 1e-4
+    names = results["names"]
+    assert abs(names["bigram"]["test_loss"] - names["counting_bigram_test"]) < 0.5
+    for section in ("## Speed", "## Shakespeare GPT", "## names.txt"):
+        assert section in done.stdout
