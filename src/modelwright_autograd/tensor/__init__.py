@@ -29,6 +29,7 @@ from .core import (
     grad_for,
     make_node,
     raw,
+    result_type,
     sum_to,
 )
 from .elementwise import gelu, leaky_relu, masked_fill, maximum, minimum, power, softplus
@@ -89,6 +90,7 @@ __all__ = [
     "power",
     "prod_dims",
     "raw",
+    "result_type",
     "scatter",
     "select",
     "sigmoid",

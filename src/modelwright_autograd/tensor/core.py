@@ -75,16 +75,82 @@ def check_tensor(x: object, where: str) -> Tensor:
     return x
 
 
-def _lift(x: Operand, like: Tensor, op: str) -> Tensor:
+def _lift(x: Operand, like: Any, op: str) -> Tensor:
     """x as a Tensor: Tensors pass through, NumPy arrays become constants, and a number
-    becomes a constant of ``like``'s dtype (so float32 * 0.5 stays float32, as in torch)."""
+    becomes a constant of the dtype it promotes ``like`` (the other operand) to, as a
+    Python number does in torch: float32 * 0.5 stays float32, bool * 0.5 is float64."""
     if isinstance(x, Tensor):
         return x
     if isinstance(x, numbers.Real) and not isinstance(x, bool):
-        return make_node(np.asarray(x, dtype=like.data.dtype), (), "", None)
+        if isinstance(like, Tensor) and like.data.dtype.kind == "f":
+            dtype = like.data.dtype  # a float tensor keeps its dtype: the common case, fast
+        else:
+            dtype = result_type(like, x)
+        return make_node(np.asarray(x, dtype=dtype), (), "", None)
     if isinstance(x, np.ndarray):
         return make_node(_to_array(x, f"{op} operand"), (), "", None)
     raise TypeError(f"unsupported operand for {op}: Tensor and {describe(x)}")
+
+
+# ---------------------------------------------------------------------- type promotion
+# torch's rules (docs/tensor-ops.md, "Result dtypes"). A dtype's category: bool < integer <
+# floating. Operands come in three tiers: tensors with dims, 0-d tensors, Python numbers.
+# Within a tier the highest category wins, and within a category the larger size (int32
+# and int64 give int64). A lower tier counts only when its category is above the higher
+# tier's: float32 * a 0-d float64 is float32, an int64 tensor * 0.5 is float. A Python
+# number stands for its category's default dtype: bool, int64, and float64, this engine's
+# default float (torch's is float32 unless torch.set_default_dtype(torch.float64)).
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2}
+_NUMBER_DTYPES = (np.dtype(np.bool_), np.dtype(np.int64), np.dtype(np.float64))
+
+
+def _promote(a: np.dtype, b: np.dtype) -> np.dtype:
+    """torch's promote_types: the higher category's dtype, or within one the larger."""
+    ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if ca == cb:
+        return np.promote_types(a, b)
+    return a if ca > cb else b
+
+
+def result_type(*operands: Any) -> np.dtype:
+    """The dtype torch gives a binary op (+ - * ** where, and the dtype a comparison
+    compares in) on ``operands``: Tensors, NumPy arrays (as the float Tensors they are
+    lifted to) and Python numbers; None is skipped."""
+    tiers: list[np.dtype | None] = [None, None, None]  # dims, 0-d, numbers
+    for x in operands:
+        if x is None:
+            continue
+        if isinstance(x, Tensor):
+            dtype, tier = x.data.dtype, 0 if x.data.ndim else 1
+        elif isinstance(x, np.ndarray):
+            dtype = x.dtype if x.dtype in _FLOAT_DTYPES else np.dtype(np.float64)
+            tier = 0 if x.ndim else 1
+        else:
+            kind = 0 if isinstance(x, bool) else 1 if isinstance(x, numbers.Integral) else 2
+            dtype, tier = _NUMBER_DTYPES[kind], 2
+        old = tiers[tier]
+        tiers[tier] = dtype if old is None else _promote(old, dtype)
+    result = None
+    for dtype in reversed(tiers):  # numbers, then 0-d tensors, then dimensioned ones
+        if dtype is not None and (
+            result is None or _CATEGORY[dtype.kind] >= _CATEGORY[result.kind]
+        ):
+            result = dtype
+    if result is None:
+        raise TypeError("result_type: no operands")
+    return result
+
+
+def promoted(a: Tensor, b: Tensor, floating: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """a's and b's arrays in their ``result_type`` (in float64 if ``floating`` and that
+    is bool or integer, as true division needs), cast only where they differ from it."""
+    A, B = a.data, b.data
+    if A.dtype is B.dtype and not (floating and A.dtype.kind != "f"):
+        return A, B  # the common case: nothing to do
+    dtype = result_type(a, b)
+    if floating and dtype.kind != "f":
+        dtype = _NUMBER_DTYPES[2]
+    return A.astype(dtype, copy=False), B.astype(dtype, copy=False)
 
 
 def _dim(d: object, ndim: int, op: str, extra: int = 0) -> int:

@@ -22,6 +22,7 @@
     softplus                   softplus         _softplus_backward       sigmoid(beta a)
     gelu                       gelu             _gelu_backward           Phi(a) + a phi(a)
     < <= > >= == !=            _comparison      (none: a constant)
+    ~ (bool, integer)          _invert          (none: a constant)
     masked_fill                masked_fill      _masked_fill_backward    1 where not filled
 
 ``where`` is the kit's selection (kit.py); docs/tensor-ops.md tabulates the gradients.
@@ -37,7 +38,19 @@ from typing import Any
 import numpy as np
 
 from ..checks import describe
-from .core import Arr, Grads, Need, Operand, Tensor, _lift, check_tensor, make_node, raw
+from .core import (
+    Arr,
+    Grads,
+    Need,
+    Operand,
+    Tensor,
+    _lift,
+    check_tensor,
+    make_node,
+    promoted,
+    raw,
+    result_type,
+)
 from .kit import (
     _constant,
     _erf_array,
@@ -55,10 +68,15 @@ from .kit import (
 )
 
 
-def _elementwise(op: str, ufunc: np.ufunc, a: Tensor, b: Tensor) -> np.ndarray:
-    """ufunc(a, b) under broadcasting, with an error naming both shapes."""
+def _elementwise(
+    op: str, ufunc: np.ufunc, a: Tensor, b: Tensor, floating: bool = False
+) -> np.ndarray:
+    """ufunc(a, b) under broadcasting, in the dtype torch promotes the two to (in float64
+    for a ``floating`` op such as true division of integers), with an error naming both
+    shapes."""
+    A, B = promoted(a, b, floating)
     try:
-        return ufunc(a.data, b.data)
+        return ufunc(A, B)
     except ValueError:
         raise ValueError(f"{op}: shapes {a.shape} and {b.shape} cannot broadcast") from None
 
@@ -80,6 +98,11 @@ def _add_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
 
 def _sub(a: Tensor, other: Operand) -> Tensor:
     other = _lift(other, a, "sub")
+    if a.data.dtype == np.bool_ or other.data.dtype == np.bool_:
+        raise TypeError(
+            "sub: subtraction with a bool tensor is not defined (nor in torch); to invert a "
+            "mask use ~mask, or convert it first: mask * 1.0"
+        )
     return make_node(_elementwise("sub", np.subtract, a, other), (a, other), "-", _sub_backward)
 
 
@@ -100,7 +123,8 @@ def _mul_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
 
 def _div(a: Tensor, other: Operand) -> Tensor:
     other = _lift(other, a, "div")
-    return make_node(_elementwise("div", np.true_divide, a, other), (a, other), "/", _div_backward)
+    data = _elementwise("div", np.true_divide, a, other, floating=True)
+    return make_node(data, (a, other), "/", _div_backward)
 
 
 def _div_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
@@ -109,7 +133,8 @@ def _div_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
     return (g / b if need[0] else None), (-g * (out / b) if need[1] else None)
 
 
-# Reflected forms: ``2 - t`` and friends lift the number to a constant of t's dtype.
+# Reflected forms: ``2 - t`` and friends lift the number to a constant of the dtype it
+# promotes t to (t's own for a float t).
 def _radd(a: Tensor, other: Operand) -> Tensor:
     return _add(_lift(other, a, "add"), a)
 
@@ -137,6 +162,9 @@ def _pow(a: Tensor, exponent: float) -> Tensor:
             f"{describe(exponent)}"
         )
     n = float(exponent)
+    if a.data.dtype.kind != "f":  # bool or integer: torch's promotion (int ** 2 stays int)
+        base = a.data.astype(result_type(a, exponent), copy=False)
+        return make_node(np.power(base, exponent), (a,), "**", _pow_backward, n)
     return make_node(power(a.data, n), (a,), "**", _pow_backward, n)
 
 
@@ -442,6 +470,8 @@ def _gelu_backward(
 
 def _pow_tensor(a: Tensor, b: Tensor) -> Tensor:
     """a ** b for a Tensor exponent (broadcast); ``Tensor ** Tensor`` and ``2 ** t``."""
+    if a.data.dtype == np.bool_ and b.data.dtype == np.bool_:
+        raise TypeError("pow: a bool tensor ** a bool tensor is not defined (nor in torch)")
     return make_node(_elementwise("pow", np.power, a, b), (a, b), "**", _pow_tensor_backward)
 
 
@@ -469,14 +499,17 @@ def _comparison(symbol: str, ufunc: np.ufunc) -> Callable[[Tensor, Any], Any]:
     is False and ``t < 'x'`` a TypeError, as Python's rules give."""
 
     def compare(a: Tensor, other: Any) -> Any:
-        if isinstance(other, Tensor):
-            b = other.data
+        A = a.data
+        if isinstance(other, Tensor) or (
+            isinstance(other, numbers.Real) and not isinstance(other, bool)
+        ):  # compared in the dtype torch promotes the two to
+            A, b = promoted(a, _lift(other, a, symbol))
         elif isinstance(other, (np.ndarray, numbers.Real)):
             b = other
         else:
             return NotImplemented
         try:
-            data = ufunc(a.data, b)
+            data = ufunc(A, b)
         except ValueError:
             raise ValueError(
                 f"{symbol}: shapes {a.shape} and {np.shape(b)} cannot broadcast"
@@ -511,6 +544,14 @@ def _masked_fill_backward(g: Arr, out: Arr, mask: np.ndarray, need: Need, a: Arr
     return (zero_where(mask, g),)
 
 
+def _invert(a: Tensor) -> Tensor:
+    """~a: the logical not of a bool tensor (the bitwise not of an integer one), a constant
+    with no gradient, as torch's."""
+    if a.data.dtype.kind not in "biu":
+        raise TypeError(f"~: defined for bool and integer tensors, got dtype {a.data.dtype}")
+    return make_node(np.invert(a.data), (), "", None)
+
+
 # ---------------------------------------------------------------------- Tensor methods
 Tensor.__add__ = _add
 Tensor.__radd__ = _radd
@@ -523,6 +564,7 @@ Tensor.__rtruediv__ = _rdiv
 Tensor.__pow__ = _pow
 Tensor.__rpow__ = _rpow
 Tensor.__neg__ = _neg
+Tensor.__invert__ = _invert
 Tensor.__abs__ = _abs
 Tensor.__lt__ = _comparison("<", np.less)
 Tensor.__le__ = _comparison("<=", np.less_equal)

@@ -36,6 +36,7 @@ from .core import (
     _kept_shape,
     _lift,
     make_node,
+    promoted,
     raw,
 )
 
@@ -213,12 +214,10 @@ def where(condition: Any, input: Operand, other: Operand) -> Tensor:
         raise TypeError(
             f"where: condition must be boolean (a comparison's result), got dtype {cond.dtype}"
         )
-    like = input if isinstance(input, Tensor) else other
-    if not isinstance(like, Tensor):
-        like = Tensor(input)
-    a, b = _lift(input, like, "where"), _lift(other, like, "where")
+    a = _lift(input, other, "where")  # numbers in the dtype torch promotes to
+    b = _lift(other, a, "where")
     try:
-        data = np.where(cond, a.data, b.data)
+        data = np.where(cond, *promoted(a, b))
     except ValueError:
         raise ValueError(
             f"where: condition {cond.shape}, input {a.shape} and other {b.shape} cannot broadcast"
