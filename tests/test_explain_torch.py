@@ -24,7 +24,7 @@ def test_each_node_gets_the_grad_fn_torch_records(capsys):
     rows = [line.split() for line in section[2:-1]]
     assert [(r[-2], r[-1]) for r in rows] == [
         ("-", "SubBackward0"),
-        ("/", "DivBackward0"),
+        ("/", "MulBackward0"),  # torch's 1 / a is a reciprocal times 1
         ("+", "AddBackward0"),
         ("**", "PowBackward0"),  # a constant exponent: torch's pow with a number
         ("*", "MulBackward0"),
@@ -51,6 +51,22 @@ def test_a_fused_neuron_and_a_value_exponent():
     assert lines[3].split()[-1] == "ReluBackward0"  # torch's neuron is a relu over its sum
     # by hand: s = w*x + b = 2, out = s**p, dout/dw = x * p * s**(p - 1) = -3 sqrt(2)
     assert "DIFFERS" not in text and f"w {-3 * 2**0.5:.6g} (torch {-3 * 2**0.5:.6g})" in text
+
+
+def test_numbers_stay_numbers_as_in_torch_code(capsys):
+    """A constant is replayed as a Python number, so torch records what `2 ** a` and `2 - a`
+    record in torch code (its own pow.Scalar and rsub nodes), not a tensor's pow and sub."""
+    assert main(["explain", "2**a - (2 - a) * 3 + 2*3", "a=1.5", "--torch"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split() for line in out[out.index("PyTorch") :].splitlines()[2:-1]]
+    assert [(r[-2], r[-1]) for r in rows] == [
+        ("+", "AddBackward0"),
+        ("*", "-"),  # 2*3: numbers alone, no node in torch
+        ("-", "SubBackward0"),
+        ("*", "MulBackward0"),
+        ("-", "RsubBackward1"),
+        ("**", "PowBackward2"),
+    ]
 
 
 def test_a_wrong_gradient_is_flagged():

@@ -801,7 +801,8 @@ def add_explain(subparsers: Subparsers) -> None:
             f"as is an expression longer than {MAX_LENGTH:,} characters, of more than "
             f"{MAX_NODES:,} operations or nested more than {MAX_DEPTH} levels deep (a flat "
             "sum a+b+c+... nests one level per term). An output that cannot be written is "
-            "exit code 1, checked first."
+            "exit code 1, checked first, and so is --torch without PyTorch installed "
+            "(--torch with --json: exit code 2)."
         ),
         epilog=_EXPLAIN_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -23,11 +23,14 @@ def torch_view(trace: Trace) -> str:
     built: dict[int, Any] = {}
     for node in nodes:  # inputs before the nodes that use them
         if node.kind == "op":
-            built[node.id] = _replay(torch, node, [built[i] for i in node.inputs], nodes)
+            result = _replay(torch, node, [built[i] for i in node.inputs])
+            if not isinstance(result, torch.Tensor):  # an op of numbers alone, e.g. 2*3
+                result = torch.tensor(result, dtype=torch.float64)
+            built[node.id] = result
+        elif node.kind == "constant":  # a number, as torch code writes one: 2 - a, 2 ** a
+            built[node.id] = float(node.data)
         else:
-            built[node.id] = torch.tensor(
-                node.data, dtype=torch.float64, requires_grad=node.kind == "variable"
-            )
+            built[node.id] = torch.tensor(node.data, dtype=torch.float64, requires_grad=True)
     out = built[nodes[-1].id]
     if out.requires_grad:
         out.backward()
@@ -62,10 +65,14 @@ def _close(a: float, b: float) -> bool:
     return a == b or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
 
 
+def _stack(torch: Any, xs: Sequence[Any]) -> Any:
+    return torch.stack([torch.as_tensor(x, dtype=torch.float64) for x in xs])
+
+
 def _dot(torch: Any, xs: Sequence[Any]) -> Any:
     """A fused neuron's inputs are (*weights, *inputs, bias)."""
     n = (len(xs) - 1) // 2
-    return torch.dot(torch.stack(xs[:n]), torch.stack(xs[n : 2 * n])) + xs[-1]
+    return torch.dot(_stack(torch, xs[:n]), _stack(torch, xs[n : 2 * n])) + xs[-1]
 
 
 # Our op name -> the same op on torch tensors.
@@ -80,18 +87,15 @@ _OPS: dict[str, Callable[[Any, Sequence[Any]], Any]] = {
     "tanh": lambda torch, x: x[0].tanh(),
     "relu": lambda torch, x: x[0].relu(),
     "sigmoid": lambda torch, x: x[0].sigmoid(),
-    "sum": lambda torch, x: torch.stack(list(x)).sum(),
+    "sum": lambda torch, x: _stack(torch, x).sum(),
     "dot": _dot,
     "dot_relu": lambda torch, x: _dot(torch, x).relu(),
 }
 
 
-def _replay(torch: Any, node: Node, inputs: list[Any], nodes: Sequence[Node]) -> Any:
-    if node.op == "**":
-        base, exponent = inputs
-        if nodes[node.inputs[1]].kind == "constant":  # a ** 2: torch's pow with a number
-            return base ** float(nodes[node.inputs[1]].data)
-        return base**exponent
+def _replay(torch: Any, node: Node, inputs: list[Any]) -> Any:
+    if node.op == "**":  # numbers stay numbers, so a ** 2 and 2 ** a are torch's own forms
+        return inputs[0] ** inputs[1]
     if node.op not in _OPS:
         raise ValueError(f"explain --torch: no PyTorch op for {node.op!r}")
     return _OPS[node.op](torch, inputs)
