@@ -215,6 +215,7 @@ def test_the_solved_starter_ours_and_engines_written_differently_pass(tensor_rep
         accuracy = float(trains.diagnosis.rsplit("test accuracy ", 1)[1].rstrip("%")) / 100
         assert accuracy >= 0.95
         assert _row(report, "network bends").status == PASS
+    assert _row(tensor_reports["ours"], "cross_entropy").status == PASS  # functional.py's
     assert "(a tensor engine" in _row(tensor_reports["value_of_arrays"], "engine loads").diagnosis
     assert _row(tensor_reports["value_of_arrays"], "Value's parts").status == PASS
 
@@ -304,3 +305,14 @@ def test_a_forged_tensor_reply_is_refused():
         assert not well_formed(request, {"results": [forged]})
     assert not well_formed({"do": "tensor_affine"}, {"gaps": []})
     assert not well_formed({"do": "tensor_train"}, {"history": [[1.0, True]], "loss": "x"})
+
+
+def test_a_tensor_engine_s_nets_and_losses_are_found_in_the_modules_that_import_it():
+    from modelwright_autograd.learner.locate import locate
+
+    ours = locate(Path(modelwright_autograd.__file__).parent / "tensor")
+    assert (ours.class_name, ours.value_module) == ("Tensor", "modelwright_autograd.tensor.core")
+    assert ours.mlp_module == "modelwright_autograd.tensor_nn"  # not nn.py's scalar MLP
+    assert ours.functions_module == "modelwright_autograd.functional"
+    alone = locate(ENGINES / "hangs.py")  # the engines beside it are not its nets
+    assert (alone.class_name, alone.mlp_module, alone.functions_module) == ("Tensor", None, None)

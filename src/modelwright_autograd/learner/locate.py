@@ -38,6 +38,8 @@ class Target:
     mlp_file: str | None
     files: list[str]
     class_name: str = "Value"  # or "Tensor": a tensor engine with no class Value
+    functions_module: str | None = None  # a tensor engine's cross_entropy, when elsewhere
+    functions_file: str | None = None
 
     @property
     def import_lines(self) -> list[str]:
@@ -67,6 +69,8 @@ class Target:
             "mlp_file": self.mlp_file,
             "files": self.files,
             "class_name": self.class_name,
+            "functions_module": self.functions_module,
+            "functions_file": self.functions_file,
         }
 
 
@@ -82,6 +86,14 @@ def _defines(path: Path, name: str) -> bool:
     except UnreadableFile:
         return False
     return re.search(rf"^class\s+{name}\b", text, re.M) is not None
+
+
+def _defines_function(path: Path, name: str) -> bool:
+    try:
+        text = _source(path)
+    except UnreadableFile:
+        return False
+    return re.search(rf"^def\s+{name}\b", text, re.M) is not None
 
 
 def _imports(path: Path, module: str) -> bool:
@@ -128,22 +140,26 @@ def _locate(path: Path, shown: str) -> Target:
         value_file = _first_defining(modules, "Value", "engine.py") or _first_defining(
             modules, "Tensor", "engine.py"
         )
-    class_name = "Value" if _defines(value_file, "Value") else "Tensor"
-    if class_name == "Value" or not _defines(value_file, "Tensor"):
+    functions_file = None
+    if _defines(value_file, "Value") or not _defines(value_file, "Tensor"):
         class_name = "Value"
         nn = value_file.with_name("nn.py")
         mlp_file = (
             value_file if _defines(value_file, "MLP") else nn if _defines(nn, "MLP") else None
         )
-    else:  # a tensor engine: its nets in itself, nn.py, or a module beside that imports it
+    else:  # a tensor engine: its nets and losses in itself, nn.py, or a module that imports it
+        class_name = "Tensor"
         beside = [p for p in modules if _imports(p, value_file.stem)]
         package = value_file.parent
         if (package / "__init__.py").exists():  # a package's nets may sit one level up
             beside += [p for p in sorted(package.parent.glob("*.py")) if _imports(p, package.name)]
         ordered = [value_file, value_file.with_name("nn.py"), *beside]
         mlp_file = next((p for p in ordered if _defines(p, "Linear") and _defines(p, "MLP")), None)
+        functions_file = next((p for p in ordered if _defines_function(p, "cross_entropy")), None)
     sys_path, value_module = _importable(value_file)
     mlp_module = None if mlp_file in (None, value_file) else _importable(mlp_file)[1]
+    own = (None, value_file, mlp_file)
+    functions_module = None if functions_file in own else _importable(functions_file)[1]
     return Target(
         path=path,
         shown=shown,
@@ -154,6 +170,8 @@ def _locate(path: Path, shown: str) -> Target:
         mlp_file=None if mlp_module is None else str(mlp_file),
         files=[str(p) for p in modules],
         class_name=class_name,
+        functions_module=functions_module,
+        functions_file=None if functions_module is None else str(functions_file),
     )
 
 

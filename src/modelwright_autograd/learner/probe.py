@@ -90,8 +90,9 @@ def load(request: dict[str, Any]) -> dict[str, Any]:
     engine["Value"] = value
     if _holds_arrays(value, request.get("class_name", "Value")):
         modules = [value_module]
-        if request.get("mlp_module"):
-            modules.append(_import(request["mlp_module"], request.get("mlp_file")))
+        for kind in ("mlp", "functions"):  # its nets, and its losses when elsewhere
+            if request.get(f"{kind}_module"):
+                modules.append(_import(request[f"{kind}_module"], request.get(f"{kind}_file")))
         return _load_tensor_probe().install(engine, describe, children_of, modules)
     library = None
     if request.get("mlp_module"):
