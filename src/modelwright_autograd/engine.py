@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Union
 
 from .checks import as_float, describe
-from .graph import GradMode, GraphCycleError, enable_grad
+from .graph import GradMode, GraphCycleError, caught_up, enable_grad
 
 Operand = Union["Value", int, float]
 Num = Union["Value", float]  # what a rule computes with: floats, or Values under create_graph
@@ -629,8 +629,8 @@ def _interior_order(root: Value) -> list[Value]:
 
     An input met again that is expanded but not yet listed is its own ancestor: a
     GraphCycleError (see topological_order). ``listed`` holds ``order[:len(listed)]`` and
-    is brought up to date only when a node is met again, so listing a node costs nothing
-    more and a chain, which never meets one again, pays nothing for the check."""
+    is brought up to date only when a node is met again (``graph.caught_up``), so listing
+    a node costs nothing more and a chain, which never meets one again, pays nothing."""
     if root._a is None and root._b is None:
         return [root]  # a leaf: nothing to walk
     order = []
@@ -656,27 +656,20 @@ def _interior_order(root: Value) -> list[Value]:
                 if p._b is not None or p._a is not None:
                     if p not in expanded:
                         stack.append(p)
-                    elif p not in listed and p not in _listed(listed, order):
+                    elif p not in listed and p not in caught_up(listed, order):
                         raise GraphCycleError(p)
             continue
         if b is not None and (b._b is not None or b._a is not None):
             if b not in expanded:
                 stack.append(b)
-            elif b not in listed and b not in _listed(listed, order):
+            elif b not in listed and b not in caught_up(listed, order):
                 raise GraphCycleError(b)
         if a._b is not None or a._a is not None:
             if a not in expanded:
                 stack.append(a)
-            elif a not in listed and a not in _listed(listed, order):
+            elif a not in listed and a not in caught_up(listed, order):
                 raise GraphCycleError(a)
     return order
-
-
-def _listed(listed: set[Value], order: list[Value]) -> set[Value]:
-    """``listed``, holding ``order[:len(listed)]``, brought up to all of ``order``."""
-    if len(listed) < len(order):
-        listed.update(order[len(listed) :])
-    return listed
 
 
 def _backward_creating_graph(root: Value, order: list[Value], seed: Value) -> None:
