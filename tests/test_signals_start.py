@@ -19,6 +19,13 @@ ROOT = Path(__file__).parents[1]
 ENV = {**os.environ, "PYTHONPATH": str(Path(modelwright_autograd.__file__).parents[1])}
 SIGNALS = [(signal.SIGINT, 130), (signal.SIGTERM, 143)]
 
+
+def _as_from_a_terminal() -> None:
+    """In the child: SIGINT as a terminal gives it (a shell starts background jobs with
+    SIGINT ignored, and the program rightly leaves an ignored signal ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 #: Starts the program as ENTRY says, with NumPy's import held until a signal is pending
 #: or has been handled: the test sends the signal once "importing numpy" is written, so it
 #: comes while the command line's imports run.
@@ -61,6 +68,7 @@ def test_a_signal_while_the_imports_run_is_one_line(tmp_path, entry, sig, code):
         [sys.executable, "-c", _HELD_IMPORT, entry, "evaluate", "--checkpoint", "x.json"],
         cwd=tmp_path,
         env=ENV,
+        preexec_fn=_as_from_a_terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -98,6 +106,7 @@ def test_a_signal_while_the_run_folder_is_claimed_leaves_nothing(tmp_path, sig, 
     proc = subprocess.Popen(
         [sys.executable, "-c", _IN_CLAIM, *args, "--out", str(out)],
         env=ENV,
+        preexec_fn=_as_from_a_terminal,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -109,3 +118,22 @@ def test_a_signal_while_the_run_folder_is_claimed_leaves_nothing(tmp_path, sig, 
     assert (proc.returncode, stdout) == (code, "")
     assert err == f"modelwright-autograd train: interrupted ({name}); nothing was written\n"
     assert os.listdir(tmp_path) == []  # as the message says: no folder, no staging
+
+
+def test_an_ignored_sigint_stays_ignored(tmp_path):
+    """``nohup`` or ``cmd &`` in a script start the program with SIGINT ignored: Python
+    leaves it so, and so do the program's own handlers (SIGTERM still ends it)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HELD_IMPORT, "-m", "evaluate", "--checkpoint", "x.json"],
+        cwd=tmp_path,
+        env=ENV,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr.readline() == "importing numpy\n"
+    proc.send_signal(signal.SIGINT)  # ignored: the import goes on
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert (proc.returncode, out, err) == (143, "", "modelwright-autograd evaluate: interrupted\n")

@@ -388,14 +388,17 @@ def _terminated(signum: int, frame: object) -> None:
 @contextlib.contextmanager
 def interrupts_raise() -> Iterator[None]:
     """Within the block, SIGINT raises KeyboardInterrupt and SIGTERM Terminated, whatever
-    handled them before (launch.py's, which end the program at once while it starts).
-    Python runs signal handlers in the main thread only, so elsewhere this does nothing."""
+    handled them before (launch.py's, which end the program at once while it starts),
+    unless it is ignored. Python runs signal handlers in the main thread only, so
+    elsewhere this does nothing."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {
-        signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
-        signal.SIGTERM: signal.signal(signal.SIGTERM, _terminated),
+    wanted = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: _terminated}
+    previous = {  # a signal the program was started ignoring (``nohup``, ``cmd &``) stays so
+        signum: signal.signal(signum, handler)
+        for signum, handler in wanted.items()
+        if signal.getsignal(signum) is not signal.SIG_IGN
     }
     try:
         yield

@@ -38,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os._exit(_EXIT[signum])
 
     for signum in _EXIT:
-        signal.signal(signum, starting)
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # as Python: ignored stays so
+            signal.signal(signum, starting)
     signal.pthread_sigmask(signal.SIG_BLOCK, set(_EXIT))
     try:
         from .cli import main as run  # the imports; threads started here keep the block
