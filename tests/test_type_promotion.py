@@ -161,3 +161,16 @@ def test_gradients_through_mixed_dtypes_as_torch(make, other, dtype):
 
 
 INTS = make_node(np.array([2, 0, 3]), (), "", None)
+
+
+UNARY = ["exp", "log", "tanh", "sigmoid", "sqrt", "sin", "cos", "log1p", "expm1", "erf"]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int64"])
+@pytest.mark.parametrize("op", UNARY)
+def test_float_functions_of_bool_and_integer_tensors_give_the_default_float(op, dtype):
+    with np.errstate(divide="ignore"):  # log(0) = -inf, as torch's
+        ours = getattr(_operand(f"{dtype}[3]", "ours"), op)()
+    theirs = getattr(_operand(f"{dtype}[3]", "torch"), op)()
+    assert str(ours.dtype) == str(theirs.dtype).removeprefix("torch.") == "float64"
+    np.testing.assert_allclose(ours.data, theirs.numpy(), rtol=1e-15)

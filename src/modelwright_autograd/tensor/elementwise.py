@@ -68,6 +68,12 @@ from .kit import (
 )
 
 
+def _floating(a: Tensor) -> np.ndarray:
+    """a's array for a function with float values (exp, sin, ...): a bool or integer one in
+    float64, the default float, as torch promotes it (NumPy would give float16 for bool)."""
+    return a.data if a.data.dtype.kind == "f" else a.data.astype(np.float64)
+
+
 def _elementwise(
     op: str, ufunc: np.ufunc, a: Tensor, b: Tensor, floating: bool = False
 ) -> np.ndarray:
@@ -195,7 +201,7 @@ def _neg_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 # ---------------------------------------------------------------------- unary functions
 def _exp(a: Tensor) -> Tensor:
     """e ** x elementwise (inf beyond about 709.78 in float64, as in torch)."""
-    return make_node(np.exp(a.data), (a,), "exp", _exp_backward)
+    return make_node(np.exp(_floating(a)), (a,), "exp", _exp_backward)
 
 
 def _exp_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -205,7 +211,7 @@ def _exp_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 def _log(a: Tensor) -> Tensor:
     """Natural log: -inf at 0 and nan below it (NumPy also warns)."""
-    return make_node(np.log(a.data), (a,), "log", _log_backward)
+    return make_node(np.log(_floating(a)), (a,), "log", _log_backward)
 
 
 def _log_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -214,7 +220,7 @@ def _log_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 
 def _tanh(a: Tensor) -> Tensor:
-    return make_node(np.tanh(a.data), (a,), "tanh", _tanh_backward)
+    return make_node(np.tanh(_floating(a)), (a,), "tanh", _tanh_backward)
 
 
 def _tanh_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -246,7 +252,7 @@ def _relu_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 
 def _sigmoid(a: Tensor) -> Tensor:
-    return make_node(_sigmoid_array(a.data), (a,), "sigmoid", _sigmoid_backward)
+    return make_node(_sigmoid_array(_floating(a)), (a,), "sigmoid", _sigmoid_backward)
 
 
 def _sigmoid_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -266,7 +272,7 @@ def _abs_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 def _sqrt(a: Tensor) -> Tensor:
     """Square root: nan below 0 (NumPy also warns)."""
-    return make_node(np.sqrt(a.data), (a,), "sqrt", _sqrt_backward)
+    return make_node(np.sqrt(_floating(a)), (a,), "sqrt", _sqrt_backward)
 
 
 def _sqrt_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -286,7 +292,7 @@ def _sign_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 
 def _sin(a: Tensor) -> Tensor:
-    return make_node(np.sin(a.data), (a,), "sin", _sin_backward)
+    return make_node(np.sin(_floating(a)), (a,), "sin", _sin_backward)
 
 
 def _sin_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -295,7 +301,7 @@ def _sin_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 
 def _cos(a: Tensor) -> Tensor:
-    return make_node(np.cos(a.data), (a,), "cos", _cos_backward)
+    return make_node(np.cos(_floating(a)), (a,), "cos", _cos_backward)
 
 
 def _cos_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -305,7 +311,7 @@ def _cos_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 def _log1p(a: Tensor) -> Tensor:
     """ln(1 + x), accurate for tiny x where 1 + x rounds to 1."""
-    return make_node(np.log1p(a.data), (a,), "log1p", _log1p_backward)
+    return make_node(np.log1p(_floating(a)), (a,), "log1p", _log1p_backward)
 
 
 def _log1p_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -315,7 +321,7 @@ def _log1p_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 def _expm1(a: Tensor) -> Tensor:
     """e^x - 1, accurate for tiny x where e^x rounds to 1."""
-    return make_node(np.expm1(a.data), (a,), "expm1", _expm1_backward)
+    return make_node(np.expm1(_floating(a)), (a,), "expm1", _expm1_backward)
 
 
 def _expm1_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -325,7 +331,7 @@ def _expm1_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 def _erf(a: Tensor) -> Tensor:
     """The error function (gelu is built on it)."""
-    return make_node(_erf_array(a.data), (a,), "erf", _erf_backward)
+    return make_node(_erf_array(_floating(a)), (a,), "erf", _erf_backward)
 
 
 def _erf_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
