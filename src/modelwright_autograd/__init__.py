@@ -14,6 +14,20 @@ module, when first used, so ``import modelwright_autograd`` works with neither N
 Graphviz installed (pictures need Graphviz only for PNG and PDF).
 """
 
+import os
+import sys
+
+# ``python -m modelwright_autograd`` puts the current folder first on sys.path: a learner's
+# torch.py, numpy.py or json.py there would be imported into the grader (``check .``). Drop
+# it before anything else is imported; the commands never import from the current folder.
+if (
+    "-m" in sys.orig_argv
+    and sys.orig_argv[sys.orig_argv.index("-m") + 1] == __name__
+    and sys.path
+    and sys.path[0] in ("", os.getcwd())
+):
+    del sys.path[0]
+
 from importlib import import_module
 from typing import Any
 

@@ -1,14 +1,17 @@
 """The learner's engine in a child process: started, asked, timed out and killed here.
 
-``EngineProcess.ask(request, timeout)`` sends one request to ``probe.py`` running in its own
-process group and waits for its one-line reply, checked against the shape that request's
-reply has (the learner's code shares the probe's process and can forge or flood it: a
-malformed or oversized reply is a failure, like a crash). The probe runs under
-``supervise.py``, which kills every process the learner's code started when it ends. When
-the reply does not come in time all of them are killed; when the process dies (a crash,
-``os._exit``, the memory cap) the reply says how. Either way the next request starts a
-fresh process, so one hanging check does not take the others with it. The learner's
-stdout/stderr go to temporary files, kept out of the report.
+``EngineProcess.ask(request, timeout)`` sends one request to ``probe.py`` and waits for its
+one-line reply, checked against the shape that request's reply has (the learner's code
+shares the probe's process and can forge or flood it: a malformed or oversized reply is a
+failure, like a crash). The probe runs under ``supervise.py``: in its own session and
+process group, with a scrubbed environment and none of the grader's descriptors, and where
+Linux allows it in PID, mount and user namespaces of its own and a cgroup capping the
+memory and the number of all its processes (``isolation`` says which; see
+docs/build-your-own.md#what-check-guarantees). When the reply does not come in time all of
+its processes are killed; when the process dies (a crash, ``os._exit``, the memory cap) the
+reply says how. Either way the next request starts a fresh process, so one hanging check
+does not take the others with it. The learner's stdout/stderr come through a pipe read
+while waiting for replies; only its last lines are kept, out of the report.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ import select
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,31 @@ from .tensor_programs import well_formed_tensor
 PROBE = Path(__file__).with_name("probe.py")
 SUPERVISE = Path(__file__).with_name("supervise.py")
 REPLY_LIMIT = 4 * 2**20  # bytes of one reply; the largest real one is a few tens of KB
+OUTPUT_KEPT = 16 * 2**10  # bytes of the learner's latest prints kept for the report
 STOP_GRACE = 5.0  # seconds the supervisor gets to kill the learner's processes
+MEMORY_LIMIT = 4 * 2**30  # bytes all the learner's processes together may use (a cgroup)
+PROCESS_LIMIT = 512  # processes and threads they may have at once (a cgroup)
+FILE_LIMIT = 16 * 2**20  # bytes of any one file the learner's process writes
+# The environment variables the learner's process gets; no other (tokens, keys) reaches it.
+KEPT_ENVIRONMENT = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TMPDIR", "TERM")
+# The probe runs as code, not as the module __main__, with -P so that the learner's folder
+# does not shadow the standard library before the probe has imported it.
+BOOT = (
+    "import sys\n"
+    "with open({path!r}, encoding='utf-8') as f:\n"
+    "    code = compile(f.read(), {path!r}, 'exec')\n"
+    "del f\n"
+    "exec(code, {{'__name__': '__main__', '__file__': {path!r}, '__builtins__': __builtins__}})"
+)
+
+
+def child_environment() -> dict[str, str]:
+    """The grader's environment cut down to what a Python program needs to run."""
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if key in KEPT_ENVIRONMENT or key.startswith("LC_")
+    }
 
 
 class EngineProcess:
@@ -41,11 +67,15 @@ class EngineProcess:
         self.cwd = cwd
         self.load_timeout = load_timeout
         self.loaded: dict[str, Any] | None = None
+        self.isolation = ""  # what keeps the learner's processes apart (the supervisor's words)
+        self.isolated = False  # True when every layer is there (namespaces and cgroup)
         self._proc: subprocess.Popen[bytes] | None = None
         self._requests: Any = None
         self._replies = -1
+        self._status = -1
+        self._output = -1
         self._buffer = b""
-        self._output = tempfile.TemporaryFile()  # noqa: SIM115 (closed by __exit__)
+        self._printed = b""  # the end of what the learner's code printed
 
     def load(self) -> dict[str, Any]:
         """Start the process and import the engine: the probe's answer (what it found, or
@@ -58,9 +88,12 @@ class EngineProcess:
 
     def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         """The probe's reply to ``request``, or ``{"failure": ...}`` describing a timeout
-        or a crash. A process killed by an earlier request is restarted first."""
+        or a crash. A process killed by an earlier request is restarted first; an import
+        that hangs this time is a timeout like any other."""
         if self._proc is None:
             loaded = self.load()
+            if loaded.get("failure") == "timeout":
+                return loaded
             if "error" in loaded or "failure" in loaded:
                 return {"failure": "crash", "how": "could not import the engine again"}
         return self._exchange(request, timeout)
@@ -68,21 +101,48 @@ class EngineProcess:
     def _start(self) -> dict[str, Any]:
         request_read, request_write = os.pipe()
         reply_read, reply_write = os.pipe()
+        status_read, status_write = os.pipe()
+        output_read, output_write = os.pipe()
+        fds = (request_read, reply_write)
+        limits = [MEMORY_LIMIT, PROCESS_LIMIT, FILE_LIMIT]
+        config = {"fds": fds, "status": status_write, "limits": limits}
+        boot = BOOT.format(path=str(PROBE))
         self._proc = subprocess.Popen(
-            [sys.executable, str(SUPERVISE), str(PROBE), str(request_read), str(reply_write)],
+            [sys.executable, str(SUPERVISE), json.dumps(config), sys.executable, "-P", "-c", boot]
+            + [str(fd) for fd in fds],
             stdin=subprocess.DEVNULL,
-            stdout=self._output,
-            stderr=self._output,
-            pass_fds=(request_read, reply_write),
+            stdout=output_write,
+            stderr=output_write,
+            pass_fds=(*fds, status_write),
             cwd=self.cwd,
+            env=child_environment(),
             start_new_session=True,  # its own process group: no Ctrl-C from the terminal
         )
-        os.close(request_read)
-        os.close(reply_write)
+        for fd in (request_read, reply_write, status_write, output_write):
+            os.close(fd)
         self._requests = os.fdopen(request_write, "w", encoding="utf-8")
-        self._replies = reply_read
+        self._replies, self._status, self._output = reply_read, status_read, output_read
         self._buffer = b""
+        started = self._supervisor_line(self.load_timeout)
+        if started is None:
+            return self._died()
+        self.isolation = str(started.get("isolation", ""))
+        self.isolated = started.get("complete") is True
         return self._exchange(self.load_request, self.load_timeout)
+
+    def _supervisor_line(self, timeout: float) -> dict[str, Any] | None:
+        """The supervisor's first status line (written before the learner's code runs)."""
+        line = b""
+        deadline = time.monotonic() + timeout
+        while not line.endswith(b"\n"):
+            ready, _, _ = select.select([self._status], [], [], max(0, deadline - time.monotonic()))
+            chunk = os.read(self._status, 4096) if ready else b""
+            if not chunk:
+                return None
+            line += chunk
+        with contextlib.suppress(ValueError):
+            return json.loads(line)
+        return None
 
     def _exchange(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send ``request``; the reply, checked against the shape its request expects
@@ -98,8 +158,11 @@ class EngineProcess:
             if left <= 0:
                 self.close()
                 return {"failure": "timeout", "seconds": timeout}
-            ready, _, _ = select.select([self._replies], [], [], left)
-            if ready:
+            watched = [self._replies] + ([self._output] if self._output >= 0 else [])
+            ready, _, _ = select.select(watched, [], [], left)
+            if self._output in ready:
+                self._read_output()
+            if self._replies in ready:
                 chunk = os.read(self._replies, 1 << 16)
                 if not chunk:
                     return self._died()
@@ -107,6 +170,8 @@ class EngineProcess:
                 if len(self._buffer) > REPLY_LIMIT and b"\n" not in self._buffer:
                     return self._malformed()
         line, self._buffer = self._buffer.split(b"\n", 1)
+        while self._output >= 0 and _readable(self._output, 0):  # printed before the reply
+            self._read_output()
         try:
             reply = json.loads(line)
         except (ValueError, RecursionError):  # the learner's code wrote into the pipe
@@ -115,6 +180,15 @@ class EngineProcess:
             return self._malformed()
         return bounded(reply)
 
+    def _read_output(self) -> None:
+        """Take what the learner's code printed: its end is kept, the rest dropped."""
+        chunk = os.read(self._output, 1 << 16)
+        if not chunk:  # every writer is gone
+            os.close(self._output)
+            self._output = -1
+            return
+        self._printed = (self._printed + chunk)[-OUTPUT_KEPT:]
+
     def _malformed(self) -> dict[str, Any]:
         self.close()
         return {"failure": "crash", "how": "sent a malformed reply", "output": []}
@@ -122,8 +196,16 @@ class EngineProcess:
     def _died(self) -> dict[str, Any]:
         assert self._proc is not None
         code = self._proc.wait()
+        memory_cap = self._memory_cap_hit()
+        while self._output >= 0 and _readable(self._output):  # its last words
+            self._read_output()
         self.close()
-        if code < 0:
+        if memory_cap:
+            how = (
+                f"was killed: its processes together passed the {MEMORY_LIMIT / 2**30:g} GiB "
+                "memory cap"
+            )
+        elif code < 0:
             try:
                 how = f"was killed by {signal.Signals(-code).name}"
             except ValueError:
@@ -132,13 +214,19 @@ class EngineProcess:
             how = f"exited with code {code}"
         return {"failure": "crash", "how": how, "output": self.output_tail(3)}
 
+    def _memory_cap_hit(self) -> bool:
+        """True when the supervisor's last status line says the memory cap killed a process
+        (the supervisor has ended: the pipe holds all it will say)."""
+        if self._status < 0:
+            return False
+        text = b""
+        while _readable(self._status) and (chunk := os.read(self._status, 4096)):
+            text += chunk
+        return any(b"memory_cap" in line for line in text.splitlines())
+
     def output_tail(self, lines: int) -> list[str]:
         """The last ``lines`` lines the learner's code printed (stdout and stderr)."""
-        self._output.seek(0, os.SEEK_END)
-        size = self._output.tell()
-        self._output.seek(max(0, size - 4096))
-        text = self._output.read().decode("utf-8", "replace")
-        self._output.seek(0, os.SEEK_END)
+        text = self._printed[-4096:].decode("utf-8", "replace")
         shown = [line for line in text.splitlines() if line.strip()][-lines:]
         return [_cut(line, LINE_LIMIT) for line in shown]
 
@@ -162,16 +250,22 @@ class EngineProcess:
             with contextlib.suppress(BrokenPipeError):
                 self._requests.close()
             self._requests = None
-        if self._replies >= 0:
-            os.close(self._replies)
-            self._replies = -1
+        for fd in (self._replies, self._status, self._output):
+            if fd >= 0:
+                os.close(fd)
+        self._replies = self._status = self._output = -1
 
     def __enter__(self) -> EngineProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-        self._output.close()
+
+
+def _readable(fd: int, wait: float = 0.05) -> bool:
+    """True when ``fd`` has data or is at its end within ``wait`` seconds (a pipe the
+    learner's code keeps open must not block the grader)."""
+    return bool(select.select([fd], [], [], wait)[0])
 
 
 # ---------------------------------------------------------------------- the replies
@@ -195,7 +289,9 @@ def bounded(reply: Any) -> Any:
 
 
 def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+    """A float: the probe sends every number through float(); JSON's unbounded integers
+    (10**400) would overflow the grader's arithmetic."""
+    return isinstance(x, float)
 
 
 def _numbers(x: Any, n: int | None = None) -> bool:
@@ -307,6 +403,7 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
             and len(differences) == len(grads)
             and all(_numbers(pair, 2) for pair in differences)
             and isinstance(reply.get("distinct"), int)
+            and not isinstance(reply.get("distinct"), bool)
         )
     if do == "seed":
         return _number(reply.get("grad"))

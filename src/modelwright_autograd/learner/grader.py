@@ -60,6 +60,8 @@ class Grader(OpChecks, NetworkChecks):
             finally:
                 self.report.seconds = time.monotonic() - started
                 self.report.engine_output = self.process.output_tail(5)
+                self.report.isolation = self.process.isolation
+                self.report.isolated = self.process.isolated
         return self.report
 
     def _run_checks(self) -> None:
@@ -297,15 +299,30 @@ class Grader(OpChecks, NetworkChecks):
             self.add(Row(name, NOTE, text))
         else:
             want = 1.0001**CHAIN_LENGTH
-            ok = close(reply["grad"], want)
-            verdict = "right" if ok else f"{reply['grad']:.6g}, expected {want:.6g}"
-            self.add(
-                Row(
-                    name,
-                    NOTE,
-                    f"backward() walks it without recursion; gradient {verdict}",
-                )
+            if close(reply["grad"], want):
+                text = "backward() walks it without recursion; gradient right"
+                self.add(Row(name, NOTE, text))
+                return
+            basic = ("order", "a * b", "numbers with Values", "reuse")
+            cause = self.root_cause() or next((row for row in basic if self.failed(row)), None)
+            shown = [row.name for row in self.report.rows if row.status == FAIL and row.reproduce]
+            if cause or shown:  # a chain of * is wrong when * or the walk is: that is the cause
+                self.because(name, cause or shown[0])
+                return
+            text = (
+                f"backward() walks it without recursion, but the input's gradient is "
+                f"{reply['grad']:.6g}, expected {want:.6g}: every node must be walked"
             )
+            lines = [
+                *self.target.import_lines,
+                "x = Value(1.0)",
+                "y = x",
+                f"for _ in range({CHAIN_LENGTH}):",
+                "    y = y * 1.0001",
+                "y.backward()",
+                f"print(x.grad)  # expected: {want:.6g}",
+            ]
+            self.add(Row(name, FAIL, text, lines))
 
 
 def grade(

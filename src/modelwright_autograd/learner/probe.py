@@ -1,12 +1,15 @@
 """The child side of ``modelwright-autograd check``: runs inside a separate process, imports
 the learner's engine and answers the grader's requests, one JSON line each.
 
-It is started as a script (``python probe.py REQUEST_FD REPLY_FD``) and uses only the
-standard library plus ``programs.py`` beside it, so nothing of the grader's package is
-imported into the learner's process. The learner's prints go to this process's own
-stdout/stderr, which the parent captures apart from the report. Every request's failure,
-an exception from the learner's code included, becomes a reply describing it; a hang or a
-crash is the parent's to detect (it kills the process group on its timeout).
+It is started by ``supervise.py`` as code (``python -P -c <read and run probe.py>
+REQUEST_FD REPLY_FD``, see ``child.BOOT``), not as the module ``__main__``: its functions
+are in no module the learner's code finds in ``sys.modules``. It uses only the standard
+library plus ``programs.py`` beside it, so nothing of the grader's package is imported into
+the learner's process; its limits (memory, file size) are set by the supervisor before it
+starts. The learner's prints go to this process's stdout/stderr, a pipe the parent reads
+apart from the report. Every request's failure, an exception from the learner's code
+included, becomes a reply describing it; a hang or a crash is the parent's to detect (it
+kills all the learner's processes on its timeout).
 """
 
 from __future__ import annotations
@@ -28,17 +31,12 @@ programs = importlib.util.module_from_spec(_spec)
 sys.modules["_grader_programs"] = programs  # dataclasses looks the module up by name
 _spec.loader.exec_module(programs)
 
-MEMORY_LIMIT = 4 * 2**30  # bytes of address space the learner's process may use
-OUTPUT_LIMIT = 16 * 2**20  # bytes it may print (stdout/stderr are files)
 CHILDREN_NAMES = ("_prev", "_children", "children", "prev", "parents", "_parents")
 
 engine: dict[str, Any] = {}  # what "load" found: Value, MLP, the learner's files
 
 
 def main() -> None:
-    _limit_resources()
-    if sys.path and Path(sys.path[0] or ".").resolve() == _HERE:
-        sys.path.pop(0)  # the grader's folder must not shadow the learner's module names
     requests = os.fdopen(int(sys.argv[1]), "r", encoding="utf-8")
     replies = os.fdopen(int(sys.argv[2]), "w", encoding="utf-8")
     for line in requests:
@@ -47,22 +45,11 @@ def main() -> None:
             reply = HANDLERS[request["do"]](request)
         except BaseException as error:  # SystemExit, KeyboardInterrupt from their code too
             reply = {"error": describe(error)}
+        for stream in (sys.stdout, sys.stderr):  # their prints reach the grader first
+            with contextlib.suppress(Exception):
+                stream.flush()
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
-
-
-def _limit_resources() -> None:
-    try:
-        import resource
-    except ImportError:  # not on POSIX: the parent's timeout still applies
-        return
-    for limit, value in (
-        (resource.RLIMIT_AS, MEMORY_LIMIT),
-        (resource.RLIMIT_FSIZE, OUTPUT_LIMIT),
-        (resource.RLIMIT_CORE, 0),
-    ):
-        with contextlib.suppress(ValueError, OSError):  # a lower hard limit stays
-            resource.setrlimit(limit, (value, value))
 
 
 def describe(error: BaseException) -> dict[str, Any]:

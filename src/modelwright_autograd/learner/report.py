@@ -10,6 +10,8 @@ from itertools import zip_longest
 PASS, FAIL, ABSENT, NOTE = "pass", "fail", "not present", "note"
 _LABEL = {PASS: "pass", FAIL: "FAIL", ABSENT: "n/a ", NOTE: "note"}
 WIDTH = 96  # the text report's diagnoses are wrapped to this many columns
+# What no isolation changes: the learner's code runs in the process that reports its numbers.
+TRUST = "the engine reports its own numbers: a learning aid, not a proof (docs/build-your-own.md)"
 
 
 def printable(text: str) -> str:
@@ -39,6 +41,8 @@ class Report:
     rows: list[Row] = field(default_factory=list)
     engine_output: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    isolation: str = ""  # what kept the learner's processes apart (see child.EngineProcess)
+    isolated: bool = False  # every layer of it was there: the text report leaves it out
 
     @property
     def failed(self) -> int:
@@ -67,7 +71,10 @@ class Report:
         nothing to reproduce (the ops that pass, the rows failing because of one cause)
         share one line."""
         width = max(len(row.name) for row in self.rows) + 1  # a shared line's comma
-        lines = [f"checking {printable(self.path)}", f"oracle: {self.oracle}", ""]
+        lines = [f"checking {printable(self.path)}", f"oracle: {self.oracle}"]
+        if self.isolation and not self.isolated:  # a layer is missing: say which
+            lines.extend(textwrap.wrap(f"isolation: {printable(self.isolation)}", WIDTH))
+        lines.append("")
         for names, row in _groups(self.rows):
             shown = _pack(names, width)
             indent = " " * (len(_LABEL[row.status]) + width + 4)
@@ -83,6 +90,7 @@ class Report:
             lines.append("the engine printed (last lines, not part of the checks):")
             lines.extend(f"  | {printable(line)}" for line in self.engine_output)
         lines.append("")
+        lines.extend(textwrap.wrap(TRUST, WIDTH))
         lines.append(f"{self.verdict}  ({self.seconds:.1f} s)")
         return "\n".join(lines)
 
@@ -97,6 +105,9 @@ class Report:
             "verdict": self.verdict,
             "engine_output": self.engine_output,
             "seconds": round(self.seconds, 2),
+            "isolation": self.isolation,
+            "isolated": self.isolated,
+            "trust": TRUST,
         }
         return json.dumps(data, indent=2, allow_nan=True)
 

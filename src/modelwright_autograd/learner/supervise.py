@@ -1,18 +1,32 @@
 """The parent of the learner's process: when it ends, every process the learner started ends.
 
-``python supervise.py PROBE ARGS...`` runs ``python PROBE ARGS...`` as its child and waits
-for it. The learner's code may start processes of its own, even ones that leave the
-process group with ``setsid()``; killing the group would miss those. So on Linux this
-process is a *child subreaper*: any descendant whose parent exits is handed to it, not to
-init, and when the probe ends, or this process gets SIGTERM/SIGHUP/SIGINT, or the grader
-dies (``PR_SET_PDEATHSIG``), it kills and reaps every descendant it has. It then ends the
-way the probe did (the same exit code or the same signal), so the grader can say how.
-Standard library only: nothing of the grader's package runs here.
+``python supervise.py CONFIG COMMAND...`` runs COMMAND (the probe) and waits for it. Where
+Linux allows it the probe runs in namespaces of its own, under an *init* process this file
+forks (the "inner" process, PID 1 there):
+
+- a PID namespace: the learner's processes see only each other, so they cannot signal the
+  grader or this process, and none outlives the inner process (the kernel kills the whole
+  namespace when its init ends; its init ignores SIGKILL and SIGSTOP from inside);
+- a mount namespace with its own ``/proc``: the grader's ``/proc/<pid>/fd/1`` is not there;
+- a user namespace (the same user id inside), so the learner's code holds no capability
+  outside it;
+- where ``/sys/fs/cgroup`` is writable, a cgroup capping the memory and the number of
+  processes of all of them together (v2, or v1's memory and pids controllers).
+
+Where a layer is missing (not Linux, no permission) the probe runs all the same, and the
+first line this process writes on the status descriptor says what is missing. Without a PID
+namespace this process is a *child subreaper*: any descendant whose parent exits is handed
+to it, not to init, and when the probe ends it kills and reaps every descendant it has.
+SIGTERM/SIGHUP/SIGINT, or the grader dying (``PR_SET_PDEATHSIG``), end everything the same
+way. It then ends the way the probe did (the same exit code or the same signal), and writes
+a last status line when the memory cap killed a process. Standard library only: nothing of
+the grader's package runs here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -21,21 +35,169 @@ from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+CGROUP = Path("/sys/fs/cgroup")
+ALL_NAMESPACES = "PID, mount and user namespaces"
+
+
+def _libc() -> object | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True)
+    except (OSError, ImportError):
+        return None
+
+
+def _call(name: str, *args: object) -> str:
+    """Call libc's ``name``: "" on success, else the error's words."""
+    libc = _libc()
+    if libc is None:
+        return "not on Linux"
+    import ctypes
+
+    function = getattr(libc, name, None)
+    if function is None:
+        return f"no {name}() here"
+    if function(*args) == 0:
+        return ""
+    return os.strerror(ctypes.get_errno())
 
 
 def prctl(option: int, value: int) -> bool:
     """Linux's prctl(2), or False where there is none (the group kill still applies)."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
+    return _call("prctl", option, value, 0, 0, 0) == ""
 
 
+# ---------------------------------------------------------------------- namespaces
+def enter_namespaces() -> tuple[bool, str]:
+    """Make this process's next child the init of a new PID namespace, in a new user
+    namespace where allowed: (True, what was made) or (False, why not)."""
+    uid, gid = os.getuid(), os.getgid()
+    error = _call("unshare", CLONE_NEWUSER | CLONE_NEWPID)
+    if not error:
+        try:  # the same ids inside: the learner's files stay theirs
+            Path("/proc/self/setgroups").write_text("deny")
+            Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+            Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+        except OSError as failure:
+            return False, f"user namespace without an id map ({failure.strerror})"
+        return True, ALL_NAMESPACES
+    # root where user namespaces are off: the PID namespace alone
+    if not _call("unshare", CLONE_NEWPID):
+        return True, f"PID and mount namespaces (no user namespace: {error})"
+    return False, f"no PID namespace ({error})"
+
+
+def mount_own_proc() -> str:
+    """In the inner process (PID 1 of the new namespace): a mount namespace of its own,
+    whose mounts do not leak out, with a /proc that shows only this PID namespace. "" or
+    the error."""
+    error = _call("unshare", CLONE_NEWNS)
+    if not error:
+        error = _call("mount", None, b"/", None, MS_REC | MS_PRIVATE, None)
+    if not error:
+        flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
+        error = _call("mount", b"proc", b"/proc", b"proc", flags, None)
+    return error
+
+
+# ---------------------------------------------------------------------- cgroups
+class Cgroup:
+    """A cgroup (v2, or v1's memory and pids hierarchies) holding the learner's processes:
+    their memory and their number, counted together."""
+
+    def __init__(self, folders: list[Path], version: int) -> None:
+        self.folders = folders
+        self.version = version
+
+    @classmethod
+    def create(cls, name: str, memory: int, pids: int) -> tuple[Cgroup | None, str]:
+        """The cgroup with both limits set, or (None, why not)."""
+        made: list[Path] = []
+        try:
+            own = _own_cgroups()
+            if "" in own:  # v2: a folder below this process's own cgroup
+                parent = CGROUP / own[""].lstrip("/")
+                enabled = (parent / "cgroup.subtree_control").read_text().split()
+                if not {"memory", "pids"} <= set(enabled):
+                    return None, f"the cgroup {own['']} does not delegate memory and pids"
+                version, folders = 2, [parent / name]
+            elif "memory" in own and "pids" in own:
+                version = 1
+                folders = [
+                    CGROUP / kind / own[kind].lstrip("/") / name for kind in ("memory", "pids")
+                ]
+            else:
+                return None, "no memory and pids cgroup controllers"
+            for folder in folders:
+                folder.mkdir()
+                made.append(folder)
+            if version == 2:
+                _write(folders[0] / "memory.max", memory)
+                with contextlib.suppress(OSError):  # no swap accounting: nothing to cap
+                    _write(folders[0] / "memory.swap.max", 0)
+                _write(folders[0] / "pids.max", pids)
+            else:
+                _write(folders[0] / "memory.limit_in_bytes", memory)
+                with contextlib.suppress(OSError):  # memory + swap, where swap is accounted
+                    _write(folders[0] / "memory.memsw.limit_in_bytes", memory)
+                _write(folders[1] / "pids.max", pids)
+            return cls(folders, version), f"cgroup v{version}"
+        except OSError as error:
+            cls(made, 0).remove()
+            return None, f"cgroups not writable here ({error.strerror or error})"
+
+    def join(self, pid: int) -> None:
+        for folder in self.folders:
+            _write(folder / "cgroup.procs", pid)
+
+    def oom_kills(self) -> int:
+        """How many processes the memory cap has killed."""
+        name = "memory.events" if self.version == 2 else "memory.oom_control"
+        with contextlib.suppress(OSError, ValueError):
+            for line in (self.folders[0] / name).read_text().splitlines():
+                key, _, count = line.partition(" ")
+                if key == "oom_kill":
+                    return int(count)
+        return 0
+
+    def remove(self) -> None:
+        """Remove the (by now empty) cgroup; its last processes may take a moment to go."""
+        for folder in self.folders:
+            for _ in range(200):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.005)
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup in each hierarchy: controller name -> path ("" is v2's)."""
+    own: dict[str, str] = {}
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(","):
+            own[controller] = path
+    if not (CGROUP / "cgroup.controllers").exists():
+        own.pop("", None)  # a hybrid machine's v2 holds no controllers
+    return own
+
+
+def _write(path: Path, value: object) -> None:
+    with open(path, "w") as f:
+        f.write(str(value))
+
+
+# ---------------------------------------------------------------------- killing
 def descendants(pid: int) -> list[int]:
     """Every living descendant of ``pid``, read from /proc (empty without /proc)."""
     found: list[int] = []
@@ -83,40 +245,147 @@ def _no_core() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
+# ---------------------------------------------------------------------- the processes
+def limit_resources(memory: int, file_size: int) -> None:
+    """The probe's own limits: address space, size of a file it writes, no core file."""
+    with contextlib.suppress(ImportError):  # not on POSIX: the parent's timeout still applies
+        import resource
+
+        for limit, value in (
+            (resource.RLIMIT_AS, memory),
+            (resource.RLIMIT_FSIZE, file_size),
+            (resource.RLIMIT_CORE, 0),
+        ):
+            with contextlib.suppress(ValueError, OSError):  # a lower hard limit stays
+                resource.setrlimit(limit, (value, value))
+
+
+def inner(
+    command: list[str], config: dict[str, object], namespace: bool, go: int, done: int
+) -> None:
+    """The inner process: waits until the outer one has put it in the cgroup, mounts its
+    /proc (in a namespace), starts the probe, reaps every orphan until the probe ends,
+    and writes the probe's wait status to the outer process. Never returns."""
+    status = 0
+    fds, (memory, _, file_size) = config["fds"], config["limits"]
+    try:
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # PID 1 ignores them
+            signal.signal(signum, signal.SIG_DFL)
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # no namespace outlives the outer process
+        os.read(go, 1)
+        os.close(go)
+        if namespace:
+            error = mount_own_proc()
+            os.write(done, (f"proc {error}" if error else "proc").encode() + b"\n")
+        else:
+            prctl(PR_SET_CHILD_SUBREAPER, 1)
+            os.write(done, b"\n")
+        probe = os.fork()
+        if probe == 0:
+            os.close(done)
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            limit_resources(memory, file_size)
+            os.execv(command[0], command)
+        for fd in fds:  # the probe's pipe ends: only the probe holds them
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        while True:  # reap orphans handed to us until the probe itself ends
+            pid, status = os.waitpid(-1, 0)
+            if pid == probe:
+                break
+        if not namespace:
+            kill_descendants()
+        os.write(done, f"{status}\n".encode())
+    finally:
+        os._exit(0)  # as PID 1, ending kills what is left in the namespace
+
+
 def main() -> None:
     _no_core()
-    subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
     prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the grader died: clean up all the same
     for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
         signal.signal(signum, _stop)
-    grader = os.getppid()
-    if grader == 1:  # the grader died before prctl took effect
+    if os.getppid() == 1:  # the grader died before prctl took effect
         return
-    status = 0
+    config = json.loads(sys.argv[1])
+    command, fds = sys.argv[2:], config["fds"]
+    report = os.fdopen(config["status"], "w", encoding="utf-8")
+    subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
+    memory, processes, _ = config["limits"]
+    group, cgroup_note = Cgroup.create(f"modelwright-check-{os.getpid()}", memory, processes)
+    status = signal.SIGKILL  # as if killed, until the probe says otherwise
+    child = -1
     try:
-        probe = os.fork()
-        if probe == 0:
-            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # no probe outlives its supervisor
-            os.execv(sys.executable, [sys.executable, *sys.argv[1:]])
-        for fd in sys.argv[2:]:  # the probe's pipe ends: only the probe holds them
-            with contextlib.suppress(ValueError, OSError):
-                os.close(int(fd))
-        while True:  # reap orphans handed to us until the probe itself ends
-            pid, status = os.waitpid(-1, 0) if subreaper else os.waitpid(probe, 0)
-            if pid == probe:
+        namespace, namespace_note = enter_namespaces()
+        go_read, go_write = os.pipe()
+        done_read, done_write = os.pipe()
+        child = os.fork()
+        if child == 0:
+            report.close()
+            os.close(go_write)
+            os.close(done_read)
+            inner(command, config, namespace, go_read, done_write)
+        os.chdir("/")  # only the learner's processes work in their folder
+        for fd in (*fds, go_read, done_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if group is not None:
+            try:
+                group.join(child)
+            except OSError as error:
+                group.remove()
+                group, cgroup_note = None, f"could not join the cgroup ({error.strerror})"
+        os.write(go_write, b"g")
+        os.close(go_write)
+        done = os.fdopen(done_read, "r")
+        mounted = done.readline().split(" ", 1)
+        if namespace and mounted[1:]:
+            namespace, namespace_note = False, f"no /proc of its own ({mounted[1].strip()})"
+        words = _words(namespace, namespace_note, group, cgroup_note)
+        complete = namespace_note == ALL_NAMESPACES and group is not None
+        report.write(json.dumps({"isolation": words, "complete": complete}))
+        report.write("\n")
+        report.flush()
+        while True:  # reap orphans handed to us (without a namespace) until inner ends
+            pid, _ = os.waitpid(-1, 0) if subreaper else os.waitpid(child, 0)
+            if pid == child:
                 break
+        line = done.readline().strip()
+        status = int(line) if line else signal.SIGKILL
     except Stop:
-        status = signal.SIGKILL  # as if killed: the grader asked for it
+        status = signal.SIGKILL
     finally:
         for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
             signal.signal(signum, signal.SIG_IGN)
+        if child > 0:  # the inner process, and its namespace with it
+            with contextlib.suppress(OSError):
+                os.kill(child, signal.SIGKILL)
         kill_descendants()
+        if group is not None:
+            if group.oom_kills():
+                with contextlib.suppress(OSError, ValueError):
+                    report.write(json.dumps({"memory_cap": True}) + "\n")
+                    report.flush()
+            group.remove()
     if os.WIFSIGNALED(status):  # end by the same signal (no core file: see _no_core)
         signum = os.WTERMSIG(status)
         with contextlib.suppress(OSError, ValueError):  # SIGKILL's action is fixed
             signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     sys.exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def _words(namespace: bool, namespace_note: str, group: Cgroup | None, cgroup_note: str) -> str:
+    """One line: what keeps the learner's processes apart, and what is missing."""
+    if namespace:
+        words = f"{namespace_note}; "
+    else:
+        words = f"own session only ({namespace_note}: its processes can see the grader); "
+    if group is not None:
+        words += f"memory and process count capped for all its processes ({cgroup_note})"
+    else:
+        words += f"memory capped per process only ({cgroup_note})"
+    return words
 
 
 if __name__ == "__main__":

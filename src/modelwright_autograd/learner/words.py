@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from . import child
 from .cases import METHODS, OP_CHECKS
 from .oracle import Oracle, close
 from .programs import OPS, Program, input_names
@@ -148,7 +149,10 @@ def _error_text(error: dict[str, Any]) -> str:
         return error["message"] + (f" ({error['where']})" if error["where"] else "")
     text = f"{error['type']}: {error['message']}" if error["message"] else error["type"]
     if error["type"] == "MemoryError":
-        text += " (the engine's process may use at most 4 GiB)"
+        text += f" (the engine's process may use at most {child.MEMORY_LIMIT / 2**30:g} GiB)"
+    elif "File too large" in error["message"]:
+        limit = child.FILE_LIMIT / 2**20
+        text += f" (the engine's process may write files of at most {limit:g} MiB)"
     return text + (f" ({error['where']})" if error["where"] else "")
 
 
