@@ -26,8 +26,9 @@ from test_learner_hostile import (
 )
 
 from modelwright_autograd.learner import child, supervise
+from modelwright_autograd.learner.base import MAX_HANGS
+from modelwright_autograd.learner.cases import CHAIN_LENGTH
 from modelwright_autograd.learner.child import well_formed
-from modelwright_autograd.learner.grader import CHAIN_LENGTH, MAX_HANGS
 from modelwright_autograd.learner.report import TRUST, Report, Row
 
 # The grader's process found the way a learner's code would: by reading /proc. Without a
