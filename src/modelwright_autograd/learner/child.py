@@ -105,7 +105,7 @@ class EngineProcess:
         output_read, output_write = os.pipe()
         fds = (request_read, reply_write)
         limits = [MEMORY_LIMIT, PROCESS_LIMIT, FILE_LIMIT]
-        config = {"fds": fds, "status": status_write, "limits": limits}
+        config = {"fds": fds, "status": status_write, "limits": limits, "cwd": self.cwd}
         boot = BOOT.format(path=str(PROBE))
         self._proc = subprocess.Popen(
             [sys.executable, str(SUPERVISE), json.dumps(config), sys.executable, "-P", "-c", boot]
@@ -114,7 +114,7 @@ class EngineProcess:
             stdout=output_write,
             stderr=output_write,
             pass_fds=(*fds, status_write),
-            cwd=self.cwd,
+            cwd="/",  # only the learner's own processes work in their folder (see supervise)
             env=child_environment(),
             start_new_session=True,  # its own process group: no Ctrl-C from the terminal
         )

@@ -272,6 +272,7 @@ def inner(
         for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # PID 1 ignores them
             signal.signal(signum, signal.SIG_DFL)
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # no namespace outlives the outer process
+        os.chdir(config["cwd"])  # the learner's folder, where its code runs
         os.read(go, 1)
         os.close(go)
         if namespace:
@@ -325,7 +326,6 @@ def main() -> None:
             os.close(go_write)
             os.close(done_read)
             inner(command, config, namespace, go_read, done_write)
-        os.chdir("/")  # only the learner's processes work in their folder
         for fd in (*fds, go_read, done_write):
             with contextlib.suppress(OSError):
                 os.close(fd)
