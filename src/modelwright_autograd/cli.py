@@ -361,7 +361,7 @@ def _add_lm_options(p: argparse.ArgumentParser) -> None:
         type=whole_number("--eval-interval", 1, MAX_STEPS),
         metavar="N",
         help="steps between evaluations of the train and held-out loss (default: gpt and "
-        "bigram 250, mlp 500, transformer 1000)",
+        "bigram 250, mlp and transformer 500)",
     )
     g.add_argument(
         "--eval-iters",

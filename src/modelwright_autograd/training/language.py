@@ -106,9 +106,7 @@ TRAINING_DEFAULTS: dict[str, dict[str, Any]] = {
         steps=1000, batch_size=512, lr=0.1, weight_decay=0.0, eval_interval=250, decay_to=0.01
     ),
     "mlp": dict(steps=5000, batch_size=32, lr=5e-4, weight_decay=0.01, eval_interval=500),
-    "transformer": dict(
-        steps=20_000, batch_size=32, lr=5e-4, weight_decay=0.01, eval_interval=1000
-    ),
+    "transformer": dict(steps=10_000, batch_size=32, lr=5e-4, weight_decay=0.01, eval_interval=500),
     "gpt": dict(steps=2000, batch_size=12, lr=1e-3, weight_decay=0.1, eval_interval=250),
 }
 
