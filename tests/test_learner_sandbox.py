@@ -89,6 +89,26 @@ def test_this_machine_gives_the_engine_its_own_namespaces():
     assert "capped for all its processes" in words, words
 
 
+@needs_proc
+def test_a_cgroup_left_by_a_killed_supervisor_is_removed_by_the_next(tmp_path):
+    if "capped for all its processes" not in _engine_isolation():
+        pytest.skip("no cgroup here")
+    own = supervise._own_cgroups()
+    kind = "" if "" in own else "pids"
+    parent = supervise.CGROUP / kind / own[kind].lstrip("/")
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True
+    )
+    stale = parent / f"{supervise.PREFIX}{int(dead.stdout)}"
+    stale.mkdir()  # as a supervisor SIGKILLed before its cleanup leaves it
+    try:
+        _engine_isolation()  # the next check starts a supervisor
+        assert not stale.exists()
+    finally:
+        if stale.exists():
+            stale.rmdir()
+
+
 # ---------------------------------------------------------------------- item 1
 # backward() does nothing; on import the engine finds the probe's reply handlers and
 # answers every request itself, with numbers from central differences of the forward.

@@ -41,6 +41,7 @@ CLONE_NEWPID = 0x20000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 CGROUP = Path("/sys/fs/cgroup")
 ALL_NAMESPACES = "PID, mount and user namespaces"
+PREFIX = "modelwright-check-"  # a supervisor's cgroup is PREFIX + its process id
 
 
 def _libc() -> object | None:
@@ -136,6 +137,7 @@ class Cgroup:
             else:
                 return None, "no memory and pids cgroup controllers"
             for folder in folders:
+                _remove_stale(folder.parent)
                 folder.mkdir()
                 made.append(folder)
             if version == 2:
@@ -178,6 +180,16 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.005)
+
+
+def _remove_stale(parent: Path) -> None:
+    """Remove the empty cgroups of supervisors that are gone (one killed before it could
+    remove its own leaves an empty folder; a cgroup still holding processes stays)."""
+    for folder in parent.glob(f"{PREFIX}*"):
+        pid = folder.name[len(PREFIX) :]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def _own_cgroups() -> dict[str, str]:
@@ -313,7 +325,7 @@ def main() -> None:
     report = os.fdopen(config["status"], "w", encoding="utf-8")
     subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1)
     memory, processes, _ = config["limits"]
-    group, cgroup_note = Cgroup.create(f"modelwright-check-{os.getpid()}", memory, processes)
+    group, cgroup_note = Cgroup.create(f"{PREFIX}{os.getpid()}", memory, processes)
     status = signal.SIGKILL  # as if killed, until the probe says otherwise
     child = -1
     try:
