@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import GraderBase
-from .cases import DUNDERS, NUMBER_FORMS, OP_CHECKS, RANDOM_PROGRAMS, OpCheck, single_op
+from .cases import DUNDERS, METHODS, NUMBER_FORMS, OP_CHECKS, RANDOM_PROGRAMS, OpCheck, single_op
 from .oracle import close
 from .programs import NONLINEARITIES, Program, random_programs
 from .report import ABSENT, FAIL, PASS, Row
@@ -24,6 +24,7 @@ from .words import (
     _op_words,
     _result_error,
     _swapped,
+    overwritten_text,
 )
 
 
@@ -49,7 +50,7 @@ class OpChecks(GraderBase):
             self.add(Row(name, FAIL, _failure_text(results, check.label)))
             return
         for result in results:
-            if "error" in result and _absent(result, check.op):
+            if "error" in result and _absent(result, METHODS.get(check.op, check.op)):
                 status = FAIL if check.required else ABSENT
                 text = f"not defined: define {DUNDERS.get(check.op) or check.op}"
                 if not check.required:
@@ -243,15 +244,7 @@ class OpChecks(GraderBase):
             self.add(Row(name, FAIL, text, self.code(program)))
         elif first_wrong is not None:
             ops = [op for op, _ in overwritten + multiples]
-            basic = [op for op in ops if op in ("add", "mul")] or ops
-            text = (
-                "the gradient was overwritten, not accumulated: `=` where `+=` belongs in "
-                f"the backward of {' and '.join(map(_op_words, basic))}. A value used twice "
-                "gets the sum of both paths"
-            )
-            others = [op for op in ops if op not in basic]
-            if others:
-                text += f" (also seen through {', '.join(map(_op_words, others))})"
+            text = overwritten_text(ops, ("add", "mul"), _op_words, "value")
             self.add(Row(name, FAIL, text, self.code(first_wrong)))
         else:
             shown = " ".join(_op_words(op).replace(" ", "") for op, _ in cases)

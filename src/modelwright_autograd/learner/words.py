@@ -1,15 +1,19 @@
 """The grader's words: what a learner reads for an error, a request that hung or crashed,
-a TODO, the walk watched on the diamond, a gradient counted more than once."""
+a TODO, the walk watched on the diamond, a gradient counted more than once or overwritten,
+an array and a tensor program's shapes."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from . import child
-from .cases import METHODS, OP_CHECKS
+from .cases import OP_CHECKS
 from .oracle import Oracle, close
 from .programs import OPS, Program, input_names
+from .tensor_programs import Program as TensorProgram
 
 TODO = "not done yet:"  # how a diagnosis of NotImplementedError begins
 BECAUSE = "fails because "  # how a row failing only because of a more basic one begins
@@ -132,16 +136,54 @@ def _swapped(op: str, a: float, c: float) -> float:
     return a - c if op == "rsub" else a / c
 
 
-def _absent(result: dict[str, Any], op: str) -> bool:
-    """True when the step failed because the Value has no such method or operator."""
+def _absent(result: dict[str, Any], method: str, functions: tuple[str, ...] = ()) -> bool:
+    """True when the step failed because the engine's class has no such method or operator
+    (``method``, the attribute looked up), or its module no such function (``functions``)."""
     if result.get("stage") != "forward":
         return False
     error = result["error"]
     message = error["message"]
     if error["type"] == "AttributeError":
-        return f"'{METHODS.get(op, op)}'" in message and not error["where"]
+        return f"'{method}'" in message and not error["where"]
+    if error["type"] == "NameError":
+        return any(function in message for function in functions)
     unsupported = ("unsupported operand", "bad operand type")
     return error["type"] == "TypeError" and any(text in message for text in unsupported)
+
+
+def overwritten_text(
+    ops: list[str], basic: tuple[str, ...], words: Callable[[str], str], thing: str
+) -> str:
+    """Words for a gradient overwritten where it should accumulate, seen through ``ops``:
+    the `=` is in the backward of the ``basic`` ones among them (of all of them when none
+    is basic); ``words`` names an op (``+``), ``thing`` is "value" or "tensor"."""
+    first = [op for op in ops if op in basic] or ops
+    text = (
+        "the gradient was overwritten, not accumulated: `=` where `+=` belongs in the "
+        f"backward of {' and '.join(map(words, first))}. A {thing} used twice gets the sum "
+        "of both paths"
+    )
+    others = [op for op in ops if op not in first]
+    if others:
+        text += f" (also seen through {', '.join(map(words, others))})"
+    return text
+
+
+def _array_text(a: np.ndarray) -> str:
+    """An array on one line, six digits."""
+    return " ".join(np.array2string(a, precision=6, separator=", ").split())
+
+
+def _shapes_text(program: TensorProgram) -> str:
+    """The shapes of a tensor program's inputs: '(2, 3) and (3,)'."""
+    shapes = [tuple(x["shape"]) for x in program["inputs"]]
+    return " and ".join(str(s) for s in shapes)
+
+
+def _look(result: dict[str, Any], step: int = 0) -> str:
+    """' (look at engine.py:57)': where it raised, else where the op's _backward is."""
+    where = result.get("error", {}).get("where") or (result.get("rules") or [""])[step]
+    return f" (look at {where})" if where else ""
 
 
 def _error_text(error: dict[str, Any]) -> str:

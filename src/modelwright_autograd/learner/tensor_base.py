@@ -1,0 +1,108 @@
+"""What every tensor check shares: the scalar grader's child process and rows (``base``'s
+``GraderBase``), the oracle's answers kept per program, the reproduce blocks, and the rows
+that fail only because of the loss's ops or the seed. ``tensor_grader.TensorChecks`` runs the
+checks on it (with ``tensor_ops.TensorOpChecks`` and ``tensor_network.TensorNetworkChecks``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .report import FAIL
+from .tensor_cases import OP_SPECS
+from .tensor_oracle import agree, array_of, tensor_oracle
+from .tensor_programs import Program, input_names, to_code
+from .words import TODO, _array_text, _error_text
+
+if TYPE_CHECKING:
+    from .base import GraderBase as Grader
+
+
+class TensorBase:
+    """The scalar grader `g` the rows go into, the oracle's answers, the shared words."""
+
+    def __init__(self, grader: Grader) -> None:
+        self.g = grader
+        self.evaluate = tensor_oracle(grader.oracle)
+        self._answers: dict[str, tuple[np.ndarray, list[np.ndarray]]] = {}
+        self.status = grader.status
+        self.loss_ops_wrong: list[str] = []  # "a * b", "sum": wrong on their first case
+
+    # ------------------------------------------------------------------ plumbing
+    def want(self, program: Program) -> tuple[np.ndarray, list[np.ndarray]]:
+        key = json.dumps(program, sort_keys=True)
+        if key not in self._answers:
+            self._answers[key] = self.evaluate(program)
+        return self._answers[key]
+
+    def results(self, programs: list[Program]) -> list[dict[str, Any]] | dict[str, Any]:
+        reply = self.g.ask({"do": "tensor_programs", "programs": programs})
+        return reply if "failure" in reply or "error" in reply else reply["results"]
+
+    def code(self, program: Program) -> list[str]:
+        _, grads = self.want(program)
+        expected = {f"{n}.grad": _array_text(g) for n, g in zip(input_names(program), grads)}
+        requires_grad = bool(self.g.loaded.get("requires_grad"))
+        target = self.g.target
+        lines = to_code(program, target.import_lines, requires_grad, expected, target.class_name)
+        if any(step[0] == "cross_entropy" for step in program["steps"]):
+            module = self.g.loaded.get("cross_entropy") or self.g.target.value_module
+            lines.insert(len(self.g.target.import_lines), f"from {module} import cross_entropy")
+        return lines
+
+    def right(self, program: Program, result: dict[str, Any]) -> bool:
+        _, grads = self.want(program)
+        return all(agree(array_of(got), w) for got, w in zip(result["grads"], grads))
+
+    def _cause(self) -> str:
+        """Why an op's row may fail without a bug of its own: the seed, or the loss's ops."""
+        if self.g.failed("seed"):
+            return " (probably because of 'seed' above)"
+        if self.loss_ops_wrong:
+            return (
+                " (every check's loss is (out * W).sum(), and "
+                f"{' and '.join(self.loss_ops_wrong)} fail above on same-shape arrays: fix "
+                "that first)"
+            )
+        return ""
+
+    def _ops_cause(self, text: str) -> str:
+        """A row failing after op rows did: it is built from those ops (nothing for a
+        TODO, which names itself)."""
+        if text.startswith(TODO):
+            return ""
+        failing = [spec.label for spec in OP_SPECS if self.status.get(spec.op) == FAIL]
+        if self.g.failed("seed"):
+            failing.insert(0, "seed")
+        if not failing:
+            return ""
+        return f" (probably because of {', '.join(repr(n) for n in failing)} above)"
+
+    def todo_text(self, program: Program, result: dict[str, Any]) -> str:
+        """A TODO's words, and whether the op's own rule is right already (checked with
+        the grader's walk when backward() is the TODO)."""
+        error = result["error"]
+        text = f"{TODO} {error['message'] or 'NotImplementedError'}"
+        alone = result.get("alone")
+        if not alone:
+            return text
+        if "error" in alone:
+            same = alone["error"]["message"] == error["message"]
+            if alone["error"]["type"] == "NotImplementedError" and not same:
+                text += f"; and its rule: {alone['error']['message']}"
+        elif self.right(program, alone):
+            text += " (the op's own backward rule is already right)"
+        else:
+            text += " (and with the grader's walk, this op's rule gives wrong gradients)"
+        return text
+
+    def result_text(self, program: Program, result: dict[str, Any]) -> str:
+        error = result["error"]
+        if error["type"] == "NotImplementedError":
+            return self.todo_text(program, result)
+        if error["type"] == "NotATensor":
+            return f"{_error_text(error)}: each op must return a new Tensor"
+        return f"{result['stage']} raised {_error_text(error)}"

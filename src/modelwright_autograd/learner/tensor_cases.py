@@ -1,0 +1,324 @@
+"""What the tensor checks ask: the programs (inputs, steps and the weight W of each loss
+``(out * W).sum()``), each op's table of shapes with the classic bugs it can name, the number
+forms, and the training run's settings. ``tensor_grader`` runs them, with ``tensor_ops`` and
+``tensor_network``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .tensor_oracle import forward
+from .tensor_programs import OPS, Program
+
+Shape = tuple[int, ...]
+# A candidate bug: (words, the gradients it gives from the inputs and out.grad W).
+Bug = tuple[str, Callable[..., list[np.ndarray]]]
+
+EPOCHS = 20  # SGD epochs on the digits
+TARGET_ACCURACY = 0.95
+AFFINE_GAP = 1e-9  # |f(mid) - mean(f(x1), f(x2))| / |f| below this on every pair: affine
+
+
+# ---------------------------------------------------------------------- the programs
+def _array(values: np.ndarray) -> dict[str, Any]:
+    return {"shape": list(values.shape), "data": [float(v) for v in values.ravel()]}
+
+
+def _numbers(rng: np.random.RandomState, shape: Shape, low: float, high: float) -> np.ndarray:
+    """Uniform in [low, high] with two decimals, kept 0.1 away from 0 (relu's kink)."""
+    x = np.round(rng.uniform(low, high, shape), 2)
+    return np.where(np.abs(x) < 0.1, 0.5, x)
+
+
+def _weight(rng: np.random.RandomState, shape: Shape) -> dict[str, Any]:
+    w = np.round(rng.uniform(0.3, 1.5, shape), 1) * rng.choice([-1.0, 1.0], shape)
+    return _array(np.asarray(w))
+
+
+def _program(
+    seed: int,
+    shapes: list[Shape],
+    steps: list[list[Any]],
+    positive: tuple[int, ...] = (),
+    weighted: bool = True,
+) -> Program:
+    """Inputs of ``shapes`` (those in ``positive`` in [0.5, 2]), ``steps``, and a weight
+    of the output's shape (found by running the steps on zeros-free NumPy arrays)."""
+    rng = np.random.RandomState(seed)
+    arrays = [
+        _numbers(rng, s, 0.5, 2.0) if i in positive else _numbers(rng, s, -2.0, 2.0)
+        for i, s in enumerate(shapes)
+    ]
+    program: Program = {"inputs": [_array(a) for a in arrays], "steps": steps}
+    if weighted:
+        program["weight"] = _weight(rng, forward(program).shape)
+    return program
+
+
+# ---------------------------------------------------------------------- the op table
+@dataclass(frozen=True)
+class Case:
+    """One program of an op's table, and what it exercises."""
+
+    program: Program
+    leading: bool = False  # an input broadcast by adding axes on the left
+    stretched: bool = False  # an input broadcast by stretching an axis of size 1
+    kind: str = ""  # matmul: 1-D, 2-D, square, batch, batch-broadcast; sum: axis words
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    label: str
+    op: str
+    required: bool
+    cases: Callable[[], list[Case]]
+    bugs: list[Bug] = field(default_factory=list)  # on the first (same-shape) case
+
+
+BROADCASTS: list[tuple[Shape, Shape]] = [
+    ((2, 3), (2, 3)),
+    ((), (2, 3)),
+    ((2, 3), ()),
+    ((3,), (2, 3)),
+    ((2, 3), (3,)),
+    ((1, 3), (2, 3)),
+    ((2, 1), (2, 3)),
+    ((2, 3), (2, 1)),
+    ((2, 1), (1, 3)),
+    ((4, 2, 3), (2, 3)),
+    ((4, 1, 3), (4, 2, 1)),
+]
+
+
+def _stretched(shape: Shape, out: Shape) -> bool:
+    tail = out[len(out) - len(shape) :] if shape else ()
+    return any(s == 1 and o != 1 for s, o in zip(shape, tail))
+
+
+def _binary_cases(op: str, seed: int) -> Callable[[], list[Case]]:
+    def cases() -> list[Case]:
+        made = []
+        for i, (a, b) in enumerate(BROADCASTS):
+            program = _program(seed + i, [a, b], [[op, 0, 1]], positive=(1,) if op == "div" else ())
+            out = tuple(np.broadcast_shapes(a, b))
+            made.append(
+                Case(
+                    program,
+                    leading=len(a) < len(out) or len(b) < len(out),
+                    stretched=_stretched(a, out) or _stretched(b, out),
+                )
+            )
+        return made
+
+    return cases
+
+
+MATMULS: list[tuple[str, Shape, Shape]] = [
+    ("2-D", (2, 3), (3, 4)),
+    ("square", (3, 3), (3, 3)),
+    ("1-D", (3,), (3,)),
+    ("1-D", (2, 3), (3,)),
+    ("1-D", (3,), (3, 4)),
+    ("batch", (5, 2, 3), (5, 3, 4)),
+    ("batch-broadcast", (5, 2, 3), (3, 4)),
+]
+
+
+def _matmul_cases() -> list[Case]:
+    return [
+        Case(_program(40 + i, [a, b], [["matmul", 0, 1]]), kind=kind)
+        for i, (kind, a, b) in enumerate(MATMULS)
+    ]
+
+
+REDUCTIONS: list[tuple[Shape, int | None, bool]] = [
+    ((2, 3), None, False),
+    ((2, 3), 0, True),
+    ((2, 3), 1, True),
+    ((2, 3), 0, False),
+    ((2, 3), 1, False),
+    ((2, 3), -1, False),
+    ((2, 3, 4), 1, True),
+    ((2, 3, 4), 1, False),
+]
+
+
+def _reduction_cases(op: str, seed: int) -> Callable[[], list[Case]]:
+    def cases() -> list[Case]:
+        return [
+            Case(
+                _program(seed + i, [shape], [[op, 0, axis, keepdims]]),
+                kind="" if axis is None or keepdims else "dropped",
+            )
+            for i, (shape, axis, keepdims) in enumerate(REDUCTIONS)
+        ]
+
+    return cases
+
+
+def _unary_cases(
+    op: str, seed: int, positive: bool = False, shapes: tuple[Shape, ...] = ((2, 3), (4, 2, 3))
+) -> Callable[[], list[Case]]:
+    def cases() -> list[Case]:
+        made = []
+        for i, shape in enumerate(shapes):
+            pos = (0,) if positive else ()
+            made.append(Case(_program(seed + i, [shape], [[op, 0]], positive=pos)))
+        return made
+
+    return cases
+
+
+def _reshape_cases() -> list[Case]:
+    return [
+        Case(_program(70, [(2, 3)], [["reshape", 0, [3, 2]]])),
+        Case(_program(71, [(2, 3, 4)], [["reshape", 0, [6, 4]]])),
+    ]
+
+
+def _cross_entropy_cases() -> list[Case]:
+    return [
+        Case(_program(80, [(4, 5)], [["cross_entropy", 0, [0, 3, 1, 4]]], weighted=False)),
+        Case(
+            _program(
+                81, [(3, 4)], [["cross_entropy", 0, [2, 0, 3]], ["mul_c", 1, 2.5]], weighted=False
+            ),
+            kind="upstream",
+        ),
+    ]
+
+
+def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+OP_SPECS = [
+    OpSpec(
+        "a * b",
+        "mul",
+        True,
+        _binary_cases("mul", 10),
+        [
+            (
+                "each input received its own value: d(a*b)/da = b, so "
+                "self.grad += other.data * out.grad (and the other way round)",
+                lambda a, b, g: [a * g, b * g],
+            ),
+            ("treated like +: d(a*b)/da = b, not 1", lambda a, b, g: [g, g]),
+        ],
+    ),
+    OpSpec("a + b", "add", True, _binary_cases("add", 0)),
+    OpSpec(
+        "a - b",
+        "sub",
+        True,
+        _binary_cases("sub", 20),
+        [("the sign of the second input: d(a-b)/db = -1", lambda a, b, g: [g, g])],
+    ),
+    OpSpec(
+        "a / b",
+        "div",
+        True,
+        _binary_cases("div", 30),
+        [
+            ("division's sign: d(a/b)/db = -a/b**2", lambda a, b, g: [g / b, a / b**2 * g]),
+            ("d(a/b)/db = -a/b**2: the a is missing", lambda a, b, g: [g / b, -g / b**2]),
+        ],
+    ),
+    OpSpec("a @ b", "matmul", True, _matmul_cases),
+    OpSpec("sum", "sum", True, _reduction_cases("sum", 50)),
+    OpSpec("mean", "mean", False, _reduction_cases("mean", 60)),
+    OpSpec("reshape", "reshape", False, _reshape_cases),
+    OpSpec("transpose", "transpose", False, _unary_cases("transpose", 72, shapes=((2, 3), (4, 2)))),
+    OpSpec("exp", "exp", False, _unary_cases("exp", 90)),
+    OpSpec("log", "log", False, _unary_cases("log", 92, positive=True)),
+    OpSpec(
+        "tanh",
+        "tanh",
+        False,
+        _unary_cases("tanh", 94),
+        [
+            (
+                "tanh's derivative was taken from the input instead of the output: "
+                "1 - t**2 with t = out.data (the tanh), not 1 - self.data**2",
+                lambda a, g: [(1 - a**2) * g],
+            )
+        ],
+    ),
+    OpSpec(
+        "relu",
+        "relu",
+        False,
+        _unary_cases("relu", 96),
+        [
+            (
+                "relu passes gradient where its output is 0: the gradient flows only where "
+                "out.data > 0, self.grad += (out.data > 0) * out.grad",
+                lambda a, g: [g],
+            )
+        ],
+    ),
+    OpSpec(
+        "log_softmax",
+        "log_softmax",
+        False,
+        _unary_cases("log_softmax", 98),
+        [
+            (
+                "log_softmax's backward dropped the sum: with s = softmax(a) and g = out.grad, "
+                "d/da = g - s * g.sum(axis, keepdims=True), not g - s",
+                lambda a, g: [g - _softmax(a)],
+            ),
+            (
+                "log_softmax's backward sums g over every axis: g.sum(axis, keepdims=True), "
+                "over the softmax's own axis only",
+                lambda a, g: [g - _softmax(a) * g.sum()],
+            ),
+        ],
+    ),
+    OpSpec("cross_entropy", "cross_entropy", False, _cross_entropy_cases),
+]
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@"}
+_METHOD = {"add": "__add__", "sub": "__sub__", "mul": "__mul__", "div": "__truediv__"}
+_METHOD |= {"matmul": "__matmul__"}
+
+NUMBER_FORMS = [
+    ("add_c", "a + 2", "__add__ must turn a plain number into a Tensor first"),
+    ("radd", "2 + a", "define __radd__"),
+    ("mul_c", "a * 2", "__mul__ must turn a plain number into a Tensor first"),
+    ("rmul", "2 * a", "define __rmul__"),
+    ("sub_c", "a - 2", "__sub__ must accept a plain number"),
+    ("rsub", "2 - a", "define __rsub__ (returning other - self)"),
+    ("div_c", "a / 2", "__truediv__ must accept a plain number"),
+    ("rdiv", "2 / a", "define __rtruediv__ (returning other / self)"),
+]
+
+
+_COVERS = {
+    "add": ": scalar, row, column, 3-D batch",
+    "matmul": ": 1-D, 2-D, batched, b over a batch",
+    "sum": ": axis None/0/1/-1, 3-D; keepdims",
+}
+for _op in ("sub", "mul", "div"):
+    _COVERS[_op] = _COVERS["add"]
+_COVERS["mean"] = _COVERS["sum"]
+
+
+def _reduced(shape: Shape, axis: int | None, keepdims: bool) -> Shape:
+    if axis is None:
+        return (1,) * len(shape) if keepdims else ()
+    axis %= len(shape)
+    if keepdims:
+        return tuple(1 if i == axis else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i != axis)
+
+
+def _fill(program: Program) -> dict[str, str]:
+    step = program["steps"][0]
+    return OPS[step[0]].args(step[1 + OPS[step[0]].arity :])

@@ -1,0 +1,444 @@
+"""The tensor op checks, mixed into ``tensor_grader.TensorChecks``: each op over its table
+of shapes, with its classic bugs named from the pattern of the table (which shapes fail, and
+how) or from a formula for the wrong gradient; numbers on either side of a Tensor; a
+nonlinearity; a tensor used twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .report import ABSENT, FAIL, PASS, Row
+from .tensor_base import TensorBase
+from .tensor_cases import (
+    _COVERS,
+    _METHOD,
+    _SYMBOL,
+    NUMBER_FORMS,
+    Case,
+    OpSpec,
+    _array,
+    _fill,
+    _program,
+    _reduced,
+    _softmax,
+)
+from .tensor_oracle import agree, array_of
+from .tensor_programs import OPS, Program, input_names
+from .words import (
+    _absent,
+    _array_text,
+    _error_text,
+    _failure_text,
+    _look,
+    _shapes_text,
+    overwritten_text,
+)
+
+
+def _symbol(op: str) -> str:
+    """How an op is written: ``+`` for add, ``exp`` for exp."""
+    return _SYMBOL.get(op, op)
+
+
+class TensorOpChecks(TensorBase):
+    """The op rows of the report."""
+
+    def check_op(self, spec: OpSpec) -> None:
+        cases = spec.cases()
+        results = self.results([c.program for c in cases])
+        name = spec.label
+        if isinstance(results, dict):
+            self.status[spec.op] = FAIL
+            self.g.add(Row(name, FAIL, _failure_text(results, spec.label)))
+            return
+        wrong: list[tuple[Case, dict[str, Any]]] = []
+        for case, result in zip(cases, results):
+            if "error" in result and _absent(result, spec.op, ("cross_entropy",)):
+                status = FAIL if spec.required else ABSENT
+                method = _METHOD.get(spec.op, spec.op)
+                text = (
+                    f"not defined: define {method}"
+                    if spec.required
+                    else (f"{method} is not defined (optional)")
+                )
+                self.status[spec.op] = status
+                self.g.add(Row(name, status, text))
+                return
+            if "error" in result and (
+                result["stage"] == "forward" or result["error"]["type"] == "NotImplementedError"
+            ):
+                self.status[spec.op] = FAIL
+                text = self.result_text(case.program, result)
+                self.g.add(Row(name, FAIL, text, self.code(case.program)))
+                return
+            if "error" in result:
+                wrong.append((case, result))
+                continue
+            out, _ = self.want(case.program)
+            got = array_of(result["out"])
+            if not agree(got, out):
+                self.status[spec.op] = FAIL
+                text = (
+                    f"the forward is wrong for {_shapes_text(case.program)}: got shape "
+                    f"{got.shape}, expected {out.shape}"
+                    if got.shape != out.shape
+                    else f"the forward is wrong for {_shapes_text(case.program)}"
+                )
+                self.g.add(Row(name, FAIL, text, self.code(case.program)))
+                return
+            if not self.right(case.program, result):
+                wrong.append((case, result))
+        if not wrong:
+            self.status[spec.op] = PASS
+            text = f"forward and gradients match on {len(cases)} shapes"
+            self.g.add(Row(name, PASS, text + _COVERS.get(spec.op, "")))
+            return
+        self.status[spec.op] = FAIL
+        text, program = self.diagnose(spec, cases, wrong)
+        if spec.op in ("mul", "sum") and wrong[0][0] is cases[0]:
+            self.loss_ops_wrong.append(spec.label)  # the loss's own op, on its basic case
+        self.g.add(Row(name, FAIL, text, self.code(program)))
+
+    def diagnose(
+        self, spec: OpSpec, cases: list[Case], wrong: list[tuple[Case, dict[str, Any]]]
+    ) -> tuple[str, Program]:
+        """The words for an op's wrong gradients: a classic bug when the pattern or the
+        numbers say which, else what differs."""
+        case, result = wrong[0]
+        cause = self._cause()
+        if cause:
+            return self.generic(case, result) + cause, case.program
+        named = None
+        if spec.op in _SYMBOL and spec.op != "matmul":
+            named = self.broadcast_bug(spec, cases, wrong)
+        elif spec.op == "matmul":
+            named = self.matmul_bug(wrong)
+        elif spec.op in ("sum", "mean"):
+            named = self.reduction_bug(spec, wrong)
+        elif spec.op == "cross_entropy":
+            named = self.cross_entropy_bug(wrong)
+        if named is None:
+            named = self.formula_bug(spec, wrong)
+        if named is None:
+            named = self.upstream_bug(wrong)
+        if named is not None:
+            return named
+        return self.generic(case, result), case.program
+
+    def generic(self, case: Case, result: dict[str, Any]) -> str:
+        program = case.program
+        expression = OPS[program["steps"][0][0]].template.format(x="a", y="b", **_fill(program))
+        where = _look(result)
+        if "error" in result:
+            return f"{expression} with {_shapes_text(program)}: the backward raised " + (
+                f"{_error_text(result['error'])}"
+            )
+        _, grads = self.want(program)
+        parts = []
+        for n, got, want in zip(input_names(program), result["grads"], grads):
+            got = array_of(got)
+            if got.shape != want.shape:
+                parts.append(f"{n}.grad has shape {got.shape}, {n} has {want.shape}")
+            elif not agree(got, want):
+                parts.append(f"{n}.grad is {_array_text(got)}, expected {_array_text(want)}")
+        return f"{expression} with {_shapes_text(program)}: " + "; ".join(parts) + where
+
+    def broadcast_bug(
+        self, spec: OpSpec, cases: list[Case], wrong: list[tuple[Case, dict[str, Any]]]
+    ) -> tuple[str, Program] | None:
+        """A gradient not summed back over the broadcast dimensions: the same-shape case is
+        right and broadcast cases raise in the backward or leave a gradient of the wrong
+        shape."""
+        if any(not (c.leading or c.stretched) for c, _ in wrong):
+            return None
+        if not all(self._shape_trouble(c.program, r) for c, r in wrong):
+            return None
+        case, result = wrong[0]
+        symbol = _SYMBOL[spec.op]
+        a, b = (tuple(x["shape"]) for x in case.program["inputs"])
+        out = tuple(np.broadcast_shapes(a, b))
+        small = a if a != out else b
+        how = self._shape_trouble(case.program, result)
+        if all(c.stretched and not c.leading for c, _ in wrong):
+            text = (
+                f"the gradient was summed over the axes broadcasting added on the left, but "
+                f"not over the axes of size 1 it stretched: in {a} {symbol} {b}, the {small} "
+                f"input was stretched to {out}, so its gradient is out.grad summed over those "
+                f"axes with keepdims=True; {how}"
+            )
+        else:
+            text = (
+                f"the gradient was not summed back over the broadcast dimensions: in {a} "
+                f"{symbol} {b}, the {small} input was broadcast to {out}, so its gradient is "
+                f"out.grad summed back to {small} (over the axes added on the left, and over "
+                f"the axes of size 1, keepdims=True); {how}"
+            )
+        return text + _look(result), case.program
+
+    def _shape_trouble(self, program: Program, result: dict[str, Any]) -> str:
+        """How a broadcast case went wrong, if by shape: '' when not."""
+        if "error" in result:
+            message = result["error"]["message"]
+            if "broadcast" in message or "shape" in message:
+                return f"the backward raised {result['error']['type']}: {message}"
+            return ""
+        _, grads = self.want(program)
+        for n, got, want in zip(input_names(program), result["grads"], grads):
+            if tuple(got["shape"]) != want.shape:
+                return f"{n} {want.shape} received a gradient of shape {tuple(got['shape'])}"
+        return ""
+
+    def matmul_bug(self, wrong: list[tuple[Case, dict[str, Any]]]) -> tuple[str, Program] | None:
+        kinds = {c.kind for c, _ in wrong}
+        case, result = wrong[0]
+        if kinds & {"2-D", "square"}:
+            square = next((r for c, r in wrong if c.kind == "square" and "error" not in r), None)
+            if square is not None or any(
+                self._shape_trouble(c.program, r) for c, r in wrong if c.kind == "2-D"
+            ):
+                if square is not None:
+                    c = next(c for c, _ in wrong if c.kind == "square")
+                    if not self._untransposed(c.program, square):
+                        return None
+                first = next(c for c, _ in wrong if c.kind in ("2-D", "square"))
+                text = (
+                    "a transpose is missing in the backward of @: for out = a @ b, "
+                    "d/da = out.grad @ b.T and d/db = a.T @ out.grad (each gradient has its "
+                    "input's shape: (n, k) and (k, m))"
+                )
+                r = next(r for c, r in wrong if c is first)
+                return text + _look(r), first.program
+            return None
+        if kinds <= {"1-D"}:
+            text = (
+                "the 2-D rule does not cover a 1-D operand: a 1-D a is a row (1, k) and a 1-D "
+                "b a column (k, 1); compute with those, then drop the added axis from the "
+                f"gradient again (failing: {self._shapes(wrong)})"
+            )
+            return text + _look(result), case.program
+        if kinds <= {"batch-broadcast"}:
+            a, b = (tuple(x["shape"]) for x in case.program["inputs"])
+            text = (
+                f"in {a} @ {b}, b was used by every matrix of the batch: its gradient is "
+                f"a.T @ out.grad summed over the batch axes (unbroadcast to {b})"
+            )
+            return text + _look(result), case.program
+        if kinds <= {"batch", "batch-broadcast"}:
+            text = (
+                "batched @: the rule must transpose the last two axes only, "
+                "np.swapaxes(x, -1, -2); .T reverses every axis of a 3-D array "
+                f"(failing: {self._shapes(wrong)})"
+            )
+            return text + _look(result), case.program
+        return None
+
+    def _untransposed(self, program: Program, result: dict[str, Any]) -> bool:
+        a, b = (array_of(x) for x in program["inputs"])
+        g = array_of(program["weight"])
+        got_a, got_b = (array_of(x) for x in result["grads"])
+        return any(agree(got_a, c) for c in (g @ b, b @ g)) or any(
+            agree(got_b, c) for c in (a @ g, g @ a, g.T @ a)
+        )
+
+    @staticmethod
+    def _shapes(wrong: list[tuple[Case, dict[str, Any]]]) -> str:
+        return ", ".join(
+            " @ ".join(str(tuple(x["shape"])) for x in c.program["inputs"]) for c, _ in wrong
+        )
+
+    def reduction_bug(
+        self, spec: OpSpec, wrong: list[tuple[Case, dict[str, Any]]]
+    ) -> tuple[str, Program] | None:
+        case, result = wrong[0]
+        step = case.program["steps"][0]
+        shape = tuple(case.program["inputs"][0]["shape"])
+        if all(c.kind == "dropped" for c, _ in wrong):
+            kept = list(_reduced(shape, step[2], True))
+            gone = list(_reduced(shape, step[2], False))
+            text = (
+                f"{spec.op}'s backward does not put the reduced axis back: with axis="
+                f"{step[2]} and keepdims=False, out.grad has shape {tuple(gone)} and must "
+                f"become {tuple(kept)} (np.expand_dims(out.grad, axis)) before it spreads "
+                f"over the input's {shape}"
+            )
+            return text + _look(result), case.program
+        if spec.op == "mean":
+            ratios = []
+            for c, r in wrong:
+                if "error" in r:
+                    return None
+                shape = tuple(c.program["inputs"][0]["shape"])
+                averaged = int(np.prod(shape)) // int(
+                    np.prod(_reduced(shape, c.program["steps"][0][2], False))
+                )
+                got, want = array_of(r["grads"][0]), self.want(c.program)[1][0]
+                ratios.append((got, want, averaged, int(np.prod(shape))))
+            if all(agree(got, want * n) for got, want, n, _ in ratios):
+                n = ratios[0][2]
+                text = (
+                    f"mean's backward is missing the 1/n: each input element gets out.grad / n, "
+                    f"n the number of elements averaged (here {n})"
+                )
+                return text + _look(result), case.program
+            if all(agree(got, want * n / size) for got, want, n, size in ratios):
+                text = (
+                    "mean's backward divides by every element of the input, not by the n "
+                    "averaged into each output: n = self.data.size // out.data.size"
+                )
+                return text + _look(result), case.program
+        return None
+
+    def cross_entropy_bug(
+        self, wrong: list[tuple[Case, dict[str, Any]]]
+    ) -> tuple[str, Program] | None:
+        candidates = [
+            (
+                "the cross_entropy gradient is off by the one-hot: d/dlogits = (softmax - "
+                "onehot(targets)) / N; the 1 at each row's target was not subtracted",
+                lambda p, y, n, c: p / n * c,
+            ),
+            (
+                "the cross_entropy gradient is missing the 1/N of the mean over the batch: "
+                "(softmax - onehot) / N",
+                lambda p, y, n, c: (p - y) * c,
+            ),
+            (
+                "the cross_entropy gradient has the one-hot's sign swapped: onehot - softmax "
+                "where softmax - onehot belongs",
+                lambda p, y, n, c: (y - p) / n * c,
+            ),
+        ]
+        for words, bug in candidates:
+            matched = True
+            for case, result in wrong:
+                if "error" in result:
+                    return None
+                logits = array_of(case.program["inputs"][0])
+                steps = case.program["steps"]
+                targets = np.asarray(steps[0][2])
+                c = steps[1][2] if len(steps) > 1 else 1.0
+                onehot = np.zeros_like(logits)
+                onehot[np.arange(len(targets)), targets] = 1.0
+                predicted = bug(_softmax(logits, 1), onehot, len(targets), c)
+                matched = matched and agree(array_of(result["grads"][0]), predicted)
+            if matched:
+                case, result = wrong[0]
+                return words + _look(result), case.program
+        return None
+
+    def formula_bug(
+        self, spec: OpSpec, wrong: list[tuple[Case, dict[str, Any]]]
+    ) -> tuple[str, Program] | None:
+        for words, bug in spec.bugs:
+            if all(self._matches(bug, c.program, r) for c, r in wrong):
+                case, result = wrong[0]
+                return words + _look(result), case.program
+        return None
+
+    def _matches(
+        self, bug: Callable[..., list[np.ndarray]], program: Program, result: dict[str, Any]
+    ) -> bool:
+        if "error" in result or "weight" not in program:
+            return False
+        arrays = [array_of(x) for x in program["inputs"]]
+        g = array_of(program["weight"])
+        try:
+            with np.errstate(all="ignore"):
+                predicted = bug(*arrays, g)
+        except (ArithmeticError, ValueError):
+            return False
+        return all(agree(array_of(got), p) for got, p in zip(result["grads"], predicted))
+
+    def upstream_bug(self, wrong: list[tuple[Case, dict[str, Any]]]) -> tuple[str, Program] | None:
+        """Right with out.grad = ones, wrong with W: the rule ignores out.grad."""
+        for case, result in wrong:
+            if "error" in result or "weight" not in case.program:
+                return None
+            ones = {**case.program, "weight": _array(np.ones(case.program["weight"]["shape"]))}
+            if not self.right(ones, result):
+                return None
+        case, result = wrong[0]
+        text = (
+            "the backward ignores out.grad: multiply the local derivative by out.grad "
+            "(the chain rule)"
+        )
+        return text + _look(result), case.program
+
+    def check_numbers(self) -> None:
+        programs = [
+            _program(100 + i, [(2, 3)], [[op, 0, 2.0]]) for i, (op, _, _) in enumerate(NUMBER_FORMS)
+        ]
+        results = self.results(programs)
+        name = "numbers with Tensors"
+        if isinstance(results, dict):
+            self.g.add(Row(name, FAIL, _failure_text(results, "a + 2")))
+            return
+        for (op, example, fix), program, result in zip(NUMBER_FORMS, programs, results):
+            if "error" in result and result["stage"] == "forward":
+                words = f"{example} raised {_error_text(result['error'])}: {fix}"
+                self.g.add(Row(name, FAIL, words, self.code(program)))
+                return
+            if "error" in result:
+                text = self.result_text(program, result)
+                self.g.add(Row(name, FAIL, text + self._ops_cause(text), self.code(program)))
+                return
+            out, _ = self.want(program)
+            if not agree(array_of(result["out"]), out):
+                text = f"{example} gives the wrong values"
+                if op in ("rsub", "rdiv"):
+                    text += f": are the operands swapped? {fix}"
+                self.g.add(Row(name, FAIL, text, self.code(program)))
+                return
+            if not self.right(program, result):
+                text = f"{example}: a.grad is wrong" + (self._cause() or _look(result, -1))
+                self.g.add(Row(name, FAIL, text, self.code(program)))
+                return
+        self.g.add(Row(name, PASS, ", ".join(example for _, example, _ in NUMBER_FORMS)))
+
+    def check_nonlinearity(self) -> None:
+        present = [op for op in ("tanh", "relu") if self.status.get(op) == PASS]
+        name = "a nonlinearity"
+        if present:
+            self.g.add(Row(name, PASS, ", ".join(present) + " (the gate needs one)"))
+        elif any(self.status.get(op) == FAIL for op in ("tanh", "relu")):
+            self.g.add(Row(name, FAIL, "the gate needs tanh or relu working: see above"))
+        else:
+            self.g.add(Row(name, FAIL, "the gate needs at least one: define tanh() or relu()"))
+
+    def check_reuse(self) -> None:
+        """A tensor used twice receives the sum of both paths' gradients."""
+        cases = []
+        for op, seed in (("add", 110), ("mul", 111), ("matmul", 112)):
+            if self.status.get(op) == PASS:
+                shape = (3, 3)
+                cases.append((op, _program(seed, [shape], [[op, 0, 0]])))
+        for op, seed in (("exp", 113), ("tanh", 114), ("relu", 115)):
+            if self.status.get(op) == PASS and self.status.get("add") == PASS:
+                cases.append((op, _program(seed, [(2, 3)], [[op, 0], ["add", 1, 0]])))
+        name = "reuse"
+        if not cases:
+            self.g.add(Row(name, FAIL, "not run: neither + nor * passes on its own yet"))
+            return
+        results = self.results([p for _, p in cases])
+        if isinstance(results, dict):
+            self.g.add(Row(name, FAIL, _failure_text(results, "a * a")))
+            return
+        overwritten, first = [], None
+        for (op, program), result in zip(cases, results):
+            if "error" in result:
+                self.g.add(Row(name, FAIL, self.result_text(program, result), self.code(program)))
+                return
+            if not self.right(program, result):
+                overwritten.append(op)
+                first = first or (program, result)
+        if not overwritten:
+            shown = ", ".join(_symbol(op) for op, _ in cases)
+            self.g.add(Row(name, PASS, f"a tensor used twice accumulates, through {shown}"))
+            return
+        text = overwritten_text(overwritten, ("add", "mul", "matmul"), _symbol, "tensor")
+        program, result = first
+        self.g.add(Row(name, FAIL, text + (self._cause() or _look(result)), self.code(program)))
