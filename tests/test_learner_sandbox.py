@@ -31,6 +31,8 @@ from modelwright_autograd.learner.cases import CHAIN_LENGTH
 from modelwright_autograd.learner.child import well_formed
 from modelwright_autograd.learner.report import TRUST, Report, Row
 
+SOLVED_NN = (ENGINES / "solved_nn.py").read_text()
+
 # The grader's process found the way a learner's code would: by reading /proc. Without a
 # PID namespace and a /proc of its own this finds the `check` that runs the engine.
 FIND_GRADER = """
@@ -156,7 +158,8 @@ if _handlers is not None:
 def test_an_engine_cannot_answer_for_the_probe_through_its_modules(tmp_path):
     from modelwright_autograd.learner.starter import write_starter
 
-    write_starter(tmp_path)  # nn.py with an MLP: the forger answers the network rows too
+    write_starter(tmp_path)
+    (tmp_path / "nn.py").write_text(SOLVED_NN)  # the forger answers the network rows too
     engine = tmp_path / "engine.py"
     engine.write_text(SOLVED + "\nValue.backward = lambda self: None\n" + FORGER)
     report = _grade(tmp_path)
@@ -421,6 +424,7 @@ def test_a_print_for_every_node_does_not_fail_the_gate(tmp_path):
     from modelwright_autograd.learner.starter import write_starter
 
     write_starter(tmp_path)
+    (tmp_path / "nn.py").write_text(SOLVED_NN)
     noisy = (
         "\n_init = Value.__init__\n"
         "def _noisy(self, *args, **kwargs):\n"
