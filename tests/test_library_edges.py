@@ -19,7 +19,13 @@ import modelwright_autograd
 from modelwright_autograd import Value, cli, tensor_nn
 from modelwright_autograd.checkpoint import save_checkpoint
 from modelwright_autograd.explain import explain, narrate
-from modelwright_autograd.explain.expr import MAX_DEPTH, ExpressionError, parse_expression
+from modelwright_autograd.explain.expr import (
+    MAX_DEPTH,
+    MAX_LENGTH,
+    MAX_NODES,
+    ExpressionError,
+    parse_expression,
+)
 from modelwright_autograd.training.results import Score
 
 ENV = {**os.environ, "PYTHONPATH": str(Path(modelwright_autograd.__file__).parents[1])}
@@ -47,17 +53,24 @@ def test_explain_html_refuses_a_graph_larger_than_the_commands_cap(tmp_path, mon
 
 
 # ---------------------------------------------------------------------- item 19
-def test_a_flat_sum_is_refused_with_its_real_limit(capsys):
-    longest = "+".join(["a"] * MAX_DEPTH)
-    assert parse_expression(longest, {"a": 1.0}).data == MAX_DEPTH
+def test_a_flat_sum_works_to_the_operation_cap_and_nesting_has_its_limit(capsys):
+    """A flat sum of MAX_NODES operations builds (the help promises that many); what nests
+    (unary minus, parentheses, **) is refused past MAX_DEPTH levels with that number."""
+    terms = (MAX_LENGTH + 1) // 2  # a+a+...+a as long as the length cap allows
+    assert terms - 1 <= MAX_NODES
+    longest = "+".join(["a"] * terms)
+    assert parse_expression(longest, {"a": 1.0}).data == terms
+    mixed = "-".join(["a*b"] * 3000)  # products inside a flat chain of differences
+    assert parse_expression(mixed, {"a": 2.0, "b": 3.0}).data == 6.0 - 2999 * 6.0
+    # "a" is a level, each minus one more: MAX_DEPTH - 1 minuses are the deepest allowed
+    assert parse_expression("-" * (MAX_DEPTH - 2) + "a", {"a": 1.0}).data == 1.0
     with pytest.raises(ExpressionError, match=f"more than {MAX_DEPTH} levels"):
-        parse_expression(longest + "+a", {"a": 1.0})
-    grouped = "+".join(f"({'+'.join(['a'] * 100)})" for _ in range(10))  # 1,000 terms
-    assert parse_expression(grouped, {"a": 1.0}).data == 1000.0
+        parse_expression("-" * MAX_DEPTH + "a", {"a": 1.0})
     with pytest.raises(SystemExit):
         cli.main(["explain", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
     assert f"nested more than {MAX_DEPTH} levels deep" in shown
+    assert f"more than {MAX_NODES:,} operations" in shown
 
 
 def test_a_huge_loss_is_printed_in_a_few_characters():

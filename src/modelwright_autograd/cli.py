@@ -802,8 +802,9 @@ def add_explain(subparsers: Subparsers) -> None:
             "(constants), the variables given as NAME=VALUE, + - * / **, unary minus, "
             f"parentheses and {' '.join(FUNCTIONS)}; anything else is refused (exit code 2), "
             f"as is an expression longer than {MAX_LENGTH:,} characters, of more than "
-            f"{MAX_NODES:,} operations or nested more than {MAX_DEPTH} levels deep (a flat "
-            "sum a+b+c+... nests one level per term). An output that cannot be written is "
+            f"{MAX_NODES:,} operations or nested more than {MAX_DEPTH} levels deep "
+            "(parentheses, unary minus, ** and calls; a flat sum a+b+c+... is one level). "
+            "An output that cannot be written is "
             "exit code 1, checked first, and so is --torch without PyTorch installed "
             "(--torch with --json: exit code 2)."
         ),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import keyword
 import operator
+import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 
@@ -83,9 +84,15 @@ MAX_LENGTH = 20_000
 MAX_NODES = 10_000
 #: The deepest nesting accepted, in levels of the syntax tree: checking and building
 #: recurse once per level, so this keeps well inside Python's recursion limit (1,000) and
-#: says so in numbers. A flat sum ``a+b+c+...`` nests one level per term (``+`` binds
-#: left to right): group terms in parentheses to write a longer one.
+#: says so in numbers. A chain of left-binding operators (``a+b-c*d/e...``, ``+`` and
+#: ``-`` over products) is walked in a loop and counts as one level, so a flat sum may
+#: have up to MAX_NODES terms; parentheses, unary minus, ``**`` (which binds to the right)
+#: and calls nest one level each.
 MAX_DEPTH = 500
+#: Python's own parser builds ``a+b+c+...`` nested one level per term, recursing in C as
+#: it goes: parsing raises the recursion limit to this for the call, so a flat sum of
+#: MAX_NODES terms parses (the expression's length cap bounds the depth).
+_PARSE_RECURSION = 2 * MAX_NODES + 1_000
 #: Interior nodes are labelled with their text, shortened to this many characters.
 MAX_LABEL = 40
 #: An error message shows at most this many characters of the text around the fault.
@@ -206,7 +213,9 @@ def parse_expression(text: str, variables: Mapping[str, Value | float] | None = 
             raise ExpressionError("the expression must be on one line", text, i, i + 1)
     if not text.strip():
         raise ExpressionError("the expression is empty")
+    limit = sys.getrecursionlimit()
     try:
+        sys.setrecursionlimit(max(limit, _PARSE_RECURSION))
         tree = ast.parse(text, mode="eval")
     except SyntaxError as e:
         start = len(text) if not e.offset or e.offset > len(text) else e.offset - 1
@@ -216,11 +225,13 @@ def parse_expression(text: str, variables: Mapping[str, Value | float] | None = 
         raise ExpressionError("the expression is nested too deeply") from None
     except ValueError as e:  # null bytes
         raise ExpressionError(f"not a valid expression: {e}") from None
+    finally:
+        sys.setrecursionlimit(limit)
     depth = _depth(tree.body, MAX_DEPTH)
     if depth > MAX_DEPTH:
         raise ExpressionError(
-            f"the expression is nested too deeply: more than {MAX_DEPTH} levels (a flat sum "
-            f"or product nests one level per term; group terms in parentheses)"
+            f"the expression is nested too deeply: more than {MAX_DEPTH} levels of "
+            "parentheses, unary minus, ** or calls (a flat sum a+b+c+... is one level)"
         )
     builder = _Builder(text, values)
     try:
@@ -237,12 +248,23 @@ def _depth(tree: ast.expr, limit: int) -> int:
     while stack and deepest <= limit:
         node, depth = stack.pop()
         deepest = max(deepest, depth)
-        stack.extend(
-            (child, depth + 1)
-            for child in ast.iter_child_nodes(node)
-            if isinstance(child, ast.expr)
-        )
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                chained = isinstance(child, ast.BinOp) and child is getattr(node, "left", None)
+                stack.append((child, depth if chained else depth + 1))
     return deepest
+
+
+def _left_chain(node: ast.BinOp) -> list[ast.BinOp]:
+    """``node`` and the BinOps down its left operands, innermost first: ``a+b-c`` is
+    ``[a+b, (a+b)-c]``. Checking and building walk it in a loop, not by recursion."""
+    chain = []
+    current: ast.expr = node
+    while isinstance(current, ast.BinOp):
+        chain.append(current)
+        current = current.left
+    chain.reverse()
+    return chain
 
 
 def _as_values(variables: Mapping[str, Value | float]) -> dict[str, Value]:
@@ -323,10 +345,15 @@ class _Builder:
             if node.id not in self.variables:
                 raise self._error(f"{node.id!r} has no value: give it as {node.id}=<number>", node)
         elif isinstance(node, ast.BinOp):
-            self.check(node.left)
-            if type(node.op) not in _BINARY:
-                raise self._operator_error(node, _REFUSED_OPERATORS.get(type(node.op), "?"))
-            self.check(node.right)
+            chain = _left_chain(node)
+            self.nodes += len(chain) - 1  # node itself was counted above
+            if self.nodes > MAX_NODES:
+                raise self._error(f"the expression has more than {MAX_NODES:,} parts", node)
+            self.check(chain[0].left)
+            for link in chain:
+                if type(link.op) not in _BINARY:
+                    raise self._operator_error(link, _REFUSED_OPERATORS.get(type(link.op), "?"))
+                self.check(link.right)
         elif isinstance(node, ast.UnaryOp):
             if not isinstance(node.op, ast.USub):
                 symbol = _REFUSED_OPERATORS.get(type(node.op), "?")
@@ -377,10 +404,15 @@ class _Builder:
                 return -operand
             out = -operand
         elif isinstance(node, ast.BinOp):
-            left, right = self._build(node.left), self._build(node.right)
-            if not isinstance(left, Value) and not isinstance(right, Value):
-                left = Value(left)  # two numbers: still a node, so its text can be shown
-            out = _BINARY[type(node.op)](left, right)  # type: ignore[arg-type]
+            chain = _left_chain(node)
+            result = self._build(chain[0].left)
+            for link in chain:
+                right = self._build(link.right)
+                if not isinstance(result, Value) and not isinstance(right, Value):
+                    result = Value(result)  # two numbers: still a node, so its text shows
+                result = _BINARY[type(link.op)](result, right)  # type: ignore[arg-type]
+                result.label = self._label(link)
+            return result
         else:
             assert isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             argument = self._build(node.args[0])
