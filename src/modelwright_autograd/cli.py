@@ -858,8 +858,9 @@ def add_init(subparsers: Subparsers) -> None:
             "nn.py (Neuron, Layer, MLP), a README of steps and starter.ipynb with the "
             "gradient check. DIR must be new or empty, or a symbolic link to an empty "
             "folder (exit code 2 otherwise); an existing folder is filled in place and "
-            "keeps its permissions, owner and group. A failed write (exit code 1) removes "
-            "what it wrote."
+            "keeps its permissions, owner and group, and missing parent folders are "
+            "created, as mkdir -p and git init do. A failed write (exit code 1) removes "
+            "the files it wrote."
         ),
     )
     parser.add_argument(
