@@ -202,6 +202,60 @@ def test_layer_norm_matches_torch():
     )
 
 
+@pytest.mark.parametrize(
+    ("shape", "normalized", "affine"),
+    [
+        ((3, 4, 5), (4, 5), "wb"),
+        ((2, 3, 6), 6, "w"),
+        ((2, 3, 6), 6, "b"),
+        ((2, 3, 6), 6, ""),
+        ((6,), 6, "wb"),  # no leading dims
+        ((0, 4), 4, "wb"),  # an empty batch
+    ],
+)
+def test_layer_norm_is_one_node_and_matches_torch(shape, normalized, affine):
+    dims = (normalized,) if isinstance(normalized, int) else normalized
+    x, w, b = _shapes(shape, dims, dims, seed=5)
+    given = [x] + [a for a, c in ((w, "w"), (b, "b")) if c in affine]
+
+    def ours(x, *wb):
+        out = F.layer_norm(x, normalized, *_affine_args(wb, affine))
+        assert out._op == "layer_norm" and out._prev == (x, *wb)
+        return out
+
+    def theirs(x, *wb):
+        return TF.layer_norm(x, dims, *_affine_args(wb, affine))
+
+    _against_torch(ours, theirs, given)
+
+
+def _affine_args(wb, affine):
+    """(weight, bias) for layer_norm from the ones ``affine`` names ("w", "b", both, none)."""
+    given = iter(wb)
+    return [next(given) if c in affine else None for c in "wb"]
+
+
+def test_layer_norm_keeps_float32_and_takes_integers_as_float64():
+    x, w, b = (a.astype(np.float32) for a in _shapes((4, 3, 8), (8,), (8,), seed=6))
+    ts = [Tensor(a, requires_grad=True) for a in (x, w, b)]
+    out = F.layer_norm(*ts[:1], 8, *ts[1:])
+    tt = [torch.tensor(a, requires_grad=True) for a in (x, w, b)]
+    ref = TF.layer_norm(tt[0], (8,), *tt[1:])
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out.data, ref.detach().numpy(), rtol=0, atol=1e-5)
+    upstream = _rng(7).normal(size=out.shape).astype(np.float32)
+    out.backward(upstream)
+    ref.backward(torch.tensor(upstream))
+    for t, r in zip(ts, tt):
+        assert t.grad.dtype == np.float32
+        np.testing.assert_allclose(t.grad, r.grad.numpy(), rtol=0, atol=1e-4)
+    ints = np.arange(12).reshape(3, 4) % 5
+    got = F.layer_norm(Tensor(ints), 4)
+    assert got.dtype == np.float64
+    expected = TF.layer_norm(torch.tensor(ints, dtype=torch.float64), (4,))
+    np.testing.assert_allclose(got.data, expected.numpy(), rtol=0, atol=FWD)
+
+
 @pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (2, 3, 4, 5)])
 def test_batch_norm_training_and_running_statistics_match_torch(shape):
     x, w, b = _shapes(shape, (3,), (3,))
@@ -283,6 +337,22 @@ SECOND = {
         lambda x, w: TF.layer_norm(x, (4,), w),
         [(3, 4), (4,)],
     ),
+    "layer_norm, weight and bias over 2 dims": (
+        lambda x, w, b: F.layer_norm(x, (2, 3), w, b),
+        lambda x, w, b: TF.layer_norm(x, (2, 3), w, b),
+        [(3, 2, 3), (2, 3), (2, 3)],
+    ),
+    "layer_norm, bias only": (  # torch's fused node fails this (a bias and no weight in
+        # the gradients' graph): the reference adds the bias after it
+        lambda x, b: F.layer_norm(x, 4, bias=b),
+        lambda x, b: TF.layer_norm(x, (4,)) + b,
+        [(2, 3, 4), (4,)],
+    ),
+    "layer_norm, no affine, no leading dims": (
+        lambda x: F.layer_norm(x, 5, eps=1e-3),
+        lambda x: TF.layer_norm(x, (5,), eps=1e-3),
+        [(5,)],
+    ),
     "batch_norm": (
         lambda x, w: F.batch_norm(x, None, None, w, training=True),
         lambda x, w: TF.batch_norm(x, None, None, w, training=True),
@@ -353,6 +423,7 @@ GRADCHECK = {
     "max_pool2d": (lambda x: F.max_pool2d(x, 2, 1), [(1, 2, 4, 4)]),
     "avg_pool2d": (lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False), [(1, 2, 5, 5)]),
     "layer_norm": (lambda x, w, b: F.layer_norm(x, (2, 3), w, b), [(2, 2, 3), (2, 3), (2, 3)]),
+    "layer_norm, no affine": (lambda x: F.layer_norm(x, 4), [(3, 4)]),
     "batch_norm": (lambda x: F.batch_norm(x, None, None, training=True), [(3, 2, 2, 2)]),
     "embedding": (lambda w: F.embedding(np.array([[0, 1], [1, 1]]), w), [(2, 4)]),
 }

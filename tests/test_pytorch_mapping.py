@@ -126,6 +126,7 @@ TENSOR: dict[str, Callable[[], torch.Tensor]] = {
         (1 - _a()[:, 0] * torch.tensor([1.0, -1.0], dtype=torch.float64)).relu().mean()
     ),
     "_batch_norm_backward": lambda: TF.batch_norm(_t(4, 3), None, None, _t(3), _t(3), True),
+    "_layer_norm_backward": lambda: TF.layer_norm(_t(4, 3), (3,), _t(3), _t(3)),
     "_conv2d_backward": lambda: TF.conv2d(_t(1, 2, 5, 5), _t(3, 2, 3, 3), _t(3)),
     "_unfold_backward": lambda: TF.unfold(_t(1, 2, 4, 4), 2),
     "_fold_backward": lambda: TF.fold(_t(1, 8, 9), (4, 4), 2),
