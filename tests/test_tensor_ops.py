@@ -1064,3 +1064,29 @@ def test_zero_where_selects_exactly(dtype):
         assert ours.dtype == dtype and ours.shape == expected.shape
         np.testing.assert_array_equal(ours, expected)
         np.testing.assert_array_equal(np.signbit(ours), np.signbit(expected))
+
+
+def test_float32_erf_is_within_0_52_ulp_of_the_exact_value():
+    """The float32 erf (a rational fit evaluated in float64, kit._erf_float32) against
+    Python's math.erf on every 4,096th float32 from 0 to 4.5 and a spread of others:
+    within 0.52 ulp of float32 (the fit's measured worst over every 16th float32 there is
+    0.5165), and exact at 0, -0, the infinities and nan; odd, and float32 in, float32 out."""
+    import math
+
+    from modelwright_autograd.tensor.kit import _erf_float32
+
+    bits = np.arange(0, np.float32(4.5).view(np.int32), 4096, dtype=np.int32)
+    x = np.concatenate(
+        [bits.view(np.float32), np.float32([1e-38, 1e-30, 0.5, 1.0, 3.9, 5.0, 1e30])]
+    )
+    got = _erf_float32(x)
+    exact = np.array([math.erf(float(v)) for v in x])
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    assert got.dtype == np.float32
+    assert np.max(np.abs(got - exact) / ulp) <= 0.52
+    assert np.array_equal(_erf_float32(-x), -got)
+    special = _erf_float32(np.float32([0.0, -0.0, np.inf, -np.inf, np.nan]))
+    assert np.array_equal(special[:4], [0.0, -0.0, 1.0, -1.0]) and np.isnan(special[4])
+    assert np.signbit(special[1]) and _erf_float32(np.float32(0.25)).shape == ()
+    t = torch.from_numpy(x)
+    assert np.max(np.abs(Tensor(x).erf().data - torch.erf(t).numpy()) / ulp) <= 1.5

@@ -451,7 +451,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate == "tanh":
         data = 0.5 * x * (1.0 + np.tanh(_GELU_K * (x + _GELU_C * x * x * x)))
     else:  # x * (0.5 (1 + erf)): the same bits as 0.5 x (1 + erf), a halving being exact
-        cdf = (1.0 + _erf_array(x * math.sqrt(0.5))) * 0.5
+        cdf = _erf_array(x * math.sqrt(0.5))
+        cdf += 1.0  # in place: cdf is a fresh array (one temporary per step, not three)
+        cdf *= 0.5
         data = x * cdf
     return make_node(data, (input,), "gelu", _gelu_backward, (approximate, cdf))
 
@@ -470,8 +472,16 @@ def _gelu_backward(
         return (g * ((t + 1.0) * 0.5 + a * (1.0 - t * t) * du * 0.5),)
     if isinstance(a, Tensor):  # create_graph: Phi as nodes, so its own derivative counts
         cdf = (erf(a * math.sqrt(0.5)) + 1.0) * 0.5
-    pdf = exp(a * a * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
-    return (g * (cdf + a * pdf),)
+        pdf = exp(a * a * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
+        return (g * (cdf + a * pdf),)
+    d = np.multiply(a, a, out=np.empty_like(a))  # the same arithmetic, in one temporary
+    d *= -0.5
+    np.exp(d, out=d)
+    d *= 1.0 / math.sqrt(2.0 * math.pi)
+    d *= a
+    d += cdf
+    d *= g
+    return (d,)
 
 
 def _pow_tensor(a: Tensor, b: Tensor) -> Tensor:

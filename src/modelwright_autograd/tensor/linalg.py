@@ -89,7 +89,12 @@ def _linear_backward(g: Arr, out: Arr, ctx: None, need: Need, x: Arr, w: Arr, *b
     shape = x.shape
     if g.ndim != 2:  # a batch of any shape is a batch of rows: one BLAS product, not many
         g, x = g.reshape(-1, g.shape[-1]), x.reshape(-1, x.shape[-1])
-    gx = (g @ w).reshape(shape) if need[0] else None
+    gx = None
+    if need[0] and isinstance(g, Tensor):
+        gx = (g @ w).reshape(shape)
+    elif need[0]:  # into an array of x's shape: a fresh array the walk keeps, not a view
+        gx = np.empty(shape, np.result_type(g, w))  # of one, which it would copy
+        np.matmul(g, w, out=gx.reshape(g.shape[0], w.shape[1]))
     gw = g.T @ x if need[1] else None
     if not b:
         return gx, gw
