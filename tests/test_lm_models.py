@@ -162,6 +162,21 @@ def test_the_schedule_is_nanogpts_get_lr():
         assert s.lr_at(it) == pytest.approx(get_lr(it), rel=1e-12)
 
 
+def test_the_names_transformer_decays_its_rate_and_the_mlp_keeps_makemores():
+    """train's defaults (benchmarks.lm._settings resolves them as the CLI does): the
+    transformer from 5e-4 down a cosine to 5e-5 at its 10,000th step, halfway at step
+    5,000 (5e-5 + 0.5 x 4.5e-4); the MLP constant at makemore's 5e-4."""
+    from benchmarks.lm import _corpus, _settings
+
+    names = _corpus("names")
+    s = _settings("transformer", names, seed=1)
+    assert (s.steps, s.warmup) == (10_000, 0)
+    for step, lr in ((0, 5e-4), (5000, 2.75e-4), (10_000, 5e-5)):
+        assert s.lr_at(step) == pytest.approx(lr, rel=1e-12)
+    mlp = _settings("mlp", names, seed=1)
+    assert {mlp.lr_at(step) for step in (0, 2500, 5000)} == {5e-4}
+
+
 def test_export_loads_into_nanogpts_module_with_the_same_logits(tmp_path):
     config = M.LMConfig("gpt", 11, 8, n_layer=2, n_head=2, n_embd=16, dtype="float32")
     model = M.build(config, seed=2)
