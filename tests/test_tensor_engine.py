@@ -337,3 +337,28 @@ def test_cross_entropy_target_range_in_every_integer_dtype(dtype):
             F.cross_entropy(logits, largest)
     with pytest.raises(ValueError, match=re.escape("logits must be (N, C) or (C,), got (1, 3, 4)")):
         F.cross_entropy(Tensor(np.zeros((1, 3, 4))), [0])
+
+
+def test_a_gradient_shared_in_the_walk_is_never_written_through():
+    """The walk hands an input the upstream gradient, or a view of one, without copying
+    it (tensor/core.py, _accumulate). Then a later arrival must be added out of place, and
+    a leaf must end with an array of its own: here a and b both get s's gradient, s gets a
+    reshaped view of t's and then a second arrival, and a second backward accumulates."""
+    a = Tensor([1.0, 2.0], requires_grad=True)
+    b = Tensor([3.0, 4.0], requires_grad=True)
+    s = a + b  # s.grad flows to a and b unchanged
+    t = s.reshape(2, 1)
+    loss = (t * Tensor([[10.0], [20.0]])).sum() + (s * s).sum()
+    loss.backward()
+    # d/ds: [10, 20] through the reshape, plus 2 s = [8, 12]
+    np.testing.assert_array_equal(s.grad, [18.0, 32.0])
+    np.testing.assert_array_equal(t.grad, [[10.0], [20.0]])  # t's own, not s's sum
+    np.testing.assert_array_equal(a.grad, [18.0, 32.0])
+    assert not np.shares_memory(a.grad, b.grad) and not np.shares_memory(a.grad, s.grad)
+    a.grad *= 0.5  # as clip_grad_norm_ scales in place: b and s must not move
+    np.testing.assert_array_equal(b.grad, [18.0, 32.0])
+    np.testing.assert_array_equal(s.grad, [18.0, 32.0])
+    loss.backward()  # leaves accumulate: a 9 + 18 and 16 + 32, b twice its first
+    np.testing.assert_array_equal(a.grad, [27.0, 48.0])
+    np.testing.assert_array_equal(b.grad, [36.0, 64.0])
+    np.testing.assert_array_equal(s.grad, [18.0, 32.0])  # interior: this pass only

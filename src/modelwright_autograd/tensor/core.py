@@ -281,28 +281,38 @@ def sum_to(g: Arr, shape: Shape) -> Arr:
     return g.sum(_broadcast_axes(g.shape, shape), keepdim=True).reshape(shape)
 
 
-def _accumulate(t: Tensor, g: Arr, upstream: Arr) -> None:
+def _accumulate(t: Tensor, g: Arr, upstream: Arr, borrowed: dict[int, Tensor]) -> None:
     """Add gradient ``g`` into ``t.grad``, first summing it back to t's shape if t was
     broadcast: the one place the tensor engine accumulates.
 
-    Arrays: the first arrival is stored without a copy when it is an array the rule has
-    just made (not ``upstream``, not a view), later ones added in place. Tensors (under
-    create_graph): out of place, ``old + g``, so the gradient keeps its history.
+    Arrays: the first arrival is stored without a copy. If it is not an array the rule has
+    just made (it is ``upstream``, the node's own gradient, or a view) t does not own it:
+    t goes into ``borrowed``, and a later arrival is added out of place, so the array it
+    shares is never written. Arrivals into a gradient t owns are added in place. Tensors
+    (under create_graph): out of place, ``old + g``, so the gradient keeps its history.
     """
     if isinstance(g, Tensor):
         g = grad_for(t, g)
         t.grad = g if t.grad is None else t.grad + g
         return
     shape = t.data.shape
-    if t.grad is not None:
-        t.grad += g if g.shape == shape else _unbroadcast(g, shape)
-        return
     if g.shape != shape:
         g, fresh = _unbroadcast(g, shape), True
     else:
-        fresh = g is not upstream and type(g) is np.ndarray and g.base is None
-    fresh = fresh and type(g) is np.ndarray and g.dtype == t.data.dtype
-    t.grad = g if fresh else np.array(g, dtype=t.data.dtype)
+        fresh = g is not upstream and getattr(g, "base", None) is None
+    if t.grad is not None:
+        if id(t) in borrowed:
+            t.grad = np.add(t.grad, g, dtype=t.grad.dtype)
+            del borrowed[id(t)]
+        else:
+            t.grad += g
+        return
+    if type(g) is np.ndarray and g.dtype == t.data.dtype:
+        t.grad = g
+        if not fresh:
+            borrowed[id(t)] = t
+    else:
+        t.grad = np.array(g, dtype=t.data.dtype)
 
 
 def grad_for(t: Tensor, g: Arr) -> Arr:
@@ -467,8 +477,13 @@ class Tensor:
 
 
 def _backward_walk(root: Tensor, order: list[Tensor], seed: Arr, create_graph: bool) -> None:
-    """Run every node's rule in reverse topological order, accumulating into the inputs."""
-    _accumulate(root, seed, None)
+    """Run every node's rule in reverse topological order, accumulating into the inputs.
+
+    An array gradient is shared, not copied, where it can be (see ``_accumulate``); a
+    leaf still sharing one at the end gets its own copy, so an optimiser's or
+    ``clip_grad_norm_``'s in-place update of ``leaf.grad`` touches that leaf only."""
+    borrowed: dict[int, Tensor] = {}  # tensors whose grad is an array they do not own
+    _accumulate(root, seed, None, borrowed)
     if create_graph:  # the same rules on the nodes: the gradients get history
         for node in reversed(order):
             rule, g = node._backward, node.grad
@@ -479,7 +494,7 @@ def _backward_walk(root: Tensor, order: list[Tensor], seed: Arr, create_graph: b
             grads = rule(g, node, node._ctx, need, *prev)
             for p, gp, n in zip(prev, grads, need):
                 if n and gp is not None:
-                    _accumulate(p, gp, g)
+                    _accumulate(p, gp, g, borrowed)
         return
     for node in reversed(order):
         rule, g = node._backward, node.grad
@@ -491,14 +506,21 @@ def _backward_walk(root: Tensor, order: list[Tensor], seed: Arr, create_graph: b
         for p, gp, n in zip(prev, grads, need):
             if n and gp is not None:
                 # _accumulate's two common cases written out (a call per edge saved): a
-                # later arrival of the input's shape is added in place; a first arrival
-                # the rule has just made, of the input's shape and dtype, is kept as it is
+                # first arrival of the input's shape and dtype is kept as it is (borrowed
+                # if the rule did not make it); a later one is added in place into a
+                # gradient the input owns
                 data = p.data
                 if type(gp) is np.ndarray and gp.shape == data.shape:
-                    if p.grad is not None:
+                    if p.grad is None:
+                        if gp.dtype == data.dtype:
+                            p.grad = gp
+                            if gp is g or gp.base is not None:
+                                borrowed[id(p)] = p
+                            continue
+                    elif id(p) not in borrowed:
                         p.grad += gp
                         continue
-                    if gp is not g and gp.base is None and gp.dtype == data.dtype:
-                        p.grad = gp
-                        continue
-                _accumulate(p, gp, g)
+                _accumulate(p, gp, g, borrowed)
+    for t in borrowed.values():
+        if not t._prev:
+            t.grad = t.grad.copy()
