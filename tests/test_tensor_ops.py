@@ -1066,27 +1066,33 @@ def test_zero_where_selects_exactly(dtype):
         np.testing.assert_array_equal(np.signbit(ours), np.signbit(expected))
 
 
-def test_float32_erf_is_within_0_52_ulp_of_the_exact_value():
-    """The float32 erf (a rational fit evaluated in float64, kit._erf_float32) against
-    Python's math.erf on every 4,096th float32 from 0 to 4.5 and a spread of others:
-    within 0.52 ulp of float32 (the fit's measured worst over every 16th float32 there is
-    0.5165), and exact at 0, -0, the infinities and nan; odd, and float32 in, float32 out."""
+def test_the_float32_gelu_is_as_close_to_the_exact_one_as_torchs():
+    """The float32 GELU computes Phi(x) as (1 + tanh(x S(x^2))) / 2, S a fitted polynomial
+    (elementwise._gelu_float32). On every 4,096th float32 in [-9, 9], against the exact
+    values (math.erf in float64): Phi within 1.8 ulp where x >= 0, and the GELU no further
+    from exact than torch's float32 GELU on the same inputs (here 6.1e-7 against 1.0e-6 at
+    worst; 1.9 ulp against 4.3 for x >= 0); the backward within 2 ulp of torch's; -0 where
+    Phi rounds to 0, x where it rounds to 1."""
     import math
 
-    from modelwright_autograd.tensor.kit import _erf_float32
-
-    bits = np.arange(0, np.float32(4.5).view(np.int32), 4096, dtype=np.int32)
-    x = np.concatenate(
-        [bits.view(np.float32), np.float32([1e-38, 1e-30, 0.5, 1.0, 3.9, 5.0, 1e30])]
-    )
-    got = _erf_float32(x)
-    exact = np.array([math.erf(float(v)) for v in x])
+    bits = np.arange(0, np.float32(9.0).view(np.int32), 4096, dtype=np.int32)
+    x = np.concatenate([-bits.view(np.float32)[::-1], bits.view(np.float32)])
+    t = Tensor(x, requires_grad=True)
+    out = F.gelu(t)
+    out.backward(np.ones_like(x))
+    phi = np.array([0.5 * (1.0 + math.erf(float(v) / math.sqrt(2.0))) for v in x])
+    exact = x.astype(np.float64) * phi
+    assert out.data.dtype == t.grad.dtype == np.float32
+    phi_ulp = np.spacing(phi.astype(np.float32)).astype(np.float64)
+    assert np.max((np.abs(out._ctx[1] - phi) / phi_ulp)[x >= 0]) <= 1.8
+    xt = torch.from_numpy(x).requires_grad_()
+    theirs = TF.gelu(xt)
+    theirs.backward(torch.ones_like(xt))
+    ours_err = np.abs(out.data - exact)
+    torch_err = np.abs(theirs.detach().numpy() - exact)
+    assert ours_err.max() <= torch_err.max()
     ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
-    assert got.dtype == np.float32
-    assert np.max(np.abs(got - exact) / ulp) <= 0.52
-    assert np.array_equal(_erf_float32(-x), -got)
-    special = _erf_float32(np.float32([0.0, -0.0, np.inf, -np.inf, np.nan]))
-    assert np.array_equal(special[:4], [0.0, -0.0, 1.0, -1.0]) and np.isnan(special[4])
-    assert np.signbit(special[1]) and _erf_float32(np.float32(0.25)).shape == ()
-    t = torch.from_numpy(x)
-    assert np.max(np.abs(Tensor(x).erf().data - torch.erf(t).numpy()) / ulp) <= 1.5
+    assert np.max((ours_err / ulp)[x > 0]) <= np.max((torch_err / ulp)[x > 0])
+    assert np.max(np.abs(t.grad - xt.grad.numpy())) <= 2 * np.spacing(np.float32(9.0))
+    ends = F.gelu(Tensor(np.float32([-20.0, -9.0, 9.0, 20.0]))).data
+    assert np.array_equal(ends, [-0.0, -0.0, 9.0, 20.0])

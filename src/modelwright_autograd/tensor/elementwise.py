@@ -450,12 +450,57 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     cdf = None
     if approximate == "tanh":
         data = 0.5 * x * (1.0 + np.tanh(_GELU_K * (x + _GELU_C * x * x * x)))
+    elif x.dtype == np.float32:
+        data, cdf = _gelu_float32(x)
     else:  # x * (0.5 (1 + erf)): the same bits as 0.5 x (1 + erf), a halving being exact
         cdf = _erf_array(x * math.sqrt(0.5))
         cdf += 1.0  # in place: cdf is a fresh array (one temporary per step, not three)
         cdf *= 0.5
         data = x * cdf
     return make_node(data, (input,), "gelu", _gelu_backward, (approximate, cdf))
+
+
+#: For float32, Phi(x) = (1 + tanh(x S(x^2))) / 2 with S fitted to artanh(erf(x/sqrt 2))/x
+#: on [0, 4 sqrt 2] (beyond it Phi rounds to 0 or 1 in float32; the tanh saturates there):
+#: S's coefficients of x^0, x^2, x^4, ... (how they were fitted: docs/language-models.md).
+_PHI_S = (
+    0.7978845994568102,
+    0.0363346521285431,
+    -3.4438268969966414e-05,
+    -5.4439639307709e-05,
+    3.772356116858012e-06,
+    -1.1098402274029149e-07,
+    6.31288955006523e-10,
+    2.2477673917140088e-11,
+)
+_PHI_LIMIT = np.float32(4.0 * math.sqrt(2.0))
+_CHUNK = 16_384  # elements a pass: a chunk's temporaries stay in the CPU's cache
+
+
+def _gelu_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """x Phi(x) and Phi(x) of a float32 array, a chunk at a time. SciPy's erf is the
+    costliest step of a GPT's forward pass; this is three times faster, within 1.8 ulp of
+    Phi for x >= 0 and 4e-7 of the GELU (torch's float32 GELU: 1.0 ulp, 2.5e-7; measured
+    over every 16th float32 in [-9, 9], tests/test_tensor_ops.py)."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out, cdf = np.empty_like(flat), np.empty_like(flat)
+    coef = [np.float32(c) for c in _PHI_S]
+    for i in range(0, flat.size, _CHUNK):
+        piece = flat[i : i + _CHUNK]
+        a = np.clip(piece, -_PHI_LIMIT, _PHI_LIMIT)
+        z = a * a
+        u = z * coef[-1]
+        for c in coef[-2:0:-1]:
+            u += c
+            u *= z
+        u += coef[0]
+        u *= a
+        p = cdf[i : i + _CHUNK]
+        np.tanh(u, out=p)
+        p += np.float32(1.0)
+        p *= np.float32(0.5)
+        np.multiply(piece, p, out=out[i : i + _CHUNK])
+    return out.reshape(x.shape), cdf.reshape(x.shape)
 
 
 def _gelu_backward(

@@ -193,64 +193,10 @@ except ImportError:  # test_package runs the engine with SciPy hidden
 
 
 def _erf_array(x: np.ndarray) -> np.ndarray:
-    """erf elementwise. NumPy has none. float32: ``_erf_float32`` (within 0.52 ulp, about
-    7 ns an element); otherwise SciPy's ufunc when SciPy is installed (Cephes, within an ulp
-    or two, about 12 ns an element), else the C library's erf (``math.erf``) on each element
-    (as accurate, about 150 ns an element)."""
-    if x.dtype == np.float32:
-        return _erf_float32(x)
+    """erf elementwise. NumPy has none: SciPy's ufunc when SciPy is installed (Cephes,
+    within an ulp or two, about 20 ns an element), else the C library's erf (``math.erf``)
+    on each element (as accurate, about 150 ns an element)."""
     return np.asarray(_ERF(x), dtype=x.dtype)
-
-
-#: erf(x) = x P(x^2) / Q(x^2) for |x| <= 4, a rational fit to erf made for float32 (beyond
-#: 4, erf rounds to +-1 in float32): coefficients of z^0, z^1, ... (how they were fitted:
-#: docs/language-models.md, Speed).
-_ERF_P = (
-    1.1283791675598787,
-    0.17650233695602235,
-    0.05243634906542308,
-    0.003415486849277437,
-    0.0003361281966668893,
-    3.18247832211914e-06,
-    4.192371717470633e-09,
-    -1.5686441215604494e-10,
-)
-_ERF_Q = (
-    1.0,
-    0.4897544827577515,
-    0.10972180223578752,
-    0.014435463314826364,
-    0.0011678986152833983,
-    5.192479941368324e-05,
-)
-_ERF_CHUNK = 16_384  # elements per pass: its float64 temporaries stay in the CPU's cache
-
-
-def _erf_float32(x: np.ndarray) -> np.ndarray:
-    """erf of a float32 array: the rational fit evaluated in float64, a cache-sized chunk
-    at a time, then rounded to float32 (within 0.52 ulp of the exact erf over every 16th
-    float32 in [0, 4.5]; tests/test_tensor_ops.py). Three times SciPy's speed: the float64
-    arithmetic is a few dozen vectorised passes over data already in the cache."""
-    flat = np.ascontiguousarray(x).reshape(-1)
-    out = np.empty(flat.shape, np.float32)
-    for start in range(0, flat.size, _ERF_CHUNK):
-        a = flat[start : start + _ERF_CHUNK].astype(np.float64)
-        np.clip(a, -4.0, 4.0, out=a)
-        z = a * a
-        p = z * _ERF_P[-1]
-        for c in _ERF_P[-2:0:-1]:
-            p += c
-            p *= z
-        p += _ERF_P[0]
-        q = z * _ERF_Q[-1]
-        for c in _ERF_Q[-2:0:-1]:
-            q += c
-            q *= z
-        q += _ERF_Q[0]
-        p *= a
-        p /= q
-        out[start : start + _ERF_CHUNK] = p
-    return out.reshape(x.shape)
 
 
 def _constant(x: np.ndarray, like: Arr) -> np.ndarray:
