@@ -362,3 +362,21 @@ def test_a_gradient_shared_in_the_walk_is_never_written_through():
     np.testing.assert_array_equal(a.grad, [27.0, 48.0])
     np.testing.assert_array_equal(b.grad, [36.0, 64.0])
     np.testing.assert_array_equal(s.grad, [18.0, 32.0])  # interior: this pass only
+
+
+def test_indexing_adds_into_a_gradient_its_input_already_owns():
+    """Several slices of one tensor (attention's q, k and v) add their gradients into the
+    input's own array at their keys (core.ADD_INTO), a repeated integer index summing; an
+    input whose gradient is still shared (here the upstream one of s + 1) is added to out
+    of place instead, leaving the array it shares untouched."""
+    x = Tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    y = x * 1.0
+    a, b, c = y[:, 0], y[:, 1:], y[np.array([0, 0, 1]), 2]
+    ((a * 2.0).sum() + (b * 3.0).sum() + (c * 5.0).sum()).backward()
+    # column 0: 2; columns 1 and 2: 3; (0, 2) picked twice and (1, 2) once by c: + 10, + 5
+    np.testing.assert_array_equal(x.grad, [[2.0, 3.0, 13.0], [2.0, 3.0, 8.0]])
+    s = Tensor(np.ones((2, 2)), requires_grad=True) * 1.0
+    shifted = s + 1.0  # hands s its own gradient, shared
+    (shifted.sum() + (s[:, 0] * 2.0).sum()).backward()
+    np.testing.assert_array_equal(s.grad, [[3.0, 1.0], [3.0, 1.0]])
+    np.testing.assert_array_equal(shifted.grad, np.ones((2, 2)))

@@ -487,7 +487,8 @@ def _gelu_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     coef = [np.float32(c) for c in _PHI_S]
     for i in range(0, flat.size, _CHUNK):
         piece = flat[i : i + _CHUNK]
-        a = np.clip(piece, -_PHI_LIMIT, _PHI_LIMIT)
+        a = np.maximum(piece, -_PHI_LIMIT)  # np.clip, without its Python wrapper
+        np.minimum(a, _PHI_LIMIT, out=a)
         z = a * a
         u = z * coef[-1]
         for c in coef[-2:0:-1]:

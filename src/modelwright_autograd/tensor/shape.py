@@ -28,7 +28,19 @@ from typing import Any
 import numpy as np
 
 from ..checks import describe, positive_int
-from .core import Arr, Grads, Need, Shape, Tensor, _dim, _dims, check_tensor, make_node, raw
+from .core import (
+    ADD_INTO,
+    Arr,
+    Grads,
+    Need,
+    Shape,
+    Tensor,
+    _dim,
+    _dims,
+    check_tensor,
+    make_node,
+    raw,
+)
 from .kit import (
     _expand_backward,
     _number,
@@ -136,6 +148,18 @@ def _getitem_backward(g: Arr, out: Arr, ctx: tuple[Any, bool], need: Need, a: Ar
     selected several times by an integer array receives the sum."""
     key, basic = ctx
     return (scatter(g, key, basic, a.shape),)
+
+
+def _getitem_add_into(grad: np.ndarray, g: np.ndarray, ctx: tuple[Any, bool]) -> None:
+    """The same rule, added into a gradient ``a`` already owns (the walk's ADD_INTO)."""
+    key, basic = ctx
+    if basic:  # each selected element once
+        grad[key] += g
+    else:
+        np.add.at(grad, key, g)
+
+
+ADD_INTO[_getitem_backward] = _getitem_add_into
 
 
 def _tensor_list(tensors: object, op: str) -> tuple[Tensor, ...]:
