@@ -25,6 +25,7 @@ from pathlib import Path
 
 from modelwright_autograd import MLP, Value
 from modelwright_autograd.explain import explain, parse_assignments, parse_expression
+from modelwright_autograd.explain.page import write_page
 from modelwright_autograd.explain.trace import Trace
 
 
@@ -49,12 +50,13 @@ def expression_trace() -> Trace:
     return explain(parse_expression("tanh(a*b + c) * a", variables), variables)
 
 
-#: The pages of issue 24's table: (name, how to build its trace).
+#: The pages of issue 24's table: (name, how to build its trace, the view it opens with).
 PAGES = (
-    ("tanh(a*b+c)*a", expression_trace),
-    ("MLP(2,[16,16,1]), 3 points", lambda: mlp_trace([16, 16, 1], 3)[0]),
-    ("MLP(2,[16,16,1]), 20 points", lambda: mlp_trace([16, 16, 1], 20)[0]),
-    ("MLP(2,[64,64,1]), 4 points", lambda: mlp_trace([64, 64, 1], 4)[0]),
+    ("tanh(a*b+c)*a", expression_trace, "auto"),
+    ("MLP(2,[16,16,1]), 3 points", lambda: mlp_trace([16, 16, 1], 3)[0], "auto"),
+    ("MLP(2,[16,16,1]), 20 points", lambda: mlp_trace([16, 16, 1], 20)[0], "auto"),
+    ("MLP(2,[64,64,1]), 4 points", lambda: mlp_trace([64, 64, 1], 4)[0], "auto"),
+    ("MLP(2,[64,64,1]), 4 points", lambda: mlp_trace([64, 64, 1], 4)[0], "graph"),
 )
 
 #: Each step's work in ms, stepping through the whole pass once (tests/test_explain_browser.py
@@ -89,8 +91,8 @@ LOAD_TIME = (
 )
 
 
-def measure(browser, path: Path) -> tuple[float, list[float]]:
-    """Open ``path``; return its load time (s) and each step's work (ms)."""
+def measure(browser, path: Path) -> tuple[float, list[float], str]:
+    """Open ``path``; return its load time (s), each step's work (ms) and the view shown."""
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     page.goto(path.as_uri(), wait_until="load")
     load = page.evaluate(LOAD_TIME)
@@ -98,8 +100,9 @@ def measure(browser, path: Path) -> tuple[float, list[float]]:
         "() => JSON.parse(document.getElementById('mw-data').textContent).steps.length"
     )
     times = page.evaluate(STEP_WORK, count)
+    shown = page.get_attribute("body", "data-view")
     page.close()
-    return load / 1000, times
+    return load / 1000, times, shown
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,25 +118,23 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="mw-pages-"))
     out.mkdir(parents=True, exist_ok=True)
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print("| page | nodes | steps | size | load (s) | per step (ms, median / worst) |")
-    print("|---|---|---|---|---|---|")
+    print("| page | nodes | view | steps | size | load (s) | per step (ms, median / worst) |")
+    print("|---|---|---|---|---|---|---|")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
-        for k, (name, build) in enumerate(PAGES):
+        for k, (name, build, view) in enumerate(PAGES):
             trace = build()
             path = out / f"page{k}.html"
-            from modelwright_autograd.explain.page import write_page
-
-            write_page(trace, path)
+            write_page(trace, path, view)
             loads, times = [], []
             for _ in range(args.loads):
-                load, times = measure(browser, path)
+                load, times, shown = measure(browser, path)
                 loads.append(load)
             steps = len(times)
             size = path.stat().st_size
             per_step = f"{statistics.median(times):.1f} / {max(times):.1f}" if times else "-"
             print(
-                f"| `{name}` | {len(trace.nodes):,} | {steps} | {size / 1e3:,.0f} KB | "
+                f"| `{name}` | {len(trace.nodes):,} | {shown} | {steps} | {size / 1e3:,.0f} KB | "
                 f"{min(loads):.2f}–{max(loads):.2f} | {per_step} |"
             )
         browser.close()

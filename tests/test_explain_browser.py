@@ -126,7 +126,7 @@ def test_stepping_through_the_backward_pass_with_the_keyboard(browser, tmp_path)
     # back, reset, and the screen-reader list marks the current step
     page.keyboard.press("ArrowLeft")
     assert _current(page) == trace.steps[-2].id
-    current_item = page.query_selector("#mw-steps li[aria-current='step']")
+    current_item = page.query_selector(".mw-steps li[aria-current='step']")
     assert current_item.text_content().startswith(f"Step {len(trace.steps) - 1}:")
     page.keyboard.press("Home")
     assert _current(page) is None
@@ -205,7 +205,8 @@ AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
 #: The current box is inside the graph's scrolled area and the window, below the controls
 #: (which stay at the top of the window), and those controls are on screen too.
 IN_VIEW = """() => {
-  const el = document.querySelector('.mw-graph [data-state=current], .mw-graph .computing');
+  const el = document.querySelector(
+    '.mw-graph [data-state=current], .mw-graph [data-computing=yes]');
   if (!el) return null;
   const r = el.getBoundingClientRect();
   const g = document.getElementById('mw-graph').getBoundingClientRect();
@@ -430,7 +431,7 @@ def test_a_right_to_left_override_in_a_label_stays_inside_it(browser, tmp_path):
     page.keyboard.press("ArrowRight")
     isolated = page.evaluate(
         "() => Array.from(document.querySelectorAll("
-        "'.mw-graph text, bdi, #mw-steps li, #mw-panel td'),"
+        "'.mw-graph text, bdi, .mw-steps li, #mw-panel td'),"
         " el => getComputedStyle(el).unicodeBidi)"
     )
     assert set(isolated) == {"isolate"}

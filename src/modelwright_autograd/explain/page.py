@@ -20,6 +20,7 @@ escaping ``<``, ``>`` and ``&``; the script writes text with ``textContent`` onl
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -29,8 +30,9 @@ from importlib import resources
 from pathlib import Path
 
 from ..files import atomic_write, check_writable
+from . import picture
 from .network import Instance, Network, Neuron, find_network
-from .picture import _cut, edge_label, layout, sum_text, to_svg
+from .picture import _cut, edge_label, edge_paths, layout, node_lines, sum_text
 from .trace import LEGEND, Step, Trace, _fmt, _json_number, _short, local_text
 
 #: ``view="auto"`` draws neurons when the graph has more nodes than this (and has neurons).
@@ -92,8 +94,9 @@ def _sentence(s: Step) -> str:
     )
 
 
-def _graph_view(trace: Trace) -> tuple[dict, str, str]:
-    """The graph view: its data for the script, its SVG and a note on folded leaves."""
+def _graph_view(trace: Trace) -> tuple[dict, str]:
+    """The graph view: its data for the script (the picture too, drawn by the script as
+    the window reaches it) and a note on folded leaves."""
     where = layout(trace)
     nodes = trace.nodes
     ch = _Changes()
@@ -139,9 +142,6 @@ def _graph_view(trace: Trace) -> tuple[dict, str, str]:
         ch.next_step()
         if previous is not None:
             ch.set(f"{PREFIX}-n{previous.id}", "@state", "done")
-            for k, i in enumerate(previous.inputs):
-                if i.id not in where.folded:
-                    ch.set(f"{PREFIX}-e{previous.id}-{k}", "@state", "pushed")
         else:  # the seed: backward() sets the output's grad to 1
             totals[s.id], terms[s.id] = s.grad, [_fmt(s.grad)]
             show(s.id)
@@ -149,10 +149,8 @@ def _graph_view(trace: Trace) -> tuple[dict, str, str]:
         rows = []
         for k, i in enumerate(s.inputs):
             rows.append([i.node, i.role, _fmt(i.data), local_text(i), _fmt(i.pushed)])
-            if i.id not in where.folded:
-                edge = f"{PREFIX}-e{s.id}-{k}"
-                ch.set(edge, "@state", "active")
-                ch.set(edge, "label", edge_label(i.role, _fmt(i.pushed)))
+            if i.id not in where.folded:  # its state follows the node's (the script sets it)
+                ch.set(f"{PREFIX}-e{s.id}-{k}", "label", edge_label(i.role, _fmt(i.pushed)))
             if i.pushed is None:
                 continue
             totals[i.id] = totals.get(i.id, 0.0) + i.pushed
@@ -191,6 +189,21 @@ def _graph_view(trace: Trace) -> tuple[dict, str, str]:
         if folded
         else ""
     )
+    folded_count = where.folded_count()
+    drawn = [
+        [n.id, where.x[n.id], where.y[n.id], n.kind, *node_lines(trace, n.id, folded, True)]
+        for n in nodes
+        if n.id in where.x
+        for folded in [folded_count.get(n.id, 0)]
+    ]
+    # an edge is [user, input position, input, label y, label, bend], and its path if it
+    # runs in a lane (the script draws the others' curves as ``edge_paths`` does)
+    edges = [
+        [dst, k, src, ly, ch_start[(f"{PREFIX}-e{dst}-{k}", "label")], bend]
+        + ([path] if in_lane else [])
+        for dst, k, src, path, _, ly, bend, in_lane in edge_paths(trace, where)
+    ]
+    height = max([where.height, *(e[3] + picture.MARGIN for e in edges)])  # labels spread down
     data = {
         "view": "graph",
         "steps": steps,
@@ -201,8 +214,17 @@ def _graph_view(trace: Trace) -> tuple[dict, str, str]:
             for k, (name, _) in enumerate(grad_items)
         ],
         "samples": 0,
+        "graph": {
+            "title": f"computation graph of {trace.output}",
+            "size": [round(where.width), round(height)],
+            "box": [picture.BOX_W, picture.BOX_H],
+            "fill": picture._FILL,
+            "stroke": picture._STROKE,
+            "nodes": drawn,
+            "edges": edges,
+        },
     }
-    return data, to_svg(trace, where, PREFIX, before_pass=True), note
+    return data, note
 
 
 # The neuron view's layout: a column per layer (the inputs first, the loss last).
@@ -316,6 +338,7 @@ def _neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
         "gradItems": [],
         "samples": net.samples,
         "sampleAt": samples_at,
+        "traceAt": [0, *itertools.accumulate(len(group) for _, group in groups)],
     }
     svg = _neuron_svg(trace, net, columns, where, width, height, initial)
     widths = " → ".join(str(len(c)) for c in columns[1:-1])
@@ -326,8 +349,8 @@ def _neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
         "pre-activation, its output and its gradient; the bands between columns are the "
         "layers' weights. Stepping backward runs one neuron at a time; the panel lists "
         f"what it pushed to each weight. The last box is `{_loss_name(trace, net)}`: the "
-        "arithmetic after the last layer runs there. To see every value instead, write the "
-        'page with explain(..., html="page.html", view="graph").'
+        'arithmetic after the last layer runs there. The "view" selector above shows every '
+        "value instead, at the same step of the pass."
     )
     return data, svg, note
 
@@ -531,25 +554,55 @@ def _script_json(data: dict) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+def _about(data: dict, note: str, accumulations: str) -> str:
+    """What the page says below the panel about one view: its note, its steps as an
+    ordered list, where gradient accumulates."""
+    view = data["view"]
+    steps = "".join(f"<li>{escape(s['sentence'])}</li>" for s in data["steps"])
+    return (
+        f"<div id='{PREFIX}-about-{view}' class='about'>"
+        + (f"<p class='note'>{escape(note)}</p>" if note else "")
+        + f"<h2>The backward pass, step by step ({len(data['steps'])} steps)</h2>"
+        f"<ol class='{PREFIX}-steps' id='{PREFIX}-steps-{view}'>{steps}</ol>"
+        f"<h2>Where gradient accumulates</h2><ul class='mono'>{accumulations}</ul></div>"
+    )
+
+
 def page_html(trace: Trace, view: str = "auto") -> str:
-    """The whole page, as one string of HTML. ``view``: "graph" (a box per value),
-    "neurons" (a box per neuron, for networks) or "auto" (neurons for a network of more
-    than NEURON_VIEW_ABOVE nodes)."""
+    """The whole page, as one string of HTML. ``view`` is the view it opens with: "graph"
+    (a box per value), "neurons" (a box per neuron, for networks) or "auto" (neurons for a
+    network of more than NEURON_VIEW_ABOVE nodes). A network's page carries both views
+    and a selector between them."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
-    net = find_network(trace) if view != "graph" else None
+    net = find_network(trace)
     if view == "neurons" and net is None:
         raise ValueError("view='neurons' needs a graph made of neurons (dot or dot_relu nodes)")
-    if net is not None and (view == "neurons" or len(trace.nodes) > NEURON_VIEW_ABOVE):
-        data, svg, note = _neuron_view(trace, net)
-        title = _loss_name(trace, net) if re.fullmatch(r"v\d+", trace.output) else trace.output
-    else:
-        data, svg, note = _graph_view(trace)
-        title = trace.output
+    graph, graph_note = _graph_view(trace)
+    accumulations = "".join(f"<li>{escape(line)}</li>" for line in trace.accumulations())
+    accumulations = accumulations or "<li>No value is used more than once.</li>"
+    about = [_about(graph, graph_note, accumulations)]
+    views, svg, title = [graph], "", trace.output
+    if net is not None:
+        neurons, svg, note = _neuron_view(trace, net)
+        # every weight collects once per sample: the panel's table says so
+        about.append(
+            _about(
+                neurons,
+                note,
+                "<li>Each weight and bias adds up (+=) what each sample's step pushed to it: "
+                'the panel\'s column "weight grad so far" shows the sum at each step.</li>',
+            )
+        )
+        views.append(neurons)
+        if re.fullmatch(r"v\d+", trace.output):
+            title = _loss_name(trace, net)
+        if view == "neurons" or (view == "auto" and len(trace.nodes) > NEURON_VIEW_ABOVE):
+            views.reverse()
+            about.reverse()
     legend = "".join(
         f"<dt>{escape(name)}</dt><dd>{escape(meaning)}</dd>" for name, meaning in LEGEND[4:]
     )
-    steps = "".join(f"<li>{escape(s['sentence'])}</li>" for s in data["steps"])
     grads = "".join(
         f"<li><bdi class='var'>{escape(name)}</bdi> = {escape(_fmt(g))}</li>"
         for name, g in trace.grads.items()
@@ -557,38 +610,33 @@ def page_html(trace: Trace, view: str = "auto") -> str:
     grads = f"<ul class='mono' id='mw-final'>{grads}</ul>"
     if len(trace.grads) > 20:
         grads = f"<details><summary>{len(trace.grads)} gradients</summary>{grads}</details>"
-    so_far = "".join(
-        f"<li id='{PREFIX}-g{k}' data-name='{escape(name)}' data-grad='{escape(grad)}'>"
-        f"<bdi class='text'>{escape(text)}</bdi></li>"
-        for k, (name, text, grad) in enumerate(data["gradItems"])
-    )
-    if data["view"] == "neurons":  # every weight collects once per sample: the table says
-        accumulations = (
-            "<li>Each weight and bias adds up (+=) what each sample's step pushed to it: "
-            'the panel\'s column "weight grad so far" shows the sum at each step.</li>'
-        )
-    else:
-        accumulations = "".join(f"<li>{escape(line)}</li>" for line in trace.accumulations())
     samples = "".join(
-        f"<option value='{k}'>sample {k + 1} of {data['samples']}</option>"
-        for k in range(data["samples"])
+        f"<option value='{k}'>sample {k + 1} of {net.samples}</option>"
+        for k in range(net.samples if net else 0)
+    )
+    choices = {"neurons": "neurons", "graph": "every value"}
+    view_options = "".join(
+        f"<option value='{v['view']}'>{choices[v['view']]}</option>" for v in views
+    )
+    other = (
+        f'<script type="application/json" id="mw-data-other">{_script_json(views[1])}</script>'
+        if len(views) > 1
+        else ""
     )
     template = resources.files(__package__).joinpath("page_template.html").read_text("utf-8")
     replacements = {
         "@TITLE@": escape(f"Backpropagation through {title}"),
         "@OUTPUT@": escape(title),
         "@VALUE@": escape(_fmt(trace.value)),
-        "@VIEW@": data["view"],
+        "@VIEW@": views[0]["view"],
         "@SVG@": svg,
         "@LEGEND@": legend,
-        "@STEPS@": steps,
         "@GRADS@": grads,
-        "@SOFAR@": so_far,
-        "@ACCUMULATIONS@": accumulations or "<li>No value is used more than once.</li>",
-        "@NOTE@": f"<p class='note'>{escape(note)}</p>" if note else "",
+        "@ABOUT@": "".join(about),
         "@SAMPLES@": samples,
-        "@DATA@": _script_json(data),
-        "@COUNT@": str(len(data["steps"])),
+        "@VIEWS@": view_options,
+        "@DATA@": _script_json(views[0]),
+        "@OTHER@": other,
     }
     # one pass, so text put in (a label that reads "@DATA@") is never replaced again
     return re.sub(r"@[A-Z]+@", lambda m: replacements[m.group()], template)

@@ -50,6 +50,13 @@ class Layout:
     folded: dict[int, int]
     lanes: float  # where the first lane below the boxes runs (see ``to_svg``)
 
+    def folded_count(self) -> dict[int, int]:
+        """How many leaves are folded into each fused node that has any."""
+        count: dict[int, int] = {}
+        for fused in self.folded.values():
+            count[fused] = count.get(fused, 0) + 1
+        return count
+
 
 def layout(trace: Trace, fold: bool | None = None) -> Layout:
     """Lay out ``trace.nodes`` left to right by depth (linear in the graph's size, plus a
@@ -148,49 +155,15 @@ def to_svg(
         'markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto">'
         '<path d="M0,0 L10,5 L0,10 z" fill="#555555"/></marker></defs>',
     ]
-    folded_count: dict[int, int] = {}
-    for fused in where.folded.values():
-        folded_count[fused] = folded_count.get(fused, 0) + 1
+    folded_count = where.folded_count()
     pushes = {
         (s.id, k): i for s in trace.steps for k, i in enumerate(s.inputs)
     }  # what each edge (user, input position) carried
-    lane = where.lanes
-    edges = []  # (gap it sits in or None for a lane, label y, id, src, dst, path, label x, text)
-    for n in trace.nodes:
-        if n.id not in where.x:
-            continue
-        seen: dict[int, int] = {}
-        for k, src in enumerate(n.inputs):
-            if src in where.folded:
-                continue
-            twin = seen.get(src, 0)  # a * a: the second edge bends the other way
-            seen[src] = twin + 1
-            bend = 16.0 * twin
-            x1, y1 = where.x[src] + BOX_W, where.y[src] + BOX_H / 2
-            x2, y2 = where.x[n.id], where.y[n.id] + BOX_H / 2 + bend
-            mid = (x1 + x2) / 2
-            step = pushes.get((n.id, k))
-            role = step.role if step else ""
-            amount = "" if step is None or not pushed_shown else _fmt(step.pushed)
-            label = edge_label(role, amount)
-            if x2 - x1 > 2 * GAP_X:  # it skips a layer: run below the boxes
-                q = GAP_X / 2
-                path = (
-                    f"M{x1:.1f},{y1:.1f} C{x1 + q:.1f},{y1:.1f} {x1 + q:.1f},{lane:.1f} "
-                    f"{x1 + GAP_X:.1f},{lane:.1f} L{x2 - GAP_X:.1f},{lane:.1f} "
-                    f"C{x2 - q:.1f},{lane:.1f} {x2 - q:.1f},{y2:.1f} {x2 - 2:.1f},{y2:.1f}"
-                )
-                edges.append((None, lane - 4, k, src, n.id, path, mid, label))
-                lane += LANE
-            else:  # the label sits in the gap between the two columns, never on a box
-                path = (
-                    f"M{x1:.1f},{y1:.1f} C{mid:.1f},{y1 + bend:.1f} {mid:.1f},{y2:.1f} "
-                    f"{x2 - 2:.1f},{y2:.1f}"
-                )
-                ly = (y1 + y2) / 2 + bend * 3 / 8 + 4
-                edges.append((x1, ly, k, src, n.id, path, mid, label))
-    _spread(edges)
-    for _, ly, k, src, dst, path, lx, label in edges:
+    for dst, k, src, path, lx, ly, _, _ in edge_paths(trace, where):
+        step = pushes.get((dst, k))
+        role = step.role if step else ""
+        amount = "" if step is None or not pushed_shown else _fmt(step.pushed)
+        label = edge_label(role, amount)
         parts.append(
             f'<g class="edge" id="{prefix}-e{dst}-{k}" data-src="{src}" data-dst="{dst}">'
             f'<path d="{path}" fill="none" stroke="#555555" stroke-width="1.3" '
@@ -222,6 +195,55 @@ def to_svg(
         parts.append("</g>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def edge_paths(trace: Trace, where: Layout) -> list[tuple]:
+    """Every drawn edge as ``(user, input position, input, SVG path, label x, label y, bend,
+    in a lane)``: an edge that skips a layer runs below the boxes in a lane of its own, the
+    others curve across the gap between two columns (``bend`` pixels lower at its end when
+    it is the second edge between the same two boxes) with their label in it, never on a
+    box."""
+    lane = where.lanes
+    edges = []  # (gap it sits in or None for a lane, label y, position, src, dst, path, label x)
+    for n in trace.nodes:
+        if n.id not in where.x:
+            continue
+        seen: dict[int, int] = {}
+        for k, src in enumerate(n.inputs):
+            if src in where.folded:
+                continue
+            twin = seen.get(src, 0)  # a * a: the second edge bends the other way
+            seen[src] = twin + 1
+            bend = 16.0 * twin
+            x1, y1 = where.x[src] + BOX_W, where.y[src] + BOX_H / 2
+            x2, y2 = where.x[n.id], where.y[n.id] + BOX_H / 2 + bend
+            mid = (x1 + x2) / 2
+            if x2 - x1 > 2 * GAP_X:  # it skips a layer: run below the boxes
+                q = GAP_X / 2
+                path = (
+                    f"M{_c(x1)},{_c(y1)} C{_c(x1 + q)},{_c(y1)} {_c(x1 + q)},{_c(lane)} "
+                    f"{_c(x1 + GAP_X)},{_c(lane)} L{_c(x2 - GAP_X)},{_c(lane)} "
+                    f"C{_c(x2 - q)},{_c(lane)} {_c(x2 - q)},{_c(y2)} {_c(x2 - 2)},{_c(y2)}"
+                )
+                edges.append((None, lane - 4, k, src, n.id, path, mid, bend, True))
+                lane += LANE
+            else:
+                path = (
+                    f"M{_c(x1)},{_c(y1)} C{_c(mid)},{_c(y1 + bend)} {_c(mid)},{_c(y2)} "
+                    f"{_c(x2 - 2)},{_c(y2)}"
+                )
+                ly = (y1 + y2) / 2 + bend * 3 / 8 + 4
+                edges.append((x1, ly, k, src, n.id, path, mid, bend, False))
+    _spread(edges)
+    return [
+        (dst, k, src, path, lx, ly, bend, lane)
+        for _, ly, k, src, dst, path, lx, bend, lane in edges
+    ]
+
+
+def _c(v: float) -> str:
+    """A coordinate to a tenth of a pixel, as short as it goes: 12.0 is "12"."""
+    return f"{v:.1f}".removesuffix(".0")
 
 
 #: An edge label fits in the gap between two columns: at most this many characters.
