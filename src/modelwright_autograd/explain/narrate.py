@@ -29,9 +29,9 @@ def explain(
     ``html="page.html"`` also writes the interactive page of the pass (see ``page.py``);
     the path is checked before the pass runs, and so is the graph's size: a page of more
     than ``expr.MAX_NODES`` operations (the command line's cap) is a ValueError. ``view``
-    chooses the page's picture: "graph" (a box per value), "neurons" (a box per neuron of
-    a network) or "auto" (neurons for a network of more than ``page.NEURON_VIEW_ABOVE``
-    nodes).
+    chooses the picture the page opens with: "graph" (a box per value), "neurons" (a box
+    per neuron of a network) or "auto" (neurons for a network of more than
+    ``page.NEURON_VIEW_ABOVE`` nodes); a network's page can switch between the two.
     """
     if not isinstance(value, Value):
         raise TypeError(f"explain needs a Value, got {type(value).__name__}")

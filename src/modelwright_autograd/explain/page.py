@@ -1,21 +1,29 @@
 """The interactive page: one self-contained HTML file that steps through a backward pass.
 
 Everything the page shows comes from a ``Trace`` (the one ``--json`` prints), and every
-number and sentence is formatted here, in Python. The page has one of two views:
+number and sentence is formatted here, in Python. The page has one or two views:
 
-* ``"graph"``: every value is a box (``picture.py``'s layout and SVG);
+* ``"graph"``: every value is a box (``picture.py``'s layout), every page has it;
 * ``"neurons"``: a network drawn as layers of neurons (``network.py``), one box per neuron
   showing its pre-activation, output and gradient on one sample at a time, the loss's own
   arithmetic one box; stepping backward walks neuron by neuron.
 
-``view="auto"`` picks the neuron view for graphs of more than ``NEURON_VIEW_ABOVE`` nodes
-that are made of neurons. Either way the script only replays prepared changes: for each
-step, the list of ``[element id, slot, text before, text after]`` that the step changes
-(a slot is the element's child of that class, or ``@state``/``@grad`` for its
-``data-state``/``data-grad`` attribute), so a step costs what it changes, not the
-graph's size. Nothing is fetched: styles and script are inline, and every piece of text
-from the trace is escaped (in the markup by ``html.escape``, in the embedded JSON by
-escaping ``<``, ``>`` and ``&``; the script writes text with ``textContent`` only).
+A network's page carries both, and a selector switches between them at the same step of
+the trace; ``view`` chooses the one it opens with (``"auto"``: neurons for graphs of more
+than ``NEURON_VIEW_ABOVE`` nodes). The other view's data is a JSON script element the
+page parses only when first switched to. Either way the script only replays prepared
+changes: for each step, the list of ``[element id, slot, text before, text after]`` that
+the step changes (a slot is the element's child of that class, or ``@state``/``@grad``
+for its ``data-state``/``data-grad`` attribute; an edge's state follows its node's), so a
+step costs what it changes, not the graph's size. The graph view's picture is JSON too
+(boxes, edges, labels) that the script draws only near the window: boxes within half a
+window of it, the edges with an end in it and the labels near it, kept in a grid of
+cells; a step, a scroll or a zoom draws what comes near and removes what is a window
+away, and a box drawn later shows the replay's latest text, so a 5,000-node graph is a
+few thousand elements in the page. Nothing is fetched: styles and script are inline, and
+every piece of text from the trace is escaped (in the markup by ``html.escape``, in the
+embedded JSON by escaping ``<``, ``>`` and ``&``; the script writes text with
+``textContent`` only).
 """
 
 from __future__ import annotations
