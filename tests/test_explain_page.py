@@ -64,11 +64,17 @@ def test_cli_writes_one_self_contained_page(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["page.html"]
 
 
+def _changes(data, step):
+    """The changes of one step (0-based) as ``(element id, slot, old, new)``."""
+    ids, slots = data["ids"], data["slots"]
+    return [(ids[e], slots[s], old, new) for e, s, old, new in data["changes"][step]]
+
+
 def _replay(data, upto):
     """The page's slots after ``upto`` backward steps, as the script replays them."""
     state = {}
-    for changes in data["changes"][:upto]:
-        for elem, slot, old, new in changes:
+    for step in range(upto):
+        for elem, slot, old, new in _changes(data, step):
             assert state.get((elem, slot), old) == old  # each change starts where the last ended
             state[(elem, slot)] = new
     return state
@@ -87,7 +93,7 @@ def test_page_is_built_from_the_trace_and_ends_at_the_engines_gradients():
     assert end[(f"mw-g{a}", "text")] == "a = -0.604368 + -0.63474 = -1.23911"  # a accumulates
     # backward, each change undoes itself: step 4 then back to 3 is step 3
     three = _replay(data, 3)
-    for elem, slot, old, _ in data["changes"][3]:
+    for elem, slot, old, _ in _changes(data, 3):
         assert three.get((elem, slot), old) == old
 
 

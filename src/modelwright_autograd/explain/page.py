@@ -13,17 +13,18 @@ the trace; ``view`` chooses the one it opens with (``"auto"``: neurons for graph
 than ``NEURON_VIEW_ABOVE`` nodes). The other view's data is a JSON script element the
 page parses only when first switched to. Either way the script only replays prepared
 changes: for each step, the list of ``[element id, slot, text before, text after]`` that
-the step changes (a slot is the element's child of that class, or ``@state``/``@grad``
-for its ``data-state``/``data-grad`` attribute; an edge's state follows its node's), so a
-step costs what it changes, not the graph's size. The graph view's picture is JSON too
-(boxes, edges, labels) that the script draws only near the window: boxes within half a
-window of it, the edges with an end in it and the labels near it, kept in a grid of
-cells; a step, a scroll or a zoom draws what comes near and removes what is a window
-away, and a box drawn later shows the replay's latest text, so a 5,000-node graph is a
-few thousand elements in the page. Nothing is fetched: styles and script are inline, and
-every piece of text from the trace is escaped (in the markup by ``html.escape``, in the
-embedded JSON by escaping ``<``, ``>`` and ``&``; the script writes text with
-``textContent`` only).
+the step changes (ids and slots numbered, to keep the file small; a slot is the
+element's child of that class, or ``@state``/``@grad`` for its ``data-state``/
+``data-grad`` attribute; an edge's state follows its node's), so a step costs what it
+changes, not the graph's size. The graph view's picture is JSON too (boxes, edges,
+labels) that the script draws only near the window: boxes within half a window of it,
+the edges with an end in it and the labels near it, kept in a grid of cells; a step, a
+scroll or a zoom draws what comes near and removes what is a window away, and a box
+drawn later shows the replay's latest text, so a 5,000-node graph is a few thousand
+elements in the page. Nothing is fetched: styles and script are inline, and every piece
+of text from the trace is escaped (in the markup by ``html.escape``, in the embedded
+JSON by escaping ``<``, ``>`` and ``&``; the script writes text with ``textContent``
+only).
 """
 
 from __future__ import annotations
@@ -58,11 +59,19 @@ def _iso(name: str) -> str:
 
 
 class _Changes:
-    """The page's state, slot by slot, and the changes each step makes to it."""
+    """The page's state, slot by slot, and the changes each step makes to it. A change is
+    ``[element, slot, text before, text after]``, the element and the slot given by their
+    place in ``ids`` and ``slots`` (a number is shorter than a name repeated 80,000 times)."""
 
     def __init__(self) -> None:
         self.state: dict[tuple[str, str], str] = {}
-        self.steps: list[list[list[str]]] = []
+        self.steps: list[list[list]] = []
+        self.ids: dict[str, int] = {}
+        self.slots: dict[str, int] = {}
+
+    def data(self) -> dict:
+        """The changes, as the page's script reads them."""
+        return {"changes": self.steps, "ids": list(self.ids), "slots": list(self.slots)}
 
     def start(self, elem: str, slot: str, value: str) -> None:
         self.state[(elem, slot)] = value
@@ -73,7 +82,9 @@ class _Changes:
     def set(self, elem: str, slot: str, value: str) -> None:
         old = self.state.get((elem, slot), "")
         if old != value:
-            self.steps[-1].append([elem, slot, old, value])
+            elem_at = self.ids.setdefault(elem, len(self.ids))
+            slot_at = self.slots.setdefault(slot, len(self.slots))
+            self.steps[-1].append([elem_at, slot_at, old, value])
             self.state[(elem, slot)] = value
 
 
@@ -215,7 +226,7 @@ def _graph_view(trace: Trace) -> tuple[dict, str]:
     data = {
         "view": "graph",
         "steps": steps,
-        "changes": ch.steps,
+        **ch.data(),
         "forward": forward,
         "gradItems": [
             [name, ch_start[(f"{PREFIX}-g{k}", "text")], ch_start[(f"{PREFIX}-g{k}", "@grad")]]
@@ -341,7 +352,7 @@ def _neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
     data = {
         "view": "neurons",
         "steps": steps,
-        "changes": ch.steps,
+        **ch.data(),
         "forward": [],
         "gradItems": [],
         "samples": net.samples,
