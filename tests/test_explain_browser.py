@@ -21,7 +21,8 @@ import pytest
 from modelwright_autograd import MLP, Value
 from modelwright_autograd.cli import main
 from modelwright_autograd.explain import explain, parse_assignments, parse_expression, write_page
-from modelwright_autograd.explain.picture import node_lines
+from modelwright_autograd.explain.picture import edge_label, node_lines
+from modelwright_autograd.explain.trace import _fmt
 
 HOW_TO_INSTALL = (
     "install a browser and its driver: `apt-get install chromium` (Debian/Ubuntu) and "
@@ -171,6 +172,24 @@ def test_a_two_layer_mlp_page_steps_to_the_engines_gradients(browser, tmp_path):
     assert _current(page) == trace.steps[0].id
     page.keyboard.press("End")
     assert _shown_grads(page) == {name: v.grad for name, v in {"x": x, **params}.items()}
+    # every edge drawn near the window carries what the trace pushed along it, however
+    # late its label was drawn: scroll through the picture and read them all
+    pushed = {
+        f"mw-e{s.id}-{k}": edge_label(i.role, _fmt(i.pushed))
+        for s in trace.steps
+        for k, i in enumerate(s.inputs)
+    }
+    shown = {}
+    height = page.evaluate("document.getElementById('mw-graph').scrollHeight")
+    for top in range(0, height, 200):
+        page.evaluate(f"document.getElementById('mw-graph').scrollTop = {top}")
+        page.wait_for_function("() => new Promise(r => requestAnimationFrame(() => r(true)))")
+        shown.update(
+            page.eval_on_selector_all(
+                ".mw-graph .edge .label", "ts => ts.map(t => [t.parentNode.id, t.textContent])"
+            )
+        )
+    assert len(shown) > 100 and all(pushed[edge] == label for edge, label in shown.items())
     assert requests == [(tmp_path / "mlp.html").as_uri()]
     assert errors == []
 

@@ -209,11 +209,16 @@ def _graph_view(trace: Trace) -> tuple[dict, str]:
         else ""
     )
     folded_count = where.folded_count()
-    drawn = [
-        [n.id, where.x[n.id], where.y[n.id], n.kind, *node_lines(trace, n.id, folded, True)]
+    drawn = [  # a box is [node id, x, y, kind, its lines of text before the pass]
+        [
+            n.id,
+            where.x[n.id],
+            where.y[n.id],
+            n.kind,
+            *node_lines(trace, n.id, folded_count.get(n.id, 0), before_pass=True),
+        ]
         for n in nodes
         if n.id in where.x
-        for folded in [folded_count.get(n.id, 0)]
     ]
     # an edge is [user, input position, input, label y, label, bend], and its path if it
     # runs in a lane (the script draws the others' curves as ``edge_paths`` does)
