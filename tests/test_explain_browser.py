@@ -257,7 +257,7 @@ def _steps(page) -> int:
     )
 
 
-@pytest.mark.slow  # about 30 s each: every step of four pages
+@pytest.mark.slow  # about 20 s each: every step of four pages
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
 def test_the_current_node_is_on_screen_at_every_step(browser, tmp_path, viewport):
     expression = tmp_path / "expr.html"
