@@ -371,10 +371,11 @@ def test_indexing_adds_into_a_gradient_its_input_already_owns():
     of place instead, leaving the array it shares untouched."""
     x = Tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     y = x * 1.0
-    a, b, c = y[:, 0], y[:, 1:], y[np.array([0, 0, 1]), 2]
-    ((a * 2.0).sum() + (b * 3.0).sum() + (c * 5.0).sum()).backward()
-    # column 0: 2; columns 1 and 2: 3; (0, 2) picked twice and (1, 2) once by c: + 10, + 5
-    np.testing.assert_array_equal(x.grad, [[2.0, 3.0, 13.0], [2.0, 3.0, 8.0]])
+    a, b, c, d = y[:, 0], y[:, 1:], y[np.array([0, 0, 1]), 2], y[np.array([1, 1])]
+    ((a * 2.0).sum() + (b * 3.0).sum() + (c * 5.0).sum() + (d * 7.0).sum()).backward()
+    # column 0: 2; columns 1 and 2: 3; (0, 2) picked twice and (1, 2) once by c: + 10, + 5;
+    # row 1 picked twice by d (an embedding's lookup): + 14
+    np.testing.assert_array_equal(x.grad, [[2.0, 3.0, 13.0], [16.0, 17.0, 22.0]])
     s = Tensor(np.ones((2, 2)), requires_grad=True) * 1.0
     shifted = s + 1.0  # hands s its own gradient, shared
     (shifted.sum() + (s[:, 0] * 2.0).sum()).backward()

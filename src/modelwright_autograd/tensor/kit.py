@@ -157,7 +157,7 @@ def _add_rows(full: np.ndarray, rows: np.ndarray, g: np.ndarray) -> None:
     flat = flat[order]
     starts = np.flatnonzero(np.concatenate(([True], flat[1:] != flat[:-1])))
     picked = g.reshape(flat.size, *full.shape[1:])[order]
-    full[flat[starts]] = np.add.reduceat(picked, starts, axis=0)
+    full[flat[starts]] += np.add.reduceat(picked, starts, axis=0)  # each row once
 
 
 def _scatter_backward(g: Arr, out: Arr, ctx: tuple[Any, bool], need: Need, a: Arr) -> Grads:

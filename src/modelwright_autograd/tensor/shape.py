@@ -42,6 +42,7 @@ from .core import (
     raw,
 )
 from .kit import (
+    _add_rows,
     _expand_backward,
     _number,
     _sizes,
@@ -155,6 +156,8 @@ def _getitem_add_into(grad: np.ndarray, g: np.ndarray, ctx: tuple[Any, bool]) ->
     key, basic = ctx
     if basic:  # each selected element once
         grad[key] += g
+    elif type(key) is np.ndarray and key.dtype.kind in "iu" and key.size:
+        _add_rows(grad, key, g)
     else:
         np.add.at(grad, key, g)
 
