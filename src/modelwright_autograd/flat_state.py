@@ -19,6 +19,10 @@ from typing import Any
 
 import numpy as np
 
+#: Elements of each array a pass of the Adam update works on: four such chunks stay in the
+#: CPU's cache (32,768 float32 are 128 KB).
+_CHUNK = 32_768
+
 
 class FlatState:
     """Flat buffers laid out like ``arrays`` (one slice per array, in order)."""
@@ -76,20 +80,25 @@ class FlatState:
         """Adam's update on flat arrays: m and v are advanced in place and the step to
         subtract is returned (in ``scratch``). The arithmetic of ``optim.Adam``'s
         per-parameter step in its order, written into one kept scratch array (and into g,
-        once it is no longer needed) rather than a new array per operation: the fewer
-        arrays a step touches, the more of them stay in the cache."""
+        once it is no longer needed) rather than a new array per operation, and a chunk at
+        a time, so that a chunk's four arrays stay in the cache through all ten steps
+        (elementwise, so the same numbers as on the whole arrays)."""
         beta1, beta2 = betas
-        m *= beta1
-        m += np.multiply(g, 1.0 - beta1, out=scratch)
-        v *= beta2
-        np.multiply(g, g, out=g)
-        g *= 1.0 - beta2
-        v += g
-        denom = np.sqrt(v, out=scratch)  # what v**0.5 computes
-        denom /= correction2_sqrt
-        denom += eps
-        update = np.divide(m, denom, out=denom)
-        update *= step_size
+        for i in range(0, g.size, _CHUNK):
+            part = slice(i, i + _CHUNK)
+            gp, mp, vp, sp = g[part], m[part], v[part], scratch[part]
+            mp *= beta1
+            mp += np.multiply(gp, 1.0 - beta1, out=sp)
+            vp *= beta2
+            np.multiply(gp, gp, out=gp)
+            gp *= 1.0 - beta2
+            vp += gp
+            denom = np.sqrt(vp, out=sp)  # what v**0.5 computes
+            denom /= correction2_sqrt
+            denom += eps
+            np.divide(mp, denom, out=denom)
+            denom *= step_size
+        update = scratch
         return update
 
     def tiled(self, arrays: Sequence[np.ndarray]) -> np.ndarray | None:
