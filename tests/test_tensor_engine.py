@@ -381,3 +381,23 @@ def test_indexing_adds_into_a_gradient_its_input_already_owns():
     (shifted.sum() + (s[:, 0] * 2.0).sum()).backward()
     np.testing.assert_array_equal(s.grad, [[3.0, 1.0], [3.0, 1.0]])
     np.testing.assert_array_equal(shifted.grad, np.ones((2, 2)))
+
+
+def test_sharing_survives_a_create_graph_pass_and_0_d_tensors():
+    """Found by a review: after backward(create_graph=True) a leaf's grad is a Tensor, and
+    an index node must then accumulate through the ordinary path; a 0-d tensor's shared
+    gradient summed out of place stays a 0-d array, which an index can add into later.
+    The numbers are the derivatives by hand."""
+    x = Tensor(np.arange(4.0), requires_grad=True)
+    (x * x).sum().backward(create_graph=True)  # grad 2x, a Tensor
+    x[1:3].sum().backward()
+    np.testing.assert_array_equal(np.asarray(x.grad.data), [0.0, 3.0, 5.0, 6.0])
+    s = Tensor(2.0, requires_grad=True)
+    (s + s).backward()
+    assert type(s.grad) is np.ndarray and s.grad.shape == () and s.grad == 2.0
+    (s[None] * 3.0).sum().backward()
+    assert s.grad == 5.0
+    v = Tensor(np.arange(3.0), requires_grad=True)
+    m = v.sum()
+    ((m[None] * 5.0).sum() + (m + m)).backward()
+    np.testing.assert_array_equal(v.grad, [7.0, 7.0, 7.0])

@@ -301,8 +301,8 @@ def _accumulate(t: Tensor, g: Arr, upstream: Arr, borrowed: dict[int, Tensor]) -
     else:
         fresh = g is not upstream and getattr(g, "base", None) is None
     if t.grad is not None:
-        if id(t) in borrowed:
-            t.grad = np.add(t.grad, g, dtype=t.grad.dtype)
+        if id(t) in borrowed:  # a new array (of t's shape: a 0-d sum is no NumPy scalar)
+            t.grad = np.add(t.grad, g, out=np.empty(shape, t.grad.dtype))
             del borrowed[id(t)]
         else:
             t.grad += g
@@ -340,7 +340,9 @@ class Tensor:
     ``Tensor(data, requires_grad=False, dtype=None)`` copies ``data`` (a number, nested
     lists or a NumPy array; docs/design.md for dtypes). ``grad`` is None until a
     ``backward()`` reaches the tensor, then an array of its shape; leaves accumulate it
-    across calls (as torch's leaf ``.grad``), interior nodes hold the latest pass's.
+    across calls (as torch's leaf ``.grad``), interior nodes hold the latest pass's. A
+    leaf's gradient is its own array; an interior node's may be the same array as another
+    node's (the walk shares rather than copies), so read it but do not write into it.
     """
 
     # __slots__: no per-instance __dict__, so a node is small and attribute access fast.
@@ -509,7 +511,7 @@ def _backward_walk(root: Tensor, order: list[Tensor], seed: Arr, create_graph: b
         prev = node._prev
         if rule in ADD_INTO:
             p = prev[0]
-            if p.grad is not None and id(p) not in borrowed and p.requires_grad:
+            if type(p.grad) is np.ndarray and id(p) not in borrowed and p.requires_grad:
                 ADD_INTO[rule](p.grad, g, node._ctx)
                 continue
         need = tuple([p.requires_grad for p in prev])  # a list first: faster than a generator
