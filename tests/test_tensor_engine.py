@@ -401,3 +401,20 @@ def test_sharing_survives_a_create_graph_pass_and_0_d_tensors():
     m = v.sum()
     ((m[None] * 5.0).sum() + (m + m)).backward()
     np.testing.assert_array_equal(v.grad, [7.0, 7.0, 7.0])
+
+
+def test_an_index_array_refilled_before_backward_does_not_move_the_gradient():
+    """The index node keeps its own copy of an integer index array: a loop that refills
+    one batch buffer (as a data loader may) before backward still gets the rows it
+    indexed. Found by a review; torch raises on this instead (the index's version moved)."""
+    w = Tensor(np.arange(12.0).reshape(4, 3), requires_grad=True)
+    rows = np.array([0, 2, 2])
+    picked = w[rows]
+    tupled = w[(rows, 1)]
+    looked_up = F.embedding(rows, w)
+    rows[:] = 3  # the buffer refilled with the next batch
+    (picked.sum() + tupled.sum() + looked_up.sum()).backward()
+    # rows 0 and 2 (twice) from picked and looked_up, 1 each in column 1 from tupled
+    np.testing.assert_array_equal(
+        w.grad, [[2.0, 3.0, 2.0], [0.0, 0.0, 0.0], [4.0, 6.0, 4.0], [0.0, 0.0, 0.0]]
+    )

@@ -120,6 +120,8 @@ def _index_key(key: Any) -> tuple[Any, bool]:
             )
         if isinstance(k, list):
             k = np.asarray(k)
+        elif isinstance(k, np.ndarray):
+            k = k.copy()  # kept for the backward: a caller refilling theirs cannot move it
         if not (
             k is None
             or k is Ellipsis
@@ -134,7 +136,7 @@ def _index_key(key: Any) -> tuple[Any, bool]:
 def _getitem(a: Tensor, key: Any) -> Tensor:
     """NumPy indexing: ints, slices, None, ``...`` and integer arrays (repeats allowed)."""
     if type(key) is np.ndarray:  # a mini-batch's rows: nothing for _index_key to check
-        basic = False
+        key, basic = key.copy(), False  # (a copy, as _index_key makes)
     else:
         key, basic = _index_key(key)
     try:
