@@ -80,20 +80,13 @@ def _source(path: Path) -> str:
     return read_bounded(path, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
 
 
-def _defines(path: Path, name: str) -> bool:
+def _defines(path: Path, name: str, keyword: str = "class") -> bool:
+    """Whether the module at ``path`` defines ``name`` at top level (``class`` or ``def``)."""
     try:
         text = _source(path)
     except UnreadableFile:
         return False
-    return re.search(rf"^class\s+{name}\b", text, re.M) is not None
-
-
-def _defines_function(path: Path, name: str) -> bool:
-    try:
-        text = _source(path)
-    except UnreadableFile:
-        return False
-    return re.search(rf"^def\s+{name}\b", text, re.M) is not None
+    return re.search(rf"^{keyword}\s+{name}\b", text, re.M) is not None
 
 
 def _imports(path: Path, module: str) -> bool:
@@ -155,7 +148,7 @@ def _locate(path: Path, shown: str) -> Target:
             beside += [p for p in sorted(package.parent.glob("*.py")) if _imports(p, package.name)]
         ordered = [value_file, value_file.with_name("nn.py"), *beside]
         mlp_file = next((p for p in ordered if _defines(p, "Linear") and _defines(p, "MLP")), None)
-        functions_file = next((p for p in ordered if _defines_function(p, "cross_entropy")), None)
+        functions_file = next((p for p in ordered if _defines(p, "cross_entropy", "def")), None)
     sys_path, value_module = _importable(value_file)
     mlp_module = None if mlp_file in (None, value_file) else _importable(mlp_file)[1]
     own = (None, value_file, mlp_file)

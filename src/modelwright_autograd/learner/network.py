@@ -20,7 +20,7 @@ from .cases import (
 )
 from .oracle import close
 from .report import ABSENT, FAIL, PASS, Row
-from .words import TODO, _error_text, _failure_text, _network_right
+from .words import TODO, _error_text, _failure_text, _network_right, training_verdict
 
 
 class NetworkChecks(GraderBase):
@@ -277,12 +277,11 @@ class NetworkChecks(GraderBase):
             f"MLP(2, [8, 8, 1]), moons, SGD: loss {loss0:.3f} -> {loss1:.3f} in {epochs} "
             f"epoch(s), accuracy {accuracy:.0%}"
         )
-        ok = loss1 < loss0 and accuracy >= TRAIN_TARGET
-        if loss1 == loss0:
-            text += "; the loss did not move at all: the SGD updates do not reach the network"
-        elif not ok:
-            text += (
-                f"; the gate needs the loss to fall and {TRAIN_TARGET:.0%} accuracy (the best "
-                f"straight line through these 100 points classifies {BEST_LINE:.0%})"
-            )
-        self.add(Row(name, PASS if ok else FAIL, text))
+        ok, why = training_verdict(
+            loss0,
+            loss1,
+            accuracy >= TRAIN_TARGET,
+            f"{TRAIN_TARGET:.0%} accuracy (the best straight line through these 100 points "
+            f"classifies {BEST_LINE:.0%})",
+        )
+        self.add(Row(name, PASS if ok else FAIL, text + why))

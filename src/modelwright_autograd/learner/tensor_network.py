@@ -12,7 +12,7 @@ from .report import ABSENT, FAIL, PASS, Row
 from .tensor_base import TensorBase
 from .tensor_cases import AFFINE_GAP, EPOCHS, TARGET_ACCURACY
 from .tensor_oracle import agree, array_of
-from .words import _array_text, _failure_text
+from .words import _array_text, _failure_text, training_verdict
 
 
 class TensorNetworkChecks(TensorBase):
@@ -133,9 +133,8 @@ class TensorNetworkChecks(TensorBase):
             f"parameters()/zero_grad(): loss {loss0:.4g} -> {loss1:.4g} in "
             f"{len(history) - 1} epochs, test accuracy {accuracy:.1%}"
         )
-        ok = loss1 < loss0 and accuracy >= TARGET_ACCURACY
-        if loss1 == loss0:
-            text += "; the loss did not move at all: the SGD updates do not reach the network"
-        elif not ok:
-            text += f"; the gate needs the loss to fall and {TARGET_ACCURACY:.0%} test accuracy"
+        ok, why = training_verdict(
+            loss0, loss1, accuracy >= TARGET_ACCURACY, f"{TARGET_ACCURACY:.0%} test accuracy"
+        )
+        text += why
         self.g.add(Row(name, PASS if ok else FAIL, text + ("" if ok else self._ops_cause(text))))

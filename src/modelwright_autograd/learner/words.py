@@ -240,3 +240,14 @@ def _failure_text(reply: dict[str, Any], what: str) -> str:
     if reply["error"]["type"] == "NotImplementedError":
         return f"{TODO} {reply['error']['message']}"
     return f"{what} raised {_error_text(reply['error'])}"
+
+
+def training_verdict(loss0: float, loss1: float, accurate: bool, need: str) -> tuple[bool, str]:
+    """Whether a training check passes (the loss fell and the accuracy was reached), and
+    what to add to its line when it does not; ``need`` names the accuracy target."""
+    ok = loss1 < loss0 and accurate
+    if loss1 == loss0:
+        return ok, "; the loss did not move at all: the SGD updates do not reach the network"
+    if not ok:
+        return ok, f"; the gate needs the loss to fall and {need}"
+    return ok, ""
