@@ -12,6 +12,7 @@ import pytest
 
 from modelwright_autograd import cli
 from modelwright_autograd.checks import shown_path
+from modelwright_autograd.cli import train as cli_train
 from modelwright_autograd.files import NotARegularFile, atomic_write
 from modelwright_autograd.training.settings import MAX_NOISE
 
@@ -178,7 +179,7 @@ def test_a_signal_during_evaluate_is_one_line(checkpoint, sig, code):
 def test_ctrl_c_during_export_is_one_line(tmp_path, checkpoint):
     """The signal comes as export starts importing torch (seconds); nothing is written."""
     out = tmp_path / "model.pt"
-    where = "modelwright_autograd.cli:export_torch"
+    where = "modelwright_autograd.cli.export:export_torch"
     returncode, stdout, err = _signalled(
         where, ["export", str(checkpoint), str(out)], signal.SIGINT
     )
@@ -213,13 +214,13 @@ def test_files_dropped_into_the_run_folder_keep_it_and_say_so(tmp_path, monkeypa
     """Someone puts a file into the (empty) run folder while the run trains: the rename
     into place must fail, the folder is kept with that file, and the message says so."""
     out = tmp_path / "run"
-    real_training = cli.run_training
+    real_training = cli_train.run_training
 
     def training_while_a_user_writes(config, staging, quiet):
         (out / "notes.txt").write_text("mine\n")
         return real_training(config, staging, quiet=quiet)
 
-    monkeypatch.setattr(cli, "run_training", training_while_a_user_writes)
+    monkeypatch.setattr(cli_train, "run_training", training_while_a_user_writes)
     assert cli.main(["train", *SMALL, "--out", str(out)]) == 1
     err = _one_error_line(capsys)
     assert err.startswith(f"modelwright-autograd train: cannot finish {out}: ")

@@ -21,6 +21,7 @@ import time
 import pytest
 
 from modelwright_autograd import cli
+from modelwright_autograd.cli import train as cli_train
 from modelwright_autograd.checkpoint import MAX_PARAMETERS
 from modelwright_autograd.training import outputs
 from modelwright_autograd.training.settings import (
@@ -190,7 +191,7 @@ def test_out_that_cannot_be_a_run_folder_is_refused_before_training(
     def must_not_train(*args, **kwargs):
         raise AssertionError("trained before checking --out")
 
-    monkeypatch.setattr(cli, "run_training", must_not_train)
+    monkeypatch.setattr(cli_train, "run_training", must_not_train)
     with pytest.raises(SystemExit) as info:
         cli.main(["train", *SMALL, "--out", out.format(tmp=tmp_path)])
     assert info.value.code == 2
@@ -367,7 +368,7 @@ def test_sizes_are_refused_under_a_memory_cap_before_anything_is_allocated(tmp_p
     ],
 )
 def test_work_bounds_are_usage_errors(options, named, capsys, monkeypatch):
-    monkeypatch.setattr(cli, "run_training", None)  # never reached
+    monkeypatch.setattr(cli_train, "run_training", None)  # never reached
     with pytest.raises(SystemExit) as info:
         cli.main(["train", *options])
     assert info.value.code == 2
@@ -382,7 +383,7 @@ def test_the_largest_allowed_sizes_pass_the_checks():
         ["--steps", str(MAX_STEPS), "--dataset", "digits", "--batch-size", "16"],
     ):
         args = parser.parse_args(["train", *options])
-        cli.resolve_config(args)  # no UsageError
+        cli_train.resolve_config(args)  # no UsageError
 
 
 def test_help_states_the_bounds(capsys):

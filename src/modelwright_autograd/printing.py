@@ -1,4 +1,4 @@
-"""Printing that the commands share (cli.py and the command modules below it, such as
+"""Printing that the commands share (cli/ and the command modules below it, such as
 explain/command.py): standard library only, so any layer may use it."""
 
 from __future__ import annotations

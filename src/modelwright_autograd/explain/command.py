@@ -1,4 +1,4 @@
-"""What the ``modelwright-autograd explain`` command does (its options are in cli.py):
+"""What the ``modelwright-autograd explain`` command does (its options are in cli/explain.py):
 parse, trace, print, draw."""
 
 from __future__ import annotations

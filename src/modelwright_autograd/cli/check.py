@@ -1,0 +1,103 @@
+"""``modelwright-autograd check``: grade a learner's engine in its sandbox."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+
+from ..printing import emit
+from .options import Subparsers, nonempty_path, real_number
+
+#: The longest --timeout of check: ten minutes per check, 90 for training.
+MAX_CHECK_TIMEOUT = 600.0
+
+
+def add_check(subparsers: Subparsers) -> None:
+    """The ``check`` command's options."""
+    parser = subparsers.add_parser(
+        "check",
+        help="grade your own engine against the build gate",
+        description=(
+            "Import your Value (and MLP, if any) from PATH in a separate process and check "
+            "every op, gradient accumulation, the backward order and seed, random "
+            "expressions and the network against PyTorch (float64, 1e-6) or, without "
+            "torch, finite differences. A tensor engine (a Tensor class, or a Value holding "
+            "a NumPy array, as init --tensor writes) gets the tensor checks: every op over "
+            "a table of broadcast, @ and reduction shapes, Linear/MLP gradients, and training "
+            "on the digits. Exit code 0 when the build gate passes, 1 when "
+            "not, 2 for a PATH that cannot be checked, 130 on Ctrl-C, 143 on SIGTERM, 129 "
+            "on SIGHUP (the engine's processes are killed first)."
+        ),
+    )
+    parser.add_argument(
+        "path",
+        type=nonempty_path("a file or folder name"),
+        metavar="PATH",
+        help="your engine: a .py file or a folder",
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--oracle",
+        choices=("auto", "torch", "fd"),
+        default="auto",
+        help="torch, finite differences (fd), or torch when importable (default)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=real_number("--timeout", positive=True, maximum=MAX_CHECK_TIMEOUT),
+        default=10.0,
+        metavar="SECONDS",
+        help=(
+            "time allowed for each check (default 10, at most "
+            f"{MAX_CHECK_TIMEOUT:g}; training gets 9 times this)"
+        ),
+    )
+    parser.set_defaults(func=run_check)
+
+
+class Stopped(BaseException):
+    """SIGTERM or SIGHUP during ``check``: ends it as Ctrl-C does (a BaseException, so no
+    ``except Exception`` on the way swallows it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise Stopped(signum)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Grade the engine at PATH: 0 when the gate passes, 1 when not, 2 for a PATH that
+    cannot be checked, 128 + the signal's number on SIGINT, SIGTERM or SIGHUP (the
+    engine's processes are killed on the way out)."""
+    from ..learner.grader import grade
+    from ..learner.locate import LocateError, locate
+    from ..learner.oracle import OracleError, choose_oracle
+    from ..learner.report import printable
+
+    caught = (signal.SIGTERM, signal.SIGHUP)
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {signum: signal.signal(signum, _stopped) for signum in caught} if in_main else {}
+    try:
+        target = locate(args.path)
+        oracle = choose_oracle(args.oracle)  # imports torch: seconds Ctrl-C may fall in
+        report = grade(target, oracle, args.timeout, 9 * args.timeout)
+    except (LocateError, OracleError) as error:
+        print(f"modelwright-autograd check: error: {printable(str(error))}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("modelwright-autograd check: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except Stopped as stop:
+        name = signal.Signals(stop.signum).name
+        print(f"modelwright-autograd check: interrupted ({name})", file=sys.stderr)
+        return 128 + stop.signum
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    status = emit([report.to_json() if args.json else report.to_text()])
+    return status or (0 if report.passed else 1)

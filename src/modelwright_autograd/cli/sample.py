@@ -1,0 +1,114 @@
+"""``modelwright-autograd sample``: samples from a trained language model."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import partial
+
+from ..checkpoint import CheckpointError
+from ..printing import emit
+from ..training import language
+from .options import Subparsers, file_path, random_seed, real_number, whole_number
+
+
+def add_sample(subparsers: Subparsers) -> None:
+    """The ``sample`` command's options."""
+    p = subparsers.add_parser(
+        "sample",
+        help="write samples from a trained language model",
+        description="Sample from the language model of RUN (a run folder or its model.json "
+        "written by train). A names model writes whole names, each marked as in the "
+        "training set, in the test set or new (as makemore prints them); a text model "
+        "continues --prompt. The same --seed gives the same samples. Exit code 2 for a run "
+        "that is not a language model, a prompt with characters outside its vocabulary or "
+        f"more than {language.MAX_SAMPLE_TOKENS:,} characters in all; 1 for an unreadable "
+        "checkpoint.",
+    )
+    p.add_argument("run", type=file_path, metavar="RUN", help="a run folder or its model.json")
+    p.add_argument(
+        "--num",
+        type=whole_number("--num", 1, 10_000),
+        metavar="N",
+        help="how many samples (default: 20 names, 1 text)",
+    )
+    p.add_argument(
+        "--prompt",
+        metavar="TEXT",
+        help="text to continue (default: a newline, as nanoGPT; for names, nothing: each "
+        "name starts fresh, or with TEXT)",
+    )
+    p.add_argument(
+        "--tokens",
+        type=whole_number("--tokens", 1),
+        metavar="N",
+        help="text models: characters to write per sample (default 500; --num x --tokens at "
+        f"most {language.MAX_SAMPLE_TOKENS:,}); names end at their end token",
+    )
+    p.add_argument(
+        "--temperature",
+        type=real_number("--temperature", positive=True, maximum=100.0),
+        default=1.0,
+        metavar="T",
+        help="divide the logits by T: below 1 more likely text, above 1 more surprising "
+        "(default 1)",
+    )
+    p.add_argument(
+        "--top-k",
+        type=whole_number("--top-k", 1),
+        metavar="K",
+        help="draw only from the K most likely next characters (default: all)",
+    )
+    p.add_argument(
+        "--seed", type=random_seed, default=1337, help="seed for the draws (default 1337)"
+    )
+    p.set_defaults(func=partial(run_sample, parser=p))
+
+
+def run_sample(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Print samples: 0; 1 for a bad checkpoint; 2 for a run that is not a language model,
+    a prompt outside the vocabulary or too many characters asked for."""
+    try:
+        run = language.load_lm_run(args.run)
+    except CheckpointError as e:
+        print(f"modelwright-autograd sample: {e}", file=sys.stderr)
+        return 1
+    except language.NotALanguageModel as e:
+        parser.error(f"argument RUN: {e}")
+    vocab = run.vocab
+    prompt = args.prompt if args.prompt is not None else ("" if run.names else "\n")
+    if len(prompt) > language.MAX_PROMPT:
+        parser.error(f"argument --prompt: at most {language.MAX_PROMPT:,} characters")
+    missing = vocab.missing(prompt)
+    if missing:
+        parser.error(
+            f"argument --prompt: characters not in the model's vocabulary: "
+            f"{''.join(missing[:20])!r} (it knows {vocab.chars!r})"
+        )
+    if run.names and args.tokens is not None:
+        parser.error("argument --tokens: a names model writes each name to its end token")
+    num = args.num or (20 if run.names else 1)
+    tokens = None if run.names else (args.tokens or 500)
+    total = num * (tokens or run.model.block_size)
+    if total > language.MAX_SAMPLE_TOKENS:
+        parser.error(
+            f"argument --tokens: {num:,} samples of {tokens or run.model.block_size:,} "
+            f"characters is {total:,}; at most {language.MAX_SAMPLE_TOKENS:,}"
+        )
+    if args.top_k is not None and args.top_k > vocab.size:
+        parser.error(f"argument --top-k: the model has only {vocab.size} tokens")
+    samples = language.sample_lm(run, num, prompt, tokens, args.temperature, args.top_k, args.seed)
+    if not run.names:
+        return emit(["\n---------------\n".join(samples)])
+    if run.corpus is None:
+        return emit([*samples, f"(not marked as in train/test/new: {run.missing})"])
+    train, test = set(run.corpus.train), set(run.corpus.test)
+    groups: dict[str, list[str]] = {"in train": [], "in test": [], "new": []}
+    for name in samples:
+        key = "in train" if name in train else "in test" if name in test else "new"
+        groups[key].append(name)
+    lines = []
+    for key, names in groups.items():
+        lines.append(f"{len(names)} samples that are {key}:")
+        lines += names
+    return emit(lines)

@@ -1,0 +1,317 @@
+"""``modelwright-autograd train``: its options (the MLPs' and the language models') and
+the run, written to a run folder that is complete or absent."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import partial
+
+from ..checkpoint import ENGINES, MAX_PARAMETERS
+from ..checks import shown_path
+from ..nn import ACTIVATIONS
+from ..printing import emit
+from ..training import language
+from ..training.loop import run_training
+from ..training.outputs import OutputError, RunFolder
+from ..training.settings import (
+    CNN_CHANNELS,
+    CNN_STEPS,
+    LOSS_NAMES,
+    MAX_STEPS,
+    MODELS,
+    OPTIMIZERS,
+    WORK_LIMITS,
+    TrainingDiverged,
+    UsageError,
+    resolve_config,
+)
+from .options import Subparsers, add_data_options, file_path, layer_sizes, real_number, whole_number
+from .signals import EXIT_INTERRUPTED, Terminated, interrupts_raise
+
+
+def add_train(subparsers: Subparsers) -> None:
+    """The ``train`` command's options."""
+    p = subparsers.add_parser(
+        "train",
+        help="train an MLP and save its curves, decision boundary and checkpoint",
+        description="Train an MLP. With no options: micrograd's demo (moons, MLP 2-16-16-1, "
+        "hinge loss + 1e-4 L2, 100 full-batch SGD steps, lr 1.0 -> 0.1). --dataset digits "
+        "trains a 64-128-64-10 MLP on scikit-learn's digits with the tensor engine. A run writes "
+        "model.json (the checkpoint), metrics.json and loss_curve.png, plus decision_boundary.png "
+        "for the 2-D sets or confusion_matrix.png and misclassified.png for digits.",
+    )
+    add_data_options(p, for_evaluate=False)
+    p.add_argument(
+        "--hidden",
+        type=layer_sizes,
+        metavar="SIZES",
+        help="hidden layer sizes, comma-separated (default: 16,16; digits 128,64); the MLP "
+        f"may have at most {MAX_PARAMETERS['scalar']:,} weights with the scalar engine, "
+        f"{MAX_PARAMETERS['tensor']:,} with the tensor engine (what a checkpoint holds)",
+    )
+    p.add_argument(
+        "--model",
+        choices=tuple(dict.fromkeys((*MODELS, *language.LM_MODELS))),
+        help="mlp (default) or cnn: two 3x3 conv layers with ReLU and 2x2 max pooling, then "
+        "a linear head (--dataset digits only; --hidden gives the conv channels, default "
+        f"{','.join(map(str, CNN_CHANNELS))}; {CNN_STEPS} steps). Language models: bigram, "
+        "mlp (makemore's), transformer (makemore's; default for names) or gpt (nanoGPT's; "
+        "default for shakespeare and --data)",
+    )
+    p.add_argument(
+        "--activation",
+        choices=ACTIVATIONS,
+        help="hidden-layer nonlinearity (default: relu)",
+    )
+    p.add_argument(
+        "--loss",
+        choices=LOSS_NAMES,
+        help="svm (hinge, labels -1/+1, the default), mse (labels -1/+1) or bce "
+        "(labels 0/1) for the 2-D sets; ce (cross-entropy) for digits",
+    )
+    p.add_argument(
+        "--optimizer",
+        choices=OPTIMIZERS,
+        help="sgd (lr decays linearly to a tenth; default for 2-D), momentum "
+        "(SGD with momentum 0.9) or adam (default for digits)",
+    )
+    p.add_argument(
+        "--lr",
+        type=real_number("--lr", positive=True),
+        help="(starting) learning rate (default: sgd 1.0, momentum 0.1, adam 0.05; with "
+        "--loss mse sgd 0.1, momentum 0.05; digits: sgd 0.1, momentum 0.01, adam 0.001)",
+    )
+    p.add_argument(
+        "--steps",
+        type=whole_number("--steps", 1, MAX_STEPS),
+        help=f"optimiser steps, at most {MAX_STEPS:,} (default: 100; digits 1000); steps x "
+        f"batch x weights must stay within {WORK_LIMITS['scalar']['run']:.0e} multiply-adds "
+        f"for the scalar engine, {WORK_LIMITS['tensor']['run']:.0e} for the tensor engine, "
+        f"and steps x batch x (sum of layer widths) within "
+        f"{WORK_LIMITS['tensor']['run activations']:.0e} for the tensor engine",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=whole_number("--batch-size"),
+        metavar="N",
+        help="examples per step (default: the whole training set; digits 32)",
+    )
+    p.add_argument(
+        "--l2",
+        type=real_number("--l2", positive=False),
+        help="weight of the L2 penalty sum(p*p) added to the loss (default: 1e-4)",
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        help="scalar (Value graph) or tensor (NumPy arrays); default scalar, digits needs tensor",
+    )
+    p.add_argument(
+        "--out",
+        type=file_path,
+        metavar="DIR",
+        help="output folder (default: a new runs/<dataset>-<timestamp>/); created when the "
+        "run starts and filled only when it has finished; refused if another run is using "
+        "it or it already holds files",
+    )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --out replace a previous run's files (only when the run has finished; a "
+        "folder holding anything else is never touched)",
+    )
+    p.add_argument(
+        "--quiet", action="store_true", help="no progress bar; print only the final summary"
+    )
+    _add_lm_options(p)
+    p.set_defaults(func=partial(run_train, parser=p))
+
+
+def _add_lm_options(p: argparse.ArgumentParser) -> None:
+    """train's options for the language models (docs/language-models.md)."""
+    g = p.add_argument_group(
+        "language models",
+        "--dataset names or shakespeare, or --data PATH, trains a character-level language "
+        "model. Defaults: makemore's for bigram, mlp and transformer (AdamW lr 5e-4, weight "
+        "decay 0.01, batch 32; bigram lr 0.1) and nanoGPT's CPU configuration for gpt (4 "
+        "layers, 4 heads, 128 wide, block 64, batch 12, 2,000 steps, lr 1e-3 with 100 "
+        "warmup steps and cosine decay to 1e-4, weight decay 0.1 on 2-D weights, clipping at "
+        "1.0). A run writes model.json (the best checkpoint so far, kept after Ctrl-C), "
+        "metrics.json and loss_curve.png.",
+    )
+    g.add_argument(
+        "--data",
+        type=file_path,
+        metavar="PATH",
+        help=f"a UTF-8 text file of at most {language.C.MAX_DATA_BYTES:,} bytes and "
+        f"{language.M.MAX_VOCAB} distinct characters: one item a line for bigram, mlp and "
+        f"transformer (lines of at most {language.C.MAX_WORD_LENGTH} characters), running "
+        "text for gpt",
+    )
+    g.add_argument(
+        "--block-size",
+        type=whole_number("--block-size", 1, language.M.MAX_BLOCK),
+        metavar="N",
+        help="context length in characters (gpt: default 64; mlp: default the longest "
+        "line + 1, as transformer and bigram always use)",
+    )
+    for name, what in (("layer", "blocks"), ("head", "attention heads"), ("embd", "width")):
+        g.add_argument(
+            f"--n-{name}",
+            type=whole_number(f"--n-{name}", 1, 4096),
+            metavar="N",
+            help=f"transformer and gpt: {what} (default 4, 4, and 128 for gpt or 64 for "
+            "transformer; mlp: --n-embd is its embedding width, default 64)"
+            if name == "embd"
+            else f"transformer and gpt: {what} (default 4)",
+        )
+    g.add_argument(
+        "--dropout",
+        type=real_number("--dropout", positive=False, maximum=0.99),
+        metavar="P",
+        help="transformer and gpt: dropout probability (default 0)",
+    )
+    g.add_argument(
+        "--bias",
+        action=argparse.BooleanOptionalAction,
+        help="transformer and gpt: biases in the Linear layers and LayerNorms (default: "
+        "gpt none, as nanoGPT's Shakespeare run; transformer with, as makemore)",
+    )
+    g.add_argument(
+        "--weight-decay",
+        type=real_number("--weight-decay", positive=False, maximum=1.0),
+        metavar="WD",
+        help="AdamW's decoupled weight decay (default: 0.01, gpt 0.1 on 2-D weights only)",
+    )
+    g.add_argument(
+        "--eval-interval",
+        type=whole_number("--eval-interval", 1, MAX_STEPS),
+        metavar="N",
+        help="steps between evaluations of the train and held-out loss (default: gpt and "
+        "bigram 250, mlp and transformer 500)",
+    )
+    g.add_argument(
+        "--eval-iters",
+        type=whole_number("--eval-iters", 1, language.MAX_EVAL_ITERS),
+        metavar="N",
+        help="gpt: random batches per split in each evaluation (default 20, as nanoGPT's "
+        "CPU run); the names models score the whole of each split",
+    )
+    g.add_argument(
+        "--dtype",
+        choices=("float32", "float64"),
+        help="the parameters' floating-point type (default float32)",
+    )
+
+
+def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Train, write the outputs, print the summary: 0; 1 if training diverged or the
+    outputs cannot be written; 2 for a bad option or --out; 130 after Ctrl-C (SIGINT) and
+    143 after SIGTERM. Whatever the ending, the run folder is complete or absent."""
+    if language.wants_language_model(args):
+        return run_train_lm(args, parser)
+    fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
+    run: RunFolder | None = None
+
+    def kept() -> str:
+        return run.kept() if run is not None else "nothing was written"
+
+    with interrupts_raise():
+        try:
+            try:
+                language.refuse_lm_options(args)
+                config = resolve_config(args)
+                run = RunFolder.claim(args.out, config.dataset, args.overwrite)
+            except UsageError as e:
+                parser.error(str(e))  # exits with code 2
+            with run:
+                result = run_training(config, run.staging, quiet=args.quiet)
+                run.commit()
+        except TrainingDiverged as e:
+            fail(f"{e}; {kept()}")
+            return 1
+        except OutputError as e:
+            fail(f"cannot write {shown_path(run.path / e.name)}: {e.reason}; {kept()}")
+            return 1
+        except OSError as e:  # the folder itself (renaming it into place)
+            where = shown_path(run.path if run else args.out)
+            fail(f"cannot finish {where}: {e.strerror or e}; {kept()}")
+            return 1
+        except (KeyboardInterrupt, Terminated) as e:
+            name = "SIGINT" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
+            fail(f"interrupted ({name}); {kept()}")
+            return EXIT_INTERRUPTED[type(e)]
+    lines = [f"final  {result['train'].describe()}  (training set)"]
+    if result["test"] is not None:
+        lines.append(f"test   {result['test'].describe()}  (held-out test set)")
+    lines.append(
+        f"trained in {result['seconds']:.2f} s ({config.steps} steps); "
+        f"outputs in {run.shown}/: {', '.join(result['files'])}"
+    )
+    return emit(lines)
+
+
+def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Train a language model: exit codes as run_train's. Ctrl-C or SIGTERM during the
+    steps keeps the best checkpoint saved so far, with the metrics and curve up to then."""
+    fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
+    run: RunFolder | None = None
+    stopped: type[BaseException] | None = None
+
+    def kept() -> str:
+        return run.kept() if run is not None else "nothing was written"
+
+    with interrupts_raise():
+        try:
+            try:
+                settings, corpus = language.resolve_lm(args)
+                run = RunFolder.claim(args.out, settings.label, args.overwrite)
+            except UsageError as e:
+                parser.error(str(e))
+            with run:
+                result = language.run_lm_training(
+                    settings, corpus, run.staging, args.quiet, (KeyboardInterrupt, Terminated)
+                )
+                stopped = result["history"].interrupted
+                if stopped is not None and "model.json" not in result["files"]:
+                    raise stopped  # nothing was saved yet: keep nothing
+                run.commit()
+        except TrainingDiverged as e:
+            fail(f"{e}; {kept()}")
+            return 1
+        except OutputError as e:
+            fail(f"cannot write {shown_path(run.path / e.name)}: {e.reason}; {kept()}")
+            return 1
+        except OSError as e:
+            fail(f"cannot finish {shown_path(run.path if run else args.out)}: {e.strerror or e}")
+            return 1
+        except (KeyboardInterrupt, Terminated) as e:
+            name = "SIGINT" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
+            fail(f"interrupted ({name}); {kept()}")
+            return EXIT_INTERRUPTED[type(e)]
+    history, metrics = result["history"], result["metrics"]
+    split = "test" if settings.names else "val"
+    lines = []
+    if history.best is not None:
+        best = history.best
+        lines.append(
+            f"best   step {best['step']:,}: train loss {best['train']:.4f}, {split} loss "
+            f"{best[split]:.4f} (saved in model.json)"
+        )
+    if "counting_bigram" in metrics:
+        lines.append(
+            f"counting bigram (add-one smoothing): {split} loss "
+            f"{metrics['counting_bigram'][split]:.4f}"
+        )
+    lines.append(
+        f"trained in {history.seconds:.2f} s ({len(history.loss):,} steps, "
+        f"{metrics['tokens_per_second'] or 0:,.0f} tokens/s); outputs in {run.shown}/: "
+        f"{', '.join(result['files'])}"
+    )
+    if stopped is not None:
+        name = "SIGINT" if stopped is KeyboardInterrupt else "SIGTERM"
+        lines.append(f"interrupted ({name}) after step {len(history.loss):,}: kept the above")
+        emit(lines)
+        return EXIT_INTERRUPTED[stopped]
+    return emit(lines)
