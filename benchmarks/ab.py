@@ -20,7 +20,7 @@ WORKLOAD = """
 import random, time
 import numpy as np
 from sklearn.datasets import load_digits, make_moons
-import modelwright_autograd.functional as F
+import modelwright_autograd.tensor.functional as F
 from modelwright_autograd import MLP, SGD, Adam, Tensor, Value, svm_loss, tensor_nn
 
 X, y = make_moons(n_samples=100, noise=0.1, random_state=1337)

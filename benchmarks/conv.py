@@ -68,7 +68,7 @@ def conv_pair(x_shape, w_shape, padding):
     import torch
 
     from modelwright_autograd import Tensor
-    from modelwright_autograd.functional import conv2d
+    from modelwright_autograd.tensor.functional import conv2d
 
     rng = np.random.default_rng(0)
     x, w, b = rng.normal(size=x_shape), rng.normal(size=w_shape), rng.normal(size=w_shape[0])
@@ -95,10 +95,10 @@ def digits_epoch_pair(batches: int | None):
     import torch
 
     from modelwright_autograd import Adam, Tensor
-    from modelwright_autograd import functional as F
     from modelwright_autograd.checkpoint import to_torch
     from modelwright_autograd.data import load_digits_split
-    from modelwright_autograd.tensor_nn import CNN
+    from modelwright_autograd.tensor import functional as F
+    from modelwright_autograd.tensor.nn import CNN
 
     data = load_digits_split(1337)
     X, y = data.X_train, data.y_train

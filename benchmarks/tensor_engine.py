@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from modelwright_autograd import collection_paused, tensor_nn
-from modelwright_autograd import functional as F
+from modelwright_autograd import collection_paused
 from modelwright_autograd.optim import SGD, Adam
 from modelwright_autograd.tensor import Tensor
+from modelwright_autograd.tensor import functional as F
+from modelwright_autograd.tensor import nn as tensor_nn
 
 from .common import Sizes, log, max_abs_diff, summarize
 from .machine import numpy_blas

@@ -12,7 +12,7 @@ import pytest
 import torch
 from test_higher_order import check_double
 
-import modelwright_autograd.functional as F
+import modelwright_autograd.tensor.functional as F
 from modelwright_autograd import Tensor, where
 
 TF = torch.nn.functional

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-import modelwright_autograd.functional as F
+import modelwright_autograd.tensor.functional as F
 from modelwright_autograd import (
     GradcheckError,
     Tensor,
@@ -24,8 +24,8 @@ from modelwright_autograd import (
     jvp,
     sum_values,
 )
-from modelwright_autograd.nn import MLP
-from modelwright_autograd.tensor_nn import Linear
+from modelwright_autograd.scalar.nn import MLP
+from modelwright_autograd.tensor.nn import Linear
 
 TAF = torch.autograd.functional
 TOL = 1e-10
@@ -291,7 +291,7 @@ def test_gradgradcheck_passes_on_both_engines():
 def _cube_backward(g, out, a):
     """A deliberately wrong double backward: the right number, 3a^2 g, but a read through
     _raw so under create_graph the gradient has no path back to a."""
-    from modelwright_autograd.engine import _raw
+    from modelwright_autograd.scalar.engine import _raw
 
     return (3.0 * _raw(a) ** 2 * g,)
 

@@ -10,7 +10,7 @@ import random
 import numpy as np
 import pytest
 
-from modelwright_autograd import MLP, Value, tensor_nn
+from modelwright_autograd import MLP, Value
 from modelwright_autograd import checkpoint as ckpt
 from modelwright_autograd.checkpoint import (
     CheckpointError,
@@ -21,6 +21,7 @@ from modelwright_autograd.checkpoint import (
 from modelwright_autograd.files import atomic_write
 from modelwright_autograd.graph import no_grad
 from modelwright_autograd.tensor import Tensor
+from modelwright_autograd.tensor import nn as tensor_nn
 
 POINTS = [[0.3, -1.2], [2.0, 0.5], [-0.7, 0.0], [1e-3, 4.0]]
 

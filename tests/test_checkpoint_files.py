@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelwright_autograd import MLP, cli, tensor_nn
+from modelwright_autograd import MLP, cli
 from modelwright_autograd import checkpoint as ckpt
 from modelwright_autograd.checkpoint import CheckpointError, load_checkpoint, load_into
+from modelwright_autograd.tensor import nn as tensor_nn
 
 LEGACY = Path(__file__).parent / "data" / "legacy"
 
@@ -356,7 +357,7 @@ def _crafted_npz(path: Path, header: bytes, data_size: int, compress: bool) -> N
 
 _UNDER_A_MEMORY_CAP = """
 import resource, sys
-from modelwright_autograd import tensor_nn
+from modelwright_autograd.tensor import nn as tensor_nn
 from modelwright_autograd.checkpoint import CheckpointError, load_into
 
 model = tensor_nn.MLP(int(sys.argv[2]), [int(sys.argv[2])])

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelwright_autograd import MLP, cli, nn, tensor_nn
+from modelwright_autograd import MLP, cli
 from modelwright_autograd import checkpoint as ckpt
 from modelwright_autograd.checkpoint import (
     MAX_PARAMETERS,
@@ -19,8 +19,10 @@ from modelwright_autograd.checkpoint import (
     load_checkpoint,
     load_into,
 )
-from modelwright_autograd.nn import state_dict_key_problems
+from modelwright_autograd.scalar import nn
+from modelwright_autograd.scalar.nn import state_dict_key_problems
 from modelwright_autograd.tensor import Tensor
+from modelwright_autograd.tensor import nn as tensor_nn
 
 LEGACY = Path(__file__).parent / "data" / "legacy"
 

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 import torch
 
-from modelwright_autograd import cli, tensor_nn
+from modelwright_autograd import cli
 from modelwright_autograd.data import load_dataset
+from modelwright_autograd.tensor import nn as tensor_nn
 from modelwright_autograd.training.evaluate import evaluate_checkpoint
 from modelwright_autograd.training.learners import ScalarLearner, TensorLearner
 from modelwright_autograd.training.loop import fit

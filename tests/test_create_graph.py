@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-import modelwright_autograd.functional as F
 import modelwright_autograd.tensor as T
+import modelwright_autograd.tensor.functional as F
 from modelwright_autograd import Value, enable_grad, is_grad_enabled, no_grad, sum_values
 from modelwright_autograd.tensor import Tensor, linear
 

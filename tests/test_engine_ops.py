@@ -12,8 +12,9 @@ import math
 import pytest
 
 import modelwright_autograd
-from modelwright_autograd import Value, engine, sum_values
+from modelwright_autograd import Value, sum_values
 from modelwright_autograd.graph import topological_order
+from modelwright_autograd.scalar import engine
 
 
 def _grads_of(fn, inputs):

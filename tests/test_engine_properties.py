@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from modelwright_autograd import Value, sum_values
-from modelwright_autograd.engine import _interior_order
 from modelwright_autograd.graph import topological_order
+from modelwright_autograd.scalar.engine import _interior_order
 
 
 def _positive(t):

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import torch
 
-import modelwright_autograd.functional as F
-from modelwright_autograd import MLP, SGD, Adam, cli, svm_loss, tensor_nn
+import modelwright_autograd.tensor.functional as F
+from modelwright_autograd import MLP, SGD, Adam, cli, svm_loss
 from modelwright_autograd.checkpoint import (
     export_torch,
     load_checkpoint,
@@ -26,6 +26,7 @@ from modelwright_autograd.checkpoint import (
 from modelwright_autograd.data import load_dataset
 from modelwright_autograd.graph import no_grad
 from modelwright_autograd.tensor import Tensor
+from modelwright_autograd.tensor import nn as tensor_nn
 
 
 def rebuild(path: Path) -> torch.nn.Sequential:

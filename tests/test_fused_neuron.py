@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from modelwright_autograd import Value, sum_values
-from modelwright_autograd.engine import dot_relu_unchecked, dot_unchecked
-from modelwright_autograd.nn import MLP, Neuron
+from modelwright_autograd.scalar.engine import dot_relu_unchecked, dot_unchecked
+from modelwright_autograd.scalar.nn import MLP, Neuron
 
 INF, NAN = math.inf, math.nan
 

@@ -39,12 +39,12 @@ from test_tensor_ops import (
     _values,
 )
 
-import modelwright_autograd.functional as F
+import modelwright_autograd.tensor.functional as F
 from modelwright_autograd import Tensor, Value, cat, einsum, grad, outer, stack, sum_values
-from modelwright_autograd import functional as functional_module
 from modelwright_autograd import tensor as tensor_module
 from modelwright_autograd.graph import topological_order
-from modelwright_autograd.tensor import linear_relu
+from modelwright_autograd.tensor import conv, linear_relu, nn_ops
+from modelwright_autograd.tensor import functional as functional_module
 
 TF = torch.nn.functional
 TOL = 1e-9
@@ -254,7 +254,8 @@ def _rules_of(module):
 
 def test_every_tensor_rule_is_differentiated_twice():
     """Every backward rule in the tensor package and functional.py is reached by some row above,
-    and so are the kit's own ops (expand, scatter) through the second pass."""
+    and so are the kit's own ops (expand, scatter) through the second pass; conv.py's and
+    nn_ops.py's rules are tests/test_nn_ops.py's to reach."""
     reached = set()
     for ours, _, arrays in TENSOR_ROWS.values():
         xs = [Tensor(a, requires_grad=True) for a in arrays]
@@ -263,7 +264,8 @@ def test_every_tensor_rule_is_differentiated_twice():
         gs = grad(out, xs, u, create_graph=True, allow_unused=True)
         for root in [out, *(g for g in gs if g is not None and g.requires_grad)]:
             reached |= {node._backward for node in topological_order(root)}
-    missing = (_rules_of(tensor_module) | _rules_of(functional_module)) - reached
+    layers = _rules_of(conv) | _rules_of(nn_ops)
+    missing = (_rules_of(tensor_module) | _rules_of(functional_module)) - layers - reached
     assert not missing, (
         f"rules no second-derivative row reaches: {sorted(r.__name__ for r in missing)}"
     )

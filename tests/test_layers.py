@@ -15,21 +15,23 @@ import modelwright_autograd
 
 PACKAGE = "modelwright_autograd"
 
-# Lowest first. A module belongs to the entry that names it or a package holding it
-# ("tensor" is tensor/ and every module in it); "" is the package's own __init__.py.
+# Lowest first. A module belongs to the longest entry that names it or a package holding it
+# ("tensor" is tensor/ and every module in it but tensor.nn, tensor.conv, ..., which are
+# entries of their own); "" is the package's own __init__.py.
 LAYERS: list[tuple[str, list[str]]] = [
     ("shared helpers", ["checks", "files", "seeding", "collector", "printing"]),
-    ("engines", ["engine", "graph", "tensor"]),
+    ("engines", ["graph", "scalar", "tensor"]),
     (
         "nn libraries",
         [
             "autograd",
             "gradcheck",
-            "nn",
-            "tensor_nn",
-            "nn_ops",
-            "functional",
-            "losses",
+            "scalar.nn",
+            "scalar.losses",
+            "tensor.nn",
+            "tensor.conv",
+            "tensor.nn_ops",
+            "tensor.functional",
             "optim",
             "flat_state",
             "checkpoint",
@@ -95,11 +97,14 @@ def _relative(target: str, package: str) -> str | None:
 
 
 def layer_of(module: str, layers: list[tuple[str, list[str]]]) -> int | None:
-    for i, (_, entries) in enumerate(layers):
-        for entry in entries:
-            if module == entry or (entry and module.startswith(entry + ".")):
-                return i
-    return None
+    """The layer of the longest entry that is ``module`` or a package holding it."""
+    found = [
+        (len(entry), i)
+        for i, (_, entries) in enumerate(layers)
+        for entry in entries
+        if module == entry or (entry and module.startswith(entry + "."))
+    ]
+    return max(found)[1] if found else None
 
 
 def _shown(module: str) -> str:
@@ -219,16 +224,16 @@ def test_checker_reports_an_upward_import_even_inside_a_function(tmp_path):
         tmp_path,
         {
             "checks.py": "",
-            "engine.py": "from .checks import x\n\ndef f():\n    from .cli import main\n",
-            "cli.py": "from .engine import Value\nimport torch\n",
+            "graph.py": "from .checks import x\n\ndef f():\n    from .cli import main\n",
+            "cli.py": "from .graph import walk\nimport torch\n",
         },
     )
     graph = module_imports(root)
-    assert graph["engine"] == {"checks", "cli"}
-    assert graph["cli"] == {"engine"}  # torch is outside the package
+    assert graph["graph"] == {"checks", "cli"}
+    assert graph["cli"] == {"graph"}  # torch is outside the package
     assert layer_problems(graph) == [
-        "engine (engines) imports cli (command line and public API), a higher layer",
-        "import circle: cli -> engine -> cli",
+        "graph (engines) imports cli (command line and public API), a higher layer",
+        "import circle: cli -> graph -> cli",
     ]
 
 

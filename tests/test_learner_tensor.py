@@ -312,7 +312,7 @@ def test_a_tensor_engine_s_nets_and_losses_are_found_in_the_modules_that_import_
 
     ours = locate(Path(modelwright_autograd.__file__).parent / "tensor")
     assert (ours.class_name, ours.value_module) == ("Tensor", "modelwright_autograd.tensor.core")
-    assert ours.mlp_module == "modelwright_autograd.tensor_nn"  # not nn.py's scalar MLP
-    assert ours.functions_module == "modelwright_autograd.functional"
+    assert ours.mlp_module == "modelwright_autograd.tensor.nn"  # not nn.py's scalar MLP
+    assert ours.functions_module == "modelwright_autograd.tensor.functional"
     alone = locate(ENGINES / "hangs.py")  # the engines beside it are not its nets
     assert (alone.class_name, alone.mlp_module, alone.functions_module) == ("Tensor", None, None)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import modelwright_autograd
-from modelwright_autograd import Value, cli, tensor_nn
+from modelwright_autograd import Value, cli
 from modelwright_autograd.checkpoint import save_checkpoint
 from modelwright_autograd.explain import explain, narrate
 from modelwright_autograd.explain.expr import (
@@ -26,6 +26,7 @@ from modelwright_autograd.explain.expr import (
     ExpressionError,
     parse_expression,
 )
+from modelwright_autograd.tensor import nn as tensor_nn
 from modelwright_autograd.training.results import Score
 
 ENV = {**os.environ, "PYTHONPATH": str(Path(modelwright_autograd.__file__).parents[1])}

@@ -10,10 +10,11 @@ import os
 import numpy as np
 import pytest
 
-from modelwright_autograd import cli, tensor_nn
+from modelwright_autograd import cli
 from modelwright_autograd.checkpoint import save_checkpoint
 from modelwright_autograd.lm import corpus as C
 from modelwright_autograd.lm.scoring import counting_bigram_loss
+from modelwright_autograd.tensor import nn as tensor_nn
 from modelwright_autograd.training import language as L
 
 TINY_GPT = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16"]

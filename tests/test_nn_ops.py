@@ -11,9 +11,10 @@ import torch.nn.functional as TF
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import modelwright_autograd.functional as F
-from modelwright_autograd import Tensor, gradcheck, nn_ops
+import modelwright_autograd.tensor.functional as F
+from modelwright_autograd import Tensor, gradcheck
 from modelwright_autograd.graph import topological_order
+from modelwright_autograd.tensor import conv, nn_ops
 
 FWD, GRAD = 1e-9, 1e-6
 pytestmark = pytest.mark.filterwarnings(
@@ -395,8 +396,9 @@ def test_create_graph_second_derivatives_match_torch(name):
 
 
 def test_every_nn_ops_rule_is_differentiated_twice():
-    """Every backward rule in nn_ops.py (conv2d's, batch_norm's, unfold's and fold's) is
-    reached by a row of SECOND, in the first pass or in the gradient's own graph."""
+    """Every backward rule in tensor/conv.py and tensor/nn_ops.py (conv2d's, batch_norm's,
+    unfold's and fold's) is reached by a row of SECOND, in the first pass or in the
+    gradient's own graph."""
     reached = set()
     for ours, _, shapes in SECOND.values():
         ts = [Tensor(a, requires_grad=True) for a in _shapes(*shapes)]
@@ -407,7 +409,8 @@ def test_every_nn_ops_rule_is_differentiated_twice():
             reached |= {node._backward for node in topological_order(root)}
     rules = {
         obj
-        for name, obj in vars(nn_ops).items()
+        for module in (conv, nn_ops)
+        for name, obj in vars(module).items()
         if name.startswith("_") and name.endswith("_backward")
     }
     assert rules and not rules - reached, sorted(r.__name__ for r in rules - reached)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from test_report_ops import SPECS, engine_rules
 
-from modelwright_autograd import Value, engine
+from modelwright_autograd import Value
+from modelwright_autograd.scalar import engine
 
 ROOT = Path(__file__).resolve().parents[1]
 _TABLE = re.compile(r"^<!-- op-table\b.*?-->\n(.*?)^<!-- /op-table -->", re.S | re.M)

@@ -66,7 +66,7 @@ def test_float32_parameters_stay_float32():
 def _mlp_and_separate_copies(dtype=np.float64):
     """A tensor_nn.MLP's parameters (views of one buffer) and copies of them as separate
     arrays."""
-    from modelwright_autograd import tensor_nn
+    from modelwright_autograd.tensor import nn as tensor_nn
 
     model = tensor_nn.MLP(3, [5, 4, 2], seed=7, dtype=dtype)
     shared = model.parameters()
@@ -83,7 +83,7 @@ def _set_gradients(rng, *groups):
 
 
 def test_mlp_parameters_are_views_of_one_buffer_with_their_values():
-    from modelwright_autograd import tensor_nn
+    from modelwright_autograd.tensor import nn as tensor_nn
 
     model = tensor_nn.MLP(3, [5, 2], seed=7, dtype=np.float32)
     reference = tensor_nn.Linear(3, 5, seed=np.random.default_rng(7), dtype=np.float32)
@@ -157,7 +157,8 @@ def test_sgd_on_one_buffer_equals_sgd_on_separate_arrays_bit_for_bit(weight_deca
 def test_sgd_gathers_only_small_parameters():
     """The one-buffer SGD step gathers every gradient first: it pays for small parameters
     (the moons MLP's) and is left to the per-parameter step for larger ones."""
-    from modelwright_autograd import SGD, tensor_nn
+    from modelwright_autograd import SGD
+    from modelwright_autograd.tensor import nn as tensor_nn
 
     small = tensor_nn.MLP(2, [16, 16, 1], seed=0).parameters()
     large = tensor_nn.MLP(64, [128, 64, 10], seed=0).parameters()

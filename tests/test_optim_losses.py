@@ -14,13 +14,13 @@ from modelwright_autograd import (
     Value,
     binary_cross_entropy_with_logits,
     cross_entropy,
-    functional,
     is_grad_enabled,
-    losses,
     mse_loss,
     no_grad,
     svm_loss,
 )
+from modelwright_autograd.scalar import losses
+from modelwright_autograd.tensor import functional
 
 START = [0.5, -1.2, 2.0, 0.03]
 

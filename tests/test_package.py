@@ -7,9 +7,9 @@ from pathlib import Path
 
 import modelwright_autograd
 from modelwright_autograd import MLP, Value
-from modelwright_autograd.engine import Value as EngineValue
-from modelwright_autograd.nn import MLP as NnMLP
-from modelwright_autograd.nn import Layer, Module, Neuron
+from modelwright_autograd.scalar.engine import Value as EngineValue
+from modelwright_autograd.scalar.nn import MLP as NnMLP
+from modelwright_autograd.scalar.nn import Layer, Module, Neuron
 
 PACKAGE = Path(modelwright_autograd.__file__).parent
 
@@ -33,10 +33,12 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_scalar_engine_imports_only_the_standard_library():
-    # engine.py and what it stands on (graph.py), plus the scalar nets, losses and optimisers
+    # scalar/engine.py and what it stands on (graph.py), plus the scalar nets, losses and
+    # optimisers
     # (seeding.py and gradcheck.py import NumPy inside their tensor functions: the
     # subprocess test below shows they load and work without it)
-    for module in ("engine.py", "graph.py", "nn.py", "losses.py", "optim.py", "checks.py"):
+    scalar = ("scalar/engine.py", "scalar/nn.py", "scalar/losses.py")
+    for module in (*scalar, "graph.py", "optim.py", "checks.py"):
         outside = {
             name
             for name in _imports(PACKAGE / module)
@@ -89,9 +91,9 @@ import math
 
 import modelwright_autograd
 from modelwright_autograd import gradcheck
-from modelwright_autograd.engine import Value
-from modelwright_autograd.losses import LOSSES, svm_loss
-from modelwright_autograd.nn import MLP
+from modelwright_autograd.scalar.engine import Value
+from modelwright_autograd.scalar.losses import LOSSES, svm_loss
+from modelwright_autograd.scalar.nn import MLP
 from modelwright_autograd.optim import SGD
 
 a, b = Value(2.0), Value(-3.0)
@@ -124,11 +126,11 @@ def test_tensor_engine_works_with_numpy_alone():
         {"graphviz", "matplotlib", "tqdm", "sklearn", "scipy", "torch"},
         """
 import numpy as np
-from modelwright_autograd import functional as F
+from modelwright_autograd.tensor import functional as F
 from modelwright_autograd.gradcheck import gradcheck
 from modelwright_autograd.optim import Adam
 from modelwright_autograd.tensor import Tensor
-from modelwright_autograd.tensor_nn import MLP
+from modelwright_autograd.tensor.nn import MLP
 
 assert gradcheck(lambda x, w: F.mse_loss(x @ w, np.ones(3)), [np.eye(3), np.ones(3)])
 model = MLP(2, [8, 1], seed=0)
@@ -147,3 +149,24 @@ print("ok")
 """,
     )
     assert out.strip() == "ok"
+
+
+def test_the_module_paths_from_before_the_family_folders_still_import():
+    """modelwright_autograd.nn and the others in MOVED are the new modules themselves."""
+    code = """
+import sys
+import modelwright_autograd
+from modelwright_autograd import MOVED
+assert "numpy" not in sys.modules  # the tensor family loads only when asked for
+import modelwright_autograd.functional as F
+from modelwright_autograd import nn, tensor_nn
+from modelwright_autograd.engine import Value
+for old, new in MOVED.items():
+    module = sys.modules[f"modelwright_autograd.{new}"]
+    assert __import__(f"modelwright_autograd.{old}", fromlist=["_"]) is module, old
+    assert module.__name__ == module.__spec__.name == f"modelwright_autograd.{new}", old
+assert F.cross_entropy and tensor_nn.Linear and nn.MLP and Value
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip() == "ok", done.stderr

@@ -164,13 +164,11 @@ def derivatives_table() -> dict[str, list[str]]:
 
 
 def rules_of_engines() -> dict[str, set[str]]:
-    """The backward rules each engine defines: engine.py's, and the tensor engine's modules
-    (tensor, functional, nn_ops and anything under them)."""
+    """The backward rules each engine defines: scalar/engine.py's, and every module of the
+    tensor family (tensor/: the engine, conv, nn_ops, functional)."""
     package = modelwright_autograd.__name__
     names = {m.name for m in pkgutil.walk_packages(modelwright_autograd.__path__, package + ".")}
-    tensor_modules = [
-        n for n in names if re.match(rf"{package}\.(tensor|functional|nn_ops)(\.|$)", n)
-    ]
+    tensor_modules = [n for n in names if re.match(rf"{package}\.tensor(\.|$)", n)]
 
     def rules(module_names: list[str]) -> set[str]:
         found = set()
@@ -186,7 +184,7 @@ def rules_of_engines() -> dict[str, set[str]]:
             }
         return found
 
-    return {"scalar": rules([f"{package}.engine"]), "tensor": rules(tensor_modules)}
+    return {"scalar": rules([f"{package}.scalar.engine"]), "tensor": rules(tensor_modules)}
 
 
 def doc_rows() -> dict[str, dict[str, tuple[list[str], list[str]]]]:

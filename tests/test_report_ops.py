@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from modelwright_autograd import Value, engine, sum_values
+from modelwright_autograd import Value, sum_values
+from modelwright_autograd.scalar import engine
 
 DERIVATIONS = Path(__file__).resolve().parents[1] / "docs" / "derivations.md"
 _BLOCK = re.compile(r"^```derivative\n(.*?)^```", re.S | re.M)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-import modelwright_autograd.functional as F
+import modelwright_autograd.tensor.functional as F
 from modelwright_autograd import Tensor, Value, cat, no_grad, stack
 
 # ---------------------------------------------------------------------- construction, dtype

@@ -11,16 +11,10 @@ import pytest
 import torch
 from sklearn.datasets import make_moons
 
-import modelwright_autograd.functional as F
+import modelwright_autograd.tensor.functional as F
 from modelwright_autograd import MLP as ScalarMLP
 from modelwright_autograd import SGD, Adam, Tensor, Value, svm_loss
-from modelwright_autograd.tensor_nn import (
-    MLP,
-    Linear,
-    ReLU,
-    Sequential,
-    Tanh,
-)
+from modelwright_autograd.tensor.nn import MLP, Linear, ReLU, Sequential, Tanh
 
 # ---------------------------------------------------------------------- Linear and MLP
 
@@ -292,7 +286,7 @@ def test_scalar_and_tensor_engines_train_micrograds_demo_identically():
 
 def test_mlp_default_seed_uses_numpys_global_generator():
     # seed=None draws from the global RandomState, so np.random.seed reproduces a model
-    from modelwright_autograd import tensor_nn
+    from modelwright_autograd.tensor import nn as tensor_nn
 
     np.random.seed(0)
     first = tensor_nn.MLP(2, [3, 1])

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from modelwright_autograd import Tensor
-from modelwright_autograd.tensor_nn import (
+from modelwright_autograd.tensor.nn import (
     AvgPool2d,
     BatchNorm1d,
     BatchNorm2d,

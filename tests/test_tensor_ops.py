@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, mutually_broadcastable_shapes
 
-import modelwright_autograd.functional as F
+import modelwright_autograd.tensor.functional as F
 from modelwright_autograd import (
     Tensor,
     cat,

@@ -19,7 +19,7 @@ from modelwright_autograd.checkpoint import (
 )
 from modelwright_autograd.data import load_dataset
 from modelwright_autograd.optim import Adam
-from modelwright_autograd.tensor_nn import CNN
+from modelwright_autograd.tensor.nn import CNN
 from modelwright_autograd.training.evaluate import evaluate_checkpoint
 from modelwright_autograd.training.learners import TensorLearner
 from modelwright_autograd.training.settings import TrainConfig

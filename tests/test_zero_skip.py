@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from modelwright_autograd import MLP, Value, sum_values
-from modelwright_autograd.engine import dot_relu_unchecked, zero_safe
+from modelwright_autograd.scalar.engine import dot_relu_unchecked, zero_safe
 
 INF, NAN = math.inf, math.nan
 

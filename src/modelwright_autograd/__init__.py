@@ -28,17 +28,53 @@ if (
 ):
     del sys.path[0]
 
+import importlib.abc
+import importlib.util
 from importlib import import_module
 from typing import Any
 
 from .autograd import grad, hessian, hvp, jacobian, jvp
 from .collector import collection_paused
-from .engine import Value, sum_values
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import enable_grad, is_grad_enabled, no_grad
-from .losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, svm_loss
-from .nn import MLP, Layer, Module, Neuron
 from .optim import SGD, Adam, AdamW, LambdaLR, WarmupCosineLR, clip_grad_norm_
+from .scalar.engine import Value, sum_values
+from .scalar.losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, svm_loss
+from .scalar.nn import MLP, Layer, Module, Neuron
+
+#: The module paths from before the two engine families had folders of their own: each still
+#: imports, as the same module object as its new path (``modelwright_autograd.nn`` is
+#: ``modelwright_autograd.scalar.nn``), and only when first imported.
+MOVED = {
+    "engine": "scalar.engine",
+    "nn": "scalar.nn",
+    "losses": "scalar.losses",
+    "tensor_nn": "tensor.nn",
+    "functional": "tensor.functional",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds ``modelwright_autograd.<old>`` for each entry of MOVED: the new module itself."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        package, _, old = fullname.rpartition(".")
+        if package != __name__ or old not in MOVED:
+            return None
+        return importlib.util.spec_from_loader(fullname, self)
+
+    def create_module(self, spec: Any) -> Any:
+        module = import_module(f"{__name__}.{MOVED[spec.name.rpartition('.')[2]]}")
+        spec.loader_state = module.__spec__  # the import system sets __spec__ to the old name's
+        return module
+
+    def exec_module(self, module: Any) -> None:
+        """The new module ran when it was imported; it gets its own spec back."""
+        module.__spec__ = module.__spec__.loader_state
+
+
+sys.meta_path.append(_MovedModules())
+nn = import_module(f"{__name__}.nn")  # ``from modelwright_autograd import nn``, as before
 
 #: name -> the module that defines it, imported on first use.
 _LAZY = {

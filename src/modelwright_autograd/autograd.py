@@ -15,8 +15,8 @@ from contextlib import nullcontext
 from typing import Any
 
 from .checks import as_float, describe
-from .engine import Value, as_value
 from .graph import enable_grad
+from .scalar.engine import Value, as_value
 
 Node = Any  # a Value or a Tensor (the tensor package is imported only when Tensors are in use)
 

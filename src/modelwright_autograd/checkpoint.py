@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from . import tensor_nn
 from .checks import MAX_PARAMETERS, is_json_int, is_json_positive_int, shown_path
 from .files import UnreadableFile, atomic_write, read_bounded, write_json
 from .lm.models import LanguageModel, LMArchitecture
-from .nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
+from .scalar.nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
+from .tensor import nn as tensor_nn
 
 FORMAT = "modelwright-autograd checkpoint"
 VERSION = 2  # 1: before the weights were a state_dict with torch's names (still read)

@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .checks import as_float
-from .engine import Value
 from .graph import no_grad
+from .scalar.engine import Value
 
 if TYPE_CHECKING:
     from .tensor import Tensor

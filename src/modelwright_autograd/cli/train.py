@@ -9,8 +9,8 @@ from functools import partial
 
 from ..checkpoint import ENGINES, MAX_PARAMETERS
 from ..checks import shown_path
-from ..nn import ACTIVATIONS
 from ..printing import emit
+from ..scalar.nn import ACTIVATIONS
 from ..training import language
 from ..training.loop import run_training
 from ..training.outputs import OutputError, RunFolder

@@ -20,7 +20,7 @@ import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 
-from ..engine import Value
+from ..scalar.engine import Value
 
 #: The functions an expression may call, each a method of ``Value``.
 FUNCTIONS: dict[str, Callable[[Value], Value]] = {

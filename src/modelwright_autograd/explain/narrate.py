@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from ..engine import Value
 from ..files import check_writable
 from ..graph import topological_order
+from ..scalar.engine import Value
 from .expr import MAX_NODES
 from .page import VIEWS, write_page
 from .trace import Trace, _fmt, _name_of, record

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from ..engine import Value
 from ..files import atomic_write, check_writable
+from ..scalar.engine import Value
 from .trace import Trace, _fmt, record
 
 #: Formats ``save_graph`` writes: SVG and DOT text itself, PNG and PDF through Graphviz.

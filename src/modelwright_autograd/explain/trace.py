@@ -20,8 +20,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..engine import Value
 from ..graph import topological_order
+from ..scalar.engine import Value
 
 #: Node names in tables and pictures are cut to this many characters.
 MAX_NAME = 40

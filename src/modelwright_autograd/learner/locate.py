@@ -90,12 +90,15 @@ def _defines(path: Path, name: str, keyword: str = "class") -> bool:
 
 
 def _imports(path: Path, module: str) -> bool:
-    """True when the module at ``path`` imports ``module`` (``from .tensor import``)."""
+    """True when the module at ``path`` imports ``module`` (``from .tensor import``), or its
+    own package when ``module`` is "." (``from . import``)."""
     try:
         text = _source(path)
     except UnreadableFile:
         return False
     pattern = rf"^\s*(from|import)\s+[.\w]*\b{re.escape(module)}\b"
+    if module == ".":
+        pattern = r"^\s*from\s+\.\s+import\b"
     return re.search(pattern, text, re.M) is not None
 
 
@@ -144,7 +147,8 @@ def _locate(path: Path, shown: str) -> Target:
         class_name = "Tensor"
         beside = [p for p in modules if _imports(p, value_file.stem)]
         package = value_file.parent
-        if (package / "__init__.py").exists():  # a package's nets may sit one level up
+        if (package / "__init__.py").exists():  # a package's nets may import the package
+            beside += [p for p in modules if p not in beside and _imports(p, ".")]  # from . import
             beside += [p for p in sorted(package.parent.glob("*.py")) if _imports(p, package.name)]
         ordered = [value_file, value_file.with_name("nn.py"), *beside]
         mlp_file = next((p for p in ordered if _defines(p, "Linear") and _defines(p, "MLP")), None)

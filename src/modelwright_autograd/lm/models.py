@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import functional as F
 from ..checks import positive_int
 from ..seeding import numpy_rng
 from ..tensor import Tensor, gelu
-from ..tensor_nn import Dropout, Embedding, LayerNorm, Linear, Module
+from ..tensor import functional as F
+from ..tensor.nn import Dropout, Embedding, LayerNorm, Linear, Module
 
 #: The models, in makemore's order (gpt is nanoGPT's).
 KINDS = ("bigram", "mlp", "transformer", "gpt")

@@ -1,6 +1,6 @@
-"""The tensor engine: ``Tensor`` wraps a NumPy array and remembers how it was made.
+"""The tensor family: ``Tensor`` wraps a NumPy array and remembers how it was made.
 
-It mirrors the scalar engine (engine.py): each op is a forward function directly above its
+It mirrors the scalar engine (scalar/engine.py): each op is a forward function directly above its
 backward rule, written with the op-building kit so that it serves both the fast pass
 (arrays) and ``backward(create_graph=True)`` (Tensors). The package is split by op family,
 each module opening with its op table:
@@ -12,7 +12,11 @@ each module opening with its op table:
     shape.py        reshape, transpose, indexing, cat/stack, expand, flip, repeat, pad
     linalg.py       matmul, linear, linear_relu, outer, einsum
 
-Importing the package imports every family, which binds its ops as Tensor methods.
+and, on top of the engine, the nn library as torch's: conv.py (convolution, pooling),
+nn_ops.py (dropout, attention, normalisation, embedding), functional.py (``F``) and nn.py
+(the layers), each imported when asked for.
+
+Importing the package imports every op family, which binds its ops as Tensor methods.
 docs/design.md explains the design, dtypes and speed.
 """
 

@@ -11,13 +11,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .. import functional as F
-from .. import losses, tensor_nn
 from ..data import Dataset
-from ..engine import Value
 from ..graph import no_grad
-from ..nn import MLP
+from ..scalar import losses
+from ..scalar.engine import Value
+from ..scalar.nn import MLP
 from ..tensor import Tensor
+from ..tensor import functional as F
+from ..tensor import nn as tensor_nn
 from .settings import TrainConfig
 
 

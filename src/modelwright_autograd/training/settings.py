@@ -10,8 +10,8 @@ import argparse
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .. import losses
 from ..checkpoint import MAX_LAYERS, MAX_PARAMETERS, Architecture
+from ..scalar import losses
 
 #: --loss names: the keys of ``losses.LOSSES`` and ``functional.LOSSES`` (the same set).
 #: ``ce`` (cross-entropy) is the multi-class loss, for digits; the others score two classes.

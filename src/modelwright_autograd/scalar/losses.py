@@ -9,7 +9,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Sequence
 
-from .checks import describe
+from ..checks import describe
 from .engine import Operand, Value, as_value, sum_values
 
 

@@ -17,19 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .checks import describe
-from .nn_ops import (
-    avg_pool2d,
-    batch_norm,
-    conv1d,
-    conv2d,
-    dropout,
-    embedding,
-    layer_norm,
-    max_pool2d,
-    scaled_dot_product_attention,
-)
-from .tensor import (
+from ..checks import describe
+from . import (
     Arr,
     Grads,
     Need,
@@ -45,7 +34,9 @@ from .tensor import (
     softplus,
     zero_where,
 )
-from .tensor import sigmoid as sigmoid_any  # the kit's: NumPy on arrays, the op on Tensors
+from . import sigmoid as sigmoid_any  # the kit's: NumPy on arrays, the op on Tensors
+from .conv import avg_pool2d, conv1d, conv2d, max_pool2d
+from .nn_ops import batch_norm, dropout, embedding, layer_norm, scaled_dot_product_attention
 
 __all__ = [
     "LOSSES",

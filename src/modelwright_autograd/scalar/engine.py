@@ -13,8 +13,8 @@ import numbers
 from collections.abc import Callable, Iterable, Sequence
 from typing import Union
 
-from .checks import as_float, describe
-from .graph import GradMode, GraphCycleError, caught_up, enable_grad
+from ..checks import as_float, describe
+from ..graph import GradMode, GraphCycleError, caught_up, enable_grad
 
 Operand = Union["Value", int, float]
 Num = Union["Value", float]  # what a rule computes with: floats, or Values under create_graph

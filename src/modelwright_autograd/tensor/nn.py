@@ -14,21 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from .checks import describe, positive_int
-from .flat_state import share_buffer
-from .nn import ACTIVATIONS, mlp_layer_key, state_dict_key_problems
-from .nn_ops import (
-    Pair,
-    avg_pool2d,
-    batch_norm,
-    conv2d,
-    dropout,
-    embedding,
-    layer_norm,
-    max_pool2d,
-)
-from .seeding import numpy_rng
-from .tensor import Tensor, linear, linear_relu
+from ..checks import describe, positive_int
+from ..flat_state import share_buffer
+from ..scalar.nn import ACTIVATIONS, mlp_layer_key, state_dict_key_problems
+from ..seeding import numpy_rng
+from . import Tensor, linear, linear_relu
+from .conv import Pair, avg_pool2d, conv2d, max_pool2d
+from .nn_ops import batch_norm, dropout, embedding, layer_norm
 
 Seed = int | np.random.Generator | np.random.RandomState | None
 

@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from typing import Any
 
-from .checks import MAX_PARAMETERS, describe, positive_int
+from ..checks import MAX_PARAMETERS, describe, positive_int
+from ..seeding import scalar_rng
 from .engine import Operand, Value, as_value, dot_relu_unchecked, dot_unchecked
-from .seeding import scalar_rng
 
 #: The hidden-layer nonlinearities both engines' nets offer (a ``Value``/``Tensor`` method each).
 ACTIVATIONS = ("relu", "tanh", "sigmoid")
