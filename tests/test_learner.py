@@ -26,19 +26,19 @@ import modelwright_autograd.learner
 from modelwright_autograd import GradcheckError, gradcheck
 from modelwright_autograd.cli import main
 from modelwright_autograd.learner import gradcheck_random
-from modelwright_autograd.learner.cases import BEST_LINE, TRAIN_TARGET
 from modelwright_autograd.learner.child import EngineProcess
-from modelwright_autograd.learner.grader import grade
 from modelwright_autograd.learner.locate import locate
-from modelwright_autograd.learner.oracle import (
+from modelwright_autograd.learner.report import FAIL, NOTE
+from modelwright_autograd.learner.scalar.cases import BEST_LINE, TRAIN_TARGET
+from modelwright_autograd.learner.scalar.grader import grade
+from modelwright_autograd.learner.scalar.oracle import (
     OracleError,
     choose_oracle,
     close,
     finite_difference_oracle,
     torch_oracle,
 )
-from modelwright_autograd.learner.programs import OPS, random_programs
-from modelwright_autograd.learner.report import FAIL, NOTE
+from modelwright_autograd.learner.scalar.programs import OPS, random_programs
 from modelwright_autograd.learner.starter import TEMPLATES, write_starter
 
 ENGINES = Path(__file__).parent / "learner_engines"

@@ -20,9 +20,9 @@ import modelwright_autograd
 from modelwright_autograd.cli import main
 from modelwright_autograd.learner import starter
 from modelwright_autograd.learner.child import REPLY_LIMIT, well_formed
-from modelwright_autograd.learner.grader import grade
 from modelwright_autograd.learner.locate import MAX_SOURCE_BYTES, locate
-from modelwright_autograd.learner.oracle import finite_difference_oracle
+from modelwright_autograd.learner.scalar.grader import grade
+from modelwright_autograd.learner.scalar.oracle import finite_difference_oracle
 from modelwright_autograd.learner.starter import TEMPLATES
 
 ENGINES = Path(__file__).parent / "learner_engines"

@@ -27,9 +27,9 @@ from test_learner_hostile import (
 
 from modelwright_autograd.learner import child, supervise
 from modelwright_autograd.learner.base import MAX_HANGS
-from modelwright_autograd.learner.cases import CHAIN_LENGTH
 from modelwright_autograd.learner.child import well_formed
 from modelwright_autograd.learner.report import TRUST, Report, Row
+from modelwright_autograd.learner.scalar.cases import CHAIN_LENGTH
 
 SOLVED_NN = (ENGINES / "solved_nn.py").read_text()
 

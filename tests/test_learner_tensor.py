@@ -23,11 +23,11 @@ from test_learner import CALM, TIMEOUT, _grade_all, _row
 
 import modelwright_autograd
 from modelwright_autograd.cli import main
-from modelwright_autograd.learner.oracle import finite_difference_oracle, torch_oracle
 from modelwright_autograd.learner.report import FAIL, PASS
+from modelwright_autograd.learner.scalar.oracle import finite_difference_oracle, torch_oracle
 from modelwright_autograd.learner.starter import TEMPLATES, write_starter
-from modelwright_autograd.learner.tensor_grader import OP_SPECS
-from modelwright_autograd.learner.tensor_oracle import agree, tensor_oracle
+from modelwright_autograd.learner.tensor.grader import OP_SPECS
+from modelwright_autograd.learner.tensor.oracle import agree, tensor_oracle
 
 ENGINES = Path(__file__).parent / "learner_engines" / "tensor"
 SOLVED = ENGINES / "solved_starter.py"  # engine.py and nn.py of the starter, solved, in one

@@ -74,10 +74,10 @@ def run_check(args: argparse.Namespace) -> int:
     """Grade the engine at PATH: 0 when the gate passes, 1 when not, 2 for a PATH that
     cannot be checked, 128 + the signal's number on SIGINT, SIGTERM or SIGHUP (the
     engine's processes are killed on the way out)."""
-    from ..learner.grader import grade
     from ..learner.locate import LocateError, locate
-    from ..learner.oracle import OracleError, choose_oracle
     from ..learner.report import printable
+    from ..learner.scalar.grader import grade
+    from ..learner.scalar.oracle import OracleError, choose_oracle
 
     caught = (signal.SIGTERM, signal.SIGHUP)
     in_main = threading.current_thread() is threading.main_thread()

@@ -10,9 +10,9 @@ from typing import Any
 
 from .child import EngineProcess
 from .locate import Target
-from .oracle import Oracle
-from .programs import Program, input_names, to_code
 from .report import FAIL, Report, Row
+from .scalar.oracle import Oracle
+from .scalar.programs import Program, input_names, to_code
 from .words import BECAUSE, TODO
 
 MAX_HANGS = 2  # after this many timeouts the remaining checks are not run

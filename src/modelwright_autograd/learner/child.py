@@ -1,6 +1,6 @@
 """The learner's engine in a child process: started, asked, timed out and killed here.
 
-``EngineProcess.ask(request, timeout)`` sends one request to ``probe.py`` and waits for its
+``EngineProcess.ask(request, timeout)`` sends one request to ``scalar/probe.py`` and waits for its
 one-line reply, checked against the shape that request's reply has (the learner's code
 shares the probe's process and can forge or flood it: a malformed or oversized reply is a
 failure, like a crash). The probe runs under ``supervise.py``: in its own session and
@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .tensor_programs import well_formed_tensor
+from .tensor.programs import well_formed_tensor
 
-PROBE = Path(__file__).with_name("probe.py")
+PROBE = Path(__file__).with_name("scalar") / "probe.py"
 SUPERVISE = Path(__file__).with_name("supervise.py")
 REPLY_LIMIT = 4 * 2**20  # bytes of one reply; the largest real one is a few tens of KB
 OUTPUT_KEPT = 16 * 2**10  # bytes of the learner's latest prints kept for the report

@@ -5,8 +5,8 @@ notebook calls it; ``check`` runs the same programs in a separate process)."""
 from __future__ import annotations
 
 from ..gradcheck import GradcheckError
-from .oracle import close, finite_difference_oracle
-from .programs import Program, evaluate, input_names, random_programs, to_code
+from .scalar.oracle import close, finite_difference_oracle
+from .scalar.programs import Program, evaluate, input_names, random_programs, to_code
 
 # The ops every course engine has, then the optional methods used when the class has them.
 _ALWAYS = ("add", "mul", "pow", "neg", "sub", "div", "add_c", "radd", "mul_c", "rmul")

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 
 from . import child
-from .cases import OP_CHECKS
-from .oracle import Oracle, close
-from .programs import OPS, Program, input_names
-from .tensor_programs import Program as TensorProgram
+from .scalar.cases import OP_CHECKS
+from .scalar.oracle import Oracle, close
+from .scalar.programs import OPS, Program, input_names
+from .tensor.programs import Program as TensorProgram
 
 TODO = "not done yet:"  # how a diagnosis of NotImplementedError begins
 BECAUSE = "fails because "  # how a row failing only because of a more basic one begins

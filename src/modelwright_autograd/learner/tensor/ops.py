@@ -11,9 +11,18 @@ from typing import Any
 
 import numpy as np
 
-from .report import ABSENT, FAIL, PASS, Row
-from .tensor_base import TensorBase
-from .tensor_cases import (
+from ..report import ABSENT, FAIL, PASS, Row
+from ..words import (
+    _absent,
+    _array_text,
+    _error_text,
+    _failure_text,
+    _look,
+    _shapes_text,
+    overwritten_text,
+)
+from .base import TensorBase
+from .cases import (
     _COVERS,
     _METHOD,
     _SYMBOL,
@@ -26,17 +35,8 @@ from .tensor_cases import (
     _reduced,
     _softmax,
 )
-from .tensor_oracle import agree, array_of
-from .tensor_programs import OPS, Program, input_names
-from .words import (
-    _absent,
-    _array_text,
-    _error_text,
-    _failure_text,
-    _look,
-    _shapes_text,
-    overwritten_text,
-)
+from .oracle import agree, array_of
+from .programs import OPS, Program, input_names
 
 
 def _symbol(op: str) -> str:

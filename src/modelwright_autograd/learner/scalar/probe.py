@@ -107,8 +107,9 @@ def _holds_arrays(value: type, class_name: str) -> bool:
 
 
 def _load_tensor_probe() -> Any:
-    """tensor_probe.py beside this file, loaded by path and its handlers added to ours."""
-    spec = importlib.util.spec_from_file_location("_grader_tensor_probe", _HERE / "tensor_probe.py")
+    """../tensor/probe.py, loaded by path and its handlers added to ours."""
+    path = _HERE.parent / "tensor" / "probe.py"
+    spec = importlib.util.spec_from_file_location("_grader_tensor_probe", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["_grader_tensor_probe"] = module
     spec.loader.exec_module(module)

@@ -7,12 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import GraderBase
-from .cases import DUNDERS, METHODS, NUMBER_FORMS, OP_CHECKS, RANDOM_PROGRAMS, OpCheck, single_op
-from .oracle import close
-from .programs import NONLINEARITIES, Program, random_programs
-from .report import ABSENT, FAIL, PASS, Row
-from .words import (
+from ..base import GraderBase
+from ..report import ABSENT, FAIL, PASS, Row
+from ..words import (
     BECAUSE,
     _absent,
     _error_text,
@@ -26,6 +23,9 @@ from .words import (
     _swapped,
     overwritten_text,
 )
+from .cases import DUNDERS, METHODS, NUMBER_FORMS, OP_CHECKS, RANDOM_PROGRAMS, OpCheck, single_op
+from .oracle import close
+from .programs import NONLINEARITIES, Program, random_programs
 
 
 class OpChecks(GraderBase):

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .tensor_oracle import forward
-from .tensor_programs import OPS, Program
+from .oracle import forward
+from .programs import OPS, Program
 
 Shape = tuple[int, ...]
 # A candidate bug: (words, the gradients it gives from the inputs and out.grad W).

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .report import FAIL
-from .tensor_cases import OP_SPECS
-from .tensor_oracle import agree, array_of, tensor_oracle
-from .tensor_programs import Program, input_names, to_code
-from .words import TODO, _array_text, _error_text
+from ..report import FAIL
+from ..words import TODO, _array_text, _error_text
+from .cases import OP_SPECS
+from .oracle import agree, array_of, tensor_oracle
+from .programs import Program, input_names, to_code
 
 if TYPE_CHECKING:
-    from .base import GraderBase as Grader
+    from ..base import GraderBase as Grader
 
 
 class TensorBase:

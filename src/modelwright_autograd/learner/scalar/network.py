@@ -7,7 +7,9 @@ and training with its own parameters() and zero_grad() to a bar no straight line
 
 from __future__ import annotations
 
-from .base import GraderBase
+from ..base import GraderBase
+from ..report import ABSENT, FAIL, PASS, Row
+from ..words import TODO, _error_text, _failure_text, _network_right, training_verdict
 from .cases import (
     AFFINE_PAIRS,
     AFFINE_TOLERANCE,
@@ -19,8 +21,6 @@ from .cases import (
     TRAIN_TARGET,
 )
 from .oracle import close
-from .report import ABSENT, FAIL, PASS, Row
-from .words import TODO, _error_text, _failure_text, _network_right, training_verdict
 
 
 class NetworkChecks(GraderBase):
@@ -254,7 +254,7 @@ class NetworkChecks(GraderBase):
             return
         import numpy as np
 
-        from ..data import make_2d
+        from ...data import make_2d
 
         X, y = make_2d("moons", 100, 0.1, np.random.RandomState(0))
         request = {

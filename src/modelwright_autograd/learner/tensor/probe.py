@@ -1,8 +1,8 @@
-"""The child side of the tensor checks: ``probe.py`` loads this file by path when the
+"""The child side of the tensor checks: ``../scalar/probe.py`` loads this file by path when the
 learner's engine holds NumPy arrays, and adds ``HANDLERS`` to its own.
 
 Like the probe it uses only the standard library, NumPy (which the learner's engine has
-imported already) and ``tensor_programs.py`` beside it; nothing of the grader's package.
+imported already) and ``programs.py`` beside it; nothing of the grader's package.
 Each handler answers one request with JSON-able data: arrays as ``{"shape", "data"}``.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 _spec = importlib.util.spec_from_file_location(
-    "_grader_tensor_programs", Path(__file__).resolve().with_name("tensor_programs.py")
+    "_grader_tensor_programs", Path(__file__).resolve().with_name("programs.py")
 )
 programs = importlib.util.module_from_spec(_spec)
 sys.modules["_grader_tensor_programs"] = programs  # dataclasses looks the module up by name

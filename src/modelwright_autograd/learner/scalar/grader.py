@@ -17,27 +17,14 @@ from __future__ import annotations
 
 import time
 
-from .base import MAX_HANGS
-from .cases import (
-    CHAIN_LENGTH,
-    OP_CHECKS,
-    ORDER_PROGRAM,
-    OVERCOUNTED,
-    SEED_PROGRAM,
-)
-from .locate import Target
+from ..base import MAX_HANGS
+from ..locate import Target
+from ..report import FAIL, NOTE, PASS, Report, Row
+from ..words import _error_text, _failure_text, _label, _multiple, _result_error, walk_diagnosis
+from .cases import CHAIN_LENGTH, OP_CHECKS, ORDER_PROGRAM, OVERCOUNTED, SEED_PROGRAM
 from .network import NetworkChecks
 from .ops import OpChecks
 from .oracle import Oracle, close
-from .report import FAIL, NOTE, PASS, Report, Row
-from .words import (
-    _error_text,
-    _failure_text,
-    _label,
-    _multiple,
-    _result_error,
-    walk_diagnosis,
-)
 
 
 class Grader(OpChecks, NetworkChecks):
@@ -52,7 +39,7 @@ class Grader(OpChecks, NetworkChecks):
             try:
                 if self.check_loads():
                     if self.loaded.get("kind") == "tensor":
-                        from .tensor_grader import run_tensor_checks
+                        from ..tensor.grader import run_tensor_checks
 
                         run_tensor_checks(self)
                     else:

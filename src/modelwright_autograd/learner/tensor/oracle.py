@@ -1,7 +1,7 @@
 """The oracle a learner's tensor engine is graded against: PyTorch float64 when the scalar
 oracle is torch's, otherwise central finite differences on NumPy arrays (``Arr``).
 
-Both answer, for a tensor program (see ``tensor_programs``): the output array and the
+Both answer, for a tensor program (see ``programs.py``): the output array and the
 gradient of the loss with respect to every input.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from .oracle import ATOL, RTOL, Oracle
-from .tensor_programs import Array, Program, evaluate, evaluate_step
+from ..scalar.oracle import ATOL, RTOL, Oracle
+from .programs import Array, Program, evaluate, evaluate_step
 
 TensorAnswer = tuple[np.ndarray, list[np.ndarray]]
 

@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .base import MAX_HANGS
-from .report import FAIL, PASS, Row
-from .tensor_cases import OP_SPECS, _program
-from .tensor_network import TensorNetworkChecks
-from .tensor_ops import TensorOpChecks
-from .tensor_oracle import agree, array_of
-from .words import _array_text, _failure_text, _look
+from ..base import MAX_HANGS
+from ..report import FAIL, PASS, Row
+from ..words import _array_text, _failure_text, _look
+from .cases import OP_SPECS, _program
+from .network import TensorNetworkChecks
+from .ops import TensorOpChecks
+from .oracle import agree, array_of
 
 if TYPE_CHECKING:
-    from .base import GraderBase as Grader
+    from ..base import GraderBase as Grader
 
 
 def run_tensor_checks(grader: Grader) -> None:

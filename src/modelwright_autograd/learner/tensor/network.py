@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .report import ABSENT, FAIL, PASS, Row
-from .tensor_base import TensorBase
-from .tensor_cases import AFFINE_GAP, EPOCHS, TARGET_ACCURACY
-from .tensor_oracle import agree, array_of
-from .words import _array_text, _failure_text, training_verdict
+from ..report import ABSENT, FAIL, PASS, Row
+from ..words import _array_text, _failure_text, training_verdict
+from .base import TensorBase
+from .cases import AFFINE_GAP, EPOCHS, TARGET_ACCURACY
+from .oracle import agree, array_of
 
 
 class TensorNetworkChecks(TensorBase):
@@ -107,7 +107,7 @@ class TensorNetworkChecks(TensorBase):
         if not self.g.loaded.get("mlp"):
             self.g.add(Row(name, ABSENT, "no MLP found: the gate asks for one that trains"))
             return
-        from ..data import load_digits_split
+        from ...data import load_digits_split
 
         digits = load_digits_split(0)
         request = {
