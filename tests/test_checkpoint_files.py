@@ -87,7 +87,7 @@ def test_an_empty_checkpoint_option_is_a_usage_error(capsys):
         cli.main(["evaluate", "--checkpoint", ""])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert "argument --checkpoint: expected a file name, got an empty string" in err
+    assert "--checkpoint: expected a file name, got an empty string" in err
     assert "is a directory" not in err
 
 
@@ -159,11 +159,11 @@ def test_data_settings_that_do_not_fit_the_model_are_a_checkpoint_error(
     assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1  # not argparse's 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "its data settings do not fit its model" in err
-    assert "argument --dataset" not in err
+    assert "--dataset" not in err
     with pytest.raises(SystemExit) as info:  # a --dataset the user gives is still theirs
         cli.main(["evaluate", "--checkpoint", str(small_run), "--dataset", "digits"])
     assert info.value.code == 2
-    assert "argument --dataset: digits has 64 features" in capsys.readouterr().err
+    assert "--dataset: digits has 64 features" in capsys.readouterr().err
 
 
 def test_a_scoring_pass_beyond_the_training_bounds_is_refused_before_any_data(
@@ -180,7 +180,7 @@ def test_a_scoring_pass_beyond_the_training_bounds_is_refused_before_any_data(
         cli.main(["evaluate", "--checkpoint", str(small_run), "--samples", "1000000"])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert "argument --samples: 1,000,000 points through 37 weights" in err
+    assert "--samples: 1,000,000 points through 37 weights" in err
     assert err.rstrip().endswith("use fewer --samples")  # evaluate has no --hidden/--engine
     doc = json.loads(small_run.read_text())
     doc["data"]["samples"] = 1_000_000  # the same cost, written in the file

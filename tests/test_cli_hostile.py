@@ -107,7 +107,7 @@ def test_export_refuses_an_out_that_is_not_a_regular_file_before_loading(tmp_pat
         cli.main(["export", str(missing), str(path)])
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert f"argument OUT: {path}: it is {KINDS[kind]}" in err and "not a regular file" in err
+    assert f"OUT: {path}: it is {KINDS[kind]}" in err and "not a regular file" in err
     assert "no-such-checkpoint" not in err
     assert untouched()
 
@@ -206,7 +206,7 @@ def test_noise_that_would_overflow_the_data_is_refused(checkpoint, command, caps
         cli.main([*args, "--noise", "1e308"])
     assert info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert f"argument --noise: must be at most {MAX_NOISE:g}, got 1e308" in err
+    assert f"--noise: must be at most {MAX_NOISE:g}, got 1e308" in err
 
 
 # ---------------------------------------------------------------------- a shared run folder
@@ -248,5 +248,5 @@ def test_a_newline_in_a_path_stays_on_one_line(tmp_path, checkpoint, capsys):
         cli.main(["train", *SMALL, "--out", str(odd)])
     err = capsys.readouterr().err.strip()
     assert err.splitlines()[-1].endswith(
-        f"argument --out: {tmp_path}/x\\ny exists and is not a folder"
+        f"--out: {tmp_path}/x\\ny exists and is not a folder"
     )

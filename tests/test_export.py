@@ -151,7 +151,7 @@ def test_export_of_a_bad_checkpoint_or_to_a_bad_place_is_one_line(tmp_path, caps
     with pytest.raises(SystemExit) as info:
         cli.main(["export", str(model_json), ""])
     assert info.value.code == 2
-    assert "argument OUT: expected a file name" in capsys.readouterr().err
+    assert "OUT: expected a file name" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:
         cli.main(["export", str(model_json), str(tmp_path / "." / "model.json")])
     assert info.value.code == 2

@@ -173,7 +173,7 @@ def test_data_refusals_before_any_work(tmp_path, capsys, content, problem):
     err = _usage_error(
         capsys, ["train", "--data", str(data), "--model", "bigram", "--out", str(tmp_path / "r")]
     )
-    assert "argument --data" in err and problem in err
+    assert "--data" in err and problem in err
     assert not (tmp_path / "r").exists()
 
 

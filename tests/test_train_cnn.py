@@ -154,7 +154,7 @@ def test_cnn_usage_errors(tmp_path, capsys, options, named):
     with pytest.raises(SystemExit) as info:
         cli.main(["train", *options, "--out", str(tmp_path / "out")])
     assert info.value.code == 2
-    assert f"argument {named}" in capsys.readouterr().err
+    assert f": {named}" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
 
 

@@ -15,13 +15,14 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
+from .. import __version__
 from ..checks import shown_path
 from .check import add_check
 from .evaluate import add_evaluate
 from .explain import add_explain
 from .export import add_export
 from .init import add_init
-from .options import Subparsers
+from .options import Parser, Subparsers
 from .sample import add_sample
 from .signals import EXIT_INTERRUPTED, Terminated, interrupts_raise
 from .train import add_train
@@ -38,16 +39,20 @@ COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="modelwright-autograd",
         description=(
-            "Reverse-mode autodiff from scratch: train, evaluate, export and explain; "
-            "init and check build your own engine."
+            "Reverse-mode autodiff from scratch. train trains an MLP (moons, digits, ...) or a "
+            "character-level language model (makemore's names, nanoGPT's Shakespeare GPT); "
+            "evaluate, sample and export use what it saved; explain narrates a backward "
+            "pass; init and check help you build your own engine."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add_command in COMMANDS:
         add_command(subparsers)
+    parser.commands = subparsers.choices
     return parser
 
 

@@ -6,15 +6,42 @@ from __future__ import annotations
 import argparse
 import math
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from ..checks import shown_path
 from ..data import DATASETS
 from ..training import language
 from ..training.settings import MAX_NOISE, MAX_SAMPLES, MIN_SAMPLES, WORK_LIMITS
 
 Subparsers = Any  # argparse's _SubParsersAction, which it does not export
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, except that a refusal is one line naming the command and the
+    option, ``modelwright-autograd train: --lr: must be greater than 0, got 0``, with exit
+    code 2 and no usage block (``--help`` shows it); an option the command does not have is
+    refused by that command, not by the program."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, Parser] = {}  # the program's: each command's parser, by name
+
+    def error(self, message: str) -> NoReturn:
+        message = message.removeprefix("argument ")
+        if self.prog == "modelwright-autograd" or "unrecognized arguments" in message:
+            message += f" (see {self.prog} --help)"
+        self.exit(2, f"{self.prog}: {shown_path(message)}\n")
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        found, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self.commands.get(getattr(found, "command", None), self)
+            command.error(f"unrecognized arguments: {' '.join(extras)}")
+        return found
 
 
 def whole_number(option: str, minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:

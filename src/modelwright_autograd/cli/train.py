@@ -34,8 +34,9 @@ def add_train(subparsers: Subparsers) -> None:
     """The ``train`` command's options."""
     p = subparsers.add_parser(
         "train",
-        help="train an MLP and save its curves, decision boundary and checkpoint",
-        description="Train an MLP. With no options: micrograd's demo (moons, MLP 2-16-16-1, "
+        help="train an MLP or a language model and save its checkpoint, metrics and curves",
+        description="Train an MLP or a character-level language model (see the "
+        "language-model options below). With no options: micrograd's demo (moons, MLP 2-16-16-1, "
         "hinge loss + 1e-4 L2, 100 full-batch SGD steps, lr 1.0 -> 0.1). --dataset digits "
         "trains a 64-128-64-10 MLP on scikit-learn's digits with the tensor engine. A run writes "
         "model.json (the checkpoint), metrics.json and loss_curve.png, plus decision_boundary.png "
@@ -156,15 +157,13 @@ def _add_lm_options(p: argparse.ArgumentParser) -> None:
         help="context length in characters (gpt: default 64; mlp: default the longest "
         "line + 1, as transformer and bigram always use)",
     )
-    for name, what in (("layer", "blocks"), ("head", "attention heads"), ("embd", "width")):
+    for name, help in (
+        ("layer", "transformer and gpt: the number of blocks (default 4)"),
+        ("head", "transformer and gpt: attention heads per block (default 4)"),
+        ("embd", "the embedding width (default: gpt 128, transformer 64, mlp 64)"),
+    ):
         g.add_argument(
-            f"--n-{name}",
-            type=whole_number(f"--n-{name}", 1, 4096),
-            metavar="N",
-            help=f"transformer and gpt: {what} (default 4, 4, and 128 for gpt or 64 for "
-            "transformer; mlp: --n-embd is its embedding width, default 64)"
-            if name == "embd"
-            else f"transformer and gpt: {what} (default 4)",
+            f"--n-{name}", type=whole_number(f"--n-{name}", 1, 4096), metavar="N", help=help
         )
     g.add_argument(
         "--dropout",
