@@ -247,6 +247,4 @@ def test_a_newline_in_a_path_stays_on_one_line(tmp_path, checkpoint, capsys):
     with pytest.raises(SystemExit):
         cli.main(["train", *SMALL, "--out", str(odd)])
     err = capsys.readouterr().err.strip()
-    assert err.splitlines()[-1].endswith(
-        f"--out: {tmp_path}/x\\ny exists and is not a folder"
-    )
+    assert err.splitlines()[-1].endswith(f"--out: {tmp_path}/x\\ny exists and is not a folder")

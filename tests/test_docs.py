@@ -1,11 +1,17 @@
 """Every ```python block in README.md, REPORT.md and docs/*.md runs, so the documentation
 cannot drift from the code: each file's blocks run in order in one namespace, in a
 temporary working directory. A block tagged ```python no-run is skipped (use sparingly).
-Links inside the documents must point at headings and files that exist."""
+Every ```bash block runs too (`pytest -m slow`), each in a fresh folder with this
+environment's `modelwright-autograd` first on PATH, and must end with status 0, or N when
+tagged ```bash exits=N; one tagged ```bash no-run is not run (installs, long trainings, a
+run folder's placeholder name). Links inside the documents must point at headings and
+files that exist."""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,6 +38,65 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
 
 def _id(path: Path) -> str:
     return str(path.relative_to(ROOT))
+
+
+def bash_blocks(text: str) -> list[tuple[int, str, int | None]]:
+    """(first line of the code, code, the status it must end with; None: not run) of each
+    ```bash block."""
+    blocks = []
+    for m in _FENCE.finditer(text):
+        words = m.group("info").split()
+        if not words or words[0] != "bash":
+            continue
+        tags = dict(w.partition("=")[::2] for w in words[1:])
+        status = None if _SKIP_TAGS & set(tags) else int(tags.get("exits", 0))
+        blocks.append((text.count("\n", 0, m.start("body")) + 1, m.group("body"), status))
+    return blocks
+
+
+BASH = [
+    pytest.param(code, status, id=f"{_id(path)}:{line}")
+    for path in DOCS
+    for line, code, status in bash_blocks(path.read_text("utf-8"))
+    if status is not None
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("code, status", BASH)
+def test_bash_blocks_run(code, status, tmp_path):
+    here = os.path.dirname(sys.executable)  # this environment's modelwright-autograd
+    env = {**os.environ, "PATH": f"{here}{os.pathsep}{os.environ['PATH']}", "MPLBACKEND": "Agg"}
+    done = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == status, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def test_the_bash_blocks_that_run_are_the_cheap_ones():
+    """What runs: explain, init and check on a starter, the default train (seconds each)."""
+    ran = sorted(p.id for p in BASH)
+    assert ran == [
+        "REPORT.md:38",
+        "docs/build-your-own.md:198",
+        "docs/build-your-own.md:8",
+        "docs/explain.md:4",
+        "docs/neural-nets.md:33",
+    ]
+    text = "```bash exits=1\nfalse\n```\n```bash no-run\npip install x\n```\n```python\n1\n```\n"
+    assert bash_blocks(text) == [(2, "false\n", 1), (5, "pip install x\n", None)]
+
+
+def test_the_readme_s_test_block_is_what_ci_runs():
+    readme = (ROOT / "README.md").read_text("utf-8")
+    tests = [code for _, code, _ in bash_blocks(readme) if "pytest" in code and "uv" not in code]
+    assert len(tests) == 1
+    assert tests[0] in (ROOT / ".ci" / "run").read_text("utf-8")
 
 
 @pytest.mark.parametrize("path", DOCS, ids=_id)

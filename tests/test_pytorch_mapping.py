@@ -13,12 +13,14 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as TF
 import torchgen
 
 import modelwright_autograd
+from modelwright_autograd import Tensor
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "pytorch.md"
@@ -273,3 +275,25 @@ def test_the_doc_parser_reads_a_row():
         "ReluBackward0",
         "AddmmBackward0",
     ]
+
+
+def test_what_the_page_says_of_max_and_min_of_everything_is_true():
+    """a.max() and a.min() of a whole tensor are other nodes than amax/amin in torch: the
+    page names them and their formulas, and says the gradient is the same (ties share it)."""
+    said = re.findall(
+        r"`a\.(max|min)\(\)` of everything records `(\w+)` \(`([\w.]+)`: `([^`]+)`\), the same "
+        r"gradient",
+        DOC.read_text("utf-8"),
+    )
+    assert [s[0] for s in said] == ["max", "min"]
+    table = derivatives_table()
+    data = np.array([[1.0, 3.0, 3.0], [-2.0, 3.0, 0.5]])
+    for name, node, entry, formula in said:
+        theirs = torch.tensor(data, requires_grad=True)
+        out = getattr(theirs, name)()
+        assert type(out.grad_fn).__name__ == node
+        assert any(formula in line for line in table[entry])
+        out.backward()
+        ours = Tensor(data, requires_grad=True)
+        getattr(ours, name)().backward()
+        np.testing.assert_array_equal(ours.grad, theirs.grad.numpy())
