@@ -298,6 +298,11 @@ def _numbers(x: Any, n: int | None = None) -> bool:
     return isinstance(x, list) and all(map(_number, x)) and (n is None or len(x) == n)
 
 
+def _count(x: Any) -> bool:
+    """A small whole number (a bool is not one)."""
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**31
+
+
 def _error(x: Any) -> bool:
     return isinstance(x, dict) and all(
         isinstance(x.get(k), str) for k in ("type", "message", "where")
@@ -330,15 +335,19 @@ def _texts(x: Any) -> bool:
 def _walk(program: dict[str, Any], r: dict[str, Any]) -> bool:
     """A traced walk: the slots called (op nodes only), copies or not, and where."""
     first, last = len(program["inputs"]), len(program["inputs"]) + len(program["steps"])
-    calls, where = r.get("calls"), r.get("where")
+    calls, where, equal = r.get("calls"), r.get("where"), r.get("equal")
     return (
         r.get("traced") is True
         and isinstance(calls, list)
         and all(isinstance(i, int) and first <= i < last for i in calls)
+        and _numbers(r.get("grads_at_call"), len(calls))
         and isinstance(r.get("copies"), bool)
+        and isinstance(equal, list)
+        and all(isinstance(pair, list) and len(pair) == 2 for pair in equal)
+        and all(_count(i) and i < last for pair in equal for i in pair)
         and _grads(r, first)
         and isinstance(where, dict)
-        and all(isinstance(where.get(k), str) for k in ("backward", "init"))
+        and all(isinstance(where.get(k), str) for k in ("backward", "init", "eq"))
         and _texts(where.get("rules"))
     )
 
@@ -351,8 +360,13 @@ def _level(level: Any) -> bool:
         return _error(level["error"])
     if "skipped" in level:
         return level["skipped"] is True
+    parts = level.get("parts")
     return all(isinstance(level.get(k), int) for k in ("count", "distinct", "values")) and (
-        isinstance(level.get("where"), str) and isinstance(level.get("same"), bool)
+        all(isinstance(level.get(k), str) for k in ("where", "init"))
+        and isinstance(level.get("same"), bool)
+        and isinstance(parts, list)
+        and len(parts) in (0, 2)
+        and all(map(_count, parts))
     )
 
 
@@ -391,7 +405,10 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
             ran is True and _number(reply.get("grad_after")) and _number(reply.get("data_after"))
         )
     if do == "accumulate":
-        return _number(reply.get("after_first")) and _number(reply.get("after_second"))
+        return all(
+            _number(reply.get(k))
+            for k in ("after_first", "after_second", "after_other", "same_graph")
+        ) and _texts(reply.get("defaults"))
     if do == "chain":
         recursion = reply.get("recursion")
         return recursion is True or (recursion is False and _number(reply.get("grad")))
@@ -419,9 +436,14 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
             and isinstance(reply.get("where"), str)
         )
     if do == "affine":
-        return _number(reply.get("mlp")) and (
-            "neuron" not in reply
-            or (_number(reply["neuron"]) and isinstance(reply.get("where"), str))
+        constant = reply.get("constant")
+        return (
+            _number(reply.get("mlp"))
+            and (constant is None or _number(constant))
+            and (
+                "neuron" not in reply
+                or (_number(reply["neuron"]) and isinstance(reply.get("where"), str))
+            )
         )
     if do == "train":
         history = reply.get("history")
@@ -429,5 +451,8 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
             isinstance(history, list)
             and len(history) >= 1
             and all(_numbers(entry, 2) for entry in history)
+            and _count(reply.get("zero_outputs"))
+            and _count(reply.get("no_gradient"))
+            and isinstance(reply.get("where"), str)
         )
     return False

@@ -12,7 +12,7 @@ import numpy as np
 from . import child
 from .scalar.cases import OP_CHECKS
 from .scalar.oracle import Oracle, close
-from .scalar.programs import OPS, Program, input_names
+from .scalar.programs import OPS, Program, input_names, slot_names
 from .tensor.programs import Program as TensorProgram
 
 TODO = "not done yet:"  # how a diagnosis of NotImplementedError begins
@@ -42,6 +42,17 @@ def walk_diagnosis(program: Program, reply: dict[str, Any]) -> str:
             f"a visited set, to list each node once{backward}"
         )
     missing = [slot for slot, count in counts.items() if count == 0]
+    merged = [pair for pair in reply["equal"] if pair[0] in missing or pair[1] in missing]
+    if missing and merged:
+        names = slot_names(program)
+        i, j = merged[0]
+        eq = f" (Value.__eq__, {where['eq']})" if where["eq"] else ""
+        return (
+            f"backward() ran the _backward of {len(counts) - len(missing)} of the "
+            f"{len(counts)} nodes: {names[i]} and {names[j]} are two nodes, but == calls them "
+            f"equal and they hash alike{eq}, so the visited set took them for one. A node is "
+            "itself, not its number: remove __eq__ and __hash__ (or hash by id(self))"
+        )
     if missing:
         return (
             f"backward() ran the _backward of {len(counts) - len(missing)} of the "

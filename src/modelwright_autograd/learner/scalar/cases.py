@@ -187,7 +187,14 @@ OP_CHECKS = [
         "log",
         [[0.5], [2.5]],
         False,
-        [("sign: d(log a)/da = 1/a", lambda a: [-1 / a])],
+        [
+            ("sign: d(log a)/da = 1/a", lambda a: [-1 / a]),
+            (
+                "log's derivative was taken from the output instead of the input: "
+                "d(log a)/da = 1/a with a = self.data, not out.data (the log)",
+                lambda a: [1 / math.log(a)],
+            ),
+        ],
     ),
     OpCheck(
         "sigmoid",

@@ -153,22 +153,44 @@ class Grader(OpChecks, NetworkChecks):
                 "forgets to seed 1.0. d(out)/d(out) = 1; set self.grad = 1.0 before walking"
             )
             self.add(Row(name, FAIL, text, [*lines[:-1], "print(a.grad)  # expected: 1.0"]))
-        elif self._seeded_after_walk():
-            text = (
-                "(a * b).backward() leaves out.grad 1.0 but a.grad and b.grad 0: the seed is "
-                "set after the walk, so every rule pushed 0. Set self.grad = 1.0 first"
-            )
+        elif self._seed_stops_at_the_output() and (text := self._seed_diagnosis()):
             self.add(Row(name, FAIL, text, self.code(SEED_PROGRAM)))
         else:
             self.add(Row(name, PASS, "backward() sets the output's gradient to 1.0"))
 
-    def _seeded_after_walk(self) -> bool:
+    def _seed_stops_at_the_output(self) -> bool:
         """True when a * b ends with out.grad 1 and no gradient below it (a rule still a
         TODO, or wrong, says nothing here: the op rows judge it)."""
         results = self.run_programs([SEED_PROGRAM])
         if isinstance(results, dict) or "error" in results[0]:
             return False
         return results[0]["out_grad"] == 1.0 and results[0]["grads"] == [0.0, 0.0]
+
+    def _seed_diagnosis(self) -> str:
+        """Why out.grad 1.0 never reached a and b, from the walk watched on a * b: the
+        output's _backward never called, or called while out.grad was still 0 ("" when it
+        ran after the seed: then the rule of * is what pushed nothing, its row's to judge)."""
+        text = "(a * b).backward() leaves out.grad 1.0 but a.grad and b.grad 0: "
+        reply = self.ask({"do": "walk", "program": SEED_PROGRAM})
+        if "failure" in reply or "error" in reply or not reply["traced"]:
+            return text + (
+                "the output's gradient never reached its inputs. Set self.grad = 1.0 before "
+                "the walk, and call every node's _backward, the output's own included"
+            )
+        backward = reply["where"]["backward"]
+        look = f"; look at {backward} (backward)" if backward else ""
+        if not reply["calls"]:
+            return text + (
+                "backward() never called the output's own _backward (the watched walk "
+                "recorded no call to it), so nothing pushed out.grad to a and b. The walk "
+                f"must include the node it starts from: topo ends with self{look}"
+            )
+        if reply["grads_at_call"][0] != 0.0:
+            return ""
+        return text + (
+            "the output's _backward was called while out.grad was still 0: the seed is set "
+            f"after the walk, so every rule pushed 0. Set self.grad = 1.0 first{look}"
+        )
 
     def check_leaf_backward(self) -> None:
         reply = self.ask({"do": "leaf_backward"})
@@ -205,7 +227,10 @@ class Grader(OpChecks, NetworkChecks):
         self.walk_traced = True
         name = "order"
         text = walk_diagnosis(ORDER_PROGRAM, reply)
-        if text:
+        output = len(ORDER_PROGRAM["inputs"]) + len(ORDER_PROGRAM["steps"]) - 1
+        if text and self.failed("seed") and output not in reply["calls"]:
+            self.because(name, "seed")  # the walk leaves out the node it starts from
+        elif text:
             self.add(Row(name, FAIL, text, self.code(ORDER_PROGRAM)))
         else:
             self.add(Row(name, PASS, "a diamond graph: every node once, after all its users"))
@@ -255,14 +280,29 @@ class Grader(OpChecks, NetworkChecks):
         self.add(Row(name, FAIL, text, self.code(program)))
 
     def check_accumulation(self) -> None:
+        """Leaves add up over backward() calls on separate graphs, as PyTorch's do, and a
+        backward() reaches only its own graph: one that moves a leaf of an earlier graph
+        keeps that graph between calls (a default argument ``topo=[]``) and fails."""
         reply = self.ask({"do": "accumulate"})
         name = "two backward() calls"
         if "failure" in reply or "error" in reply:
             self.add(Row(name, NOTE, "could not run: " + _failure_text(reply, "backward()")))
             return
         first, second = reply["after_first"], reply["after_second"]
-        if close(second, first + 1.0):
-            text = "grads add up over backward() calls, as PyTorch's leaves do"
+        other = reply["after_other"]
+        if not close(other, second):
+            self.add(Row(name, FAIL, _kept_graph_text(reply)))
+            return
+        cause = self.root_cause()
+        if cause and not close(second, first + 1.0):
+            text = f"not judged: '{cause}' fails, so backward() gives no gradient to add up"
+        elif close(second, first + 1.0):
+            text = (
+                "grads add up over backward() calls on separate graphs, as PyTorch's leaves "
+                "do. On one graph, a second call adds through the interior grads the first "
+                f"left: out = (a*b)*2 twice gives a.grad {reply['same_graph']:g} here, torch "
+                "12 (with retain_graph=True; without it torch frees the graph and raises)"
+            )
         else:
             text = (
                 f"a.grad was {first:g} after (a*b).backward() and {second:g} after "
@@ -317,3 +357,23 @@ def grade(
 ) -> Report:
     """Run every check against the engine at ``target`` and return the report."""
     return Grader(target, oracle, timeout, train_timeout).run()
+
+
+def _kept_graph_text(reply: dict[str, float | list[str]]) -> str:
+    """Words for a backward() that also walked an earlier call's graph."""
+    first, second, other = reply["after_first"], reply["after_second"], reply["after_other"]
+    text = (
+        f"backward() walks the graphs of earlier calls too: after (a*b).backward() a.grad was "
+        f"{first:g}; (a+b).backward() added {second - first:g}, expected 1; then "
+        f"(c*d).backward(), a graph without a, moved a.grad to {other:g}. "
+    )
+    if reply["defaults"]:
+        return text + (
+            f"The graph's list survives between calls: a default argument is made once, when "
+            f"def runs, and every call adds to it: {reply['defaults'][0]}. Make them in the "
+            "body instead (topo = [] inside the function)"
+        )
+    return text + (
+        "Something keeps the nodes between calls (a list on the class or the module?): "
+        "make the topological order afresh in each backward()"
+    )

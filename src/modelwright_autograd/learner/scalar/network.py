@@ -7,6 +7,8 @@ and training with its own parameters() and zero_grad() to a bar no straight line
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..base import GraderBase
 from ..report import ABSENT, FAIL, PASS, Row
 from ..words import TODO, _error_text, _failure_text, _network_right, training_verdict
@@ -73,11 +75,7 @@ class NetworkChecks(GraderBase):
                 self.add(Row(name, FAIL, text, lines))
                 return
             if distinct < count:
-                text = (
-                    f"{made}.parameters() lists {count} Values but only {distinct} distinct "
-                    "objects: weights that share one Value train as one. Does Neuron.__init__ "
-                    "repeat one Value ([Value(x)] * nin is nin references to one object)?"
-                )
+                text = _repeated_text(level, made, shown)
                 self.add(Row(name, FAIL, text, lines))
                 return
             if not level["same"]:
@@ -152,7 +150,14 @@ class NetworkChecks(GraderBase):
         if reply["mlp"] > AFFINE_TOLERANCE:
             self.add(Row(name, PASS, "MLP(2, [8, 8, 1]) is not affine in its input"))
             return
-        if reply.get("neuron", 1.0) <= AFFINE_TOLERANCE:
+        if reply["constant"] is not None:
+            text = (
+                f"MLP(2, [8, 8, 1]) gives {reply['constant']:g} for every input: its output "
+                "does not depend on x, so it is flat, not bent. Do the weights start at 0? Each "
+                "needs its own random start (random.uniform(-1, 1)): from all zeros no "
+                "gradient reaches the hidden weights, and they stay 0"
+            )
+        elif reply.get("neuron", 1.0) <= AFFINE_TOLERANCE:
             where = f" ({reply['where']})" if reply.get("where") else ""
             text = (
                 f"MLP(2, [8, 8, 1]) is affine in its input: no nonlinearity anywhere. "
@@ -247,6 +252,7 @@ class NetworkChecks(GraderBase):
         if not self.has_mlp:
             return
         basic = ("seed", "leaf _backward", "order", "reuse", "a nonlinearity")
+        basic += ("two backward() calls",)
         network = ("parameters()", "zero_grad()", "network bends", "network gradients")
         cause = next((row for row in (*basic, *network) if self.failed(row)), None)
         if cause:
@@ -284,4 +290,49 @@ class NetworkChecks(GraderBase):
             f"{TRAIN_TARGET:.0%} accuracy (the best straight line through these 100 points "
             f"classifies {BEST_LINE:.0%})",
         )
-        self.add(Row(name, PASS if ok else FAIL, text + why))
+        self.add(
+            Row(name, PASS if ok else FAIL, text + why + ("" if ok else _stuck(reply, len(X))))
+        )
+
+
+def _repeated_text(level: dict[str, Any], made: str, shown: list[str]) -> str:
+    """Words for parameters() listing one object more than once: a Layer (an MLP) whose
+    parts are one object repeated when the level below passed (``shown``) or its parts
+    are recorded as repeated, else weights repeated in a Neuron."""
+    count, distinct, parts = level["count"], level["distinct"], level["parts"]
+    text = f"{made}.parameters() lists {count} Values but only {distinct} distinct objects"
+    cls = level["name"]
+    if cls != "Neuron" and ((parts and parts[1] < parts[0]) or shown):
+        part = {"Layer": "Neuron", "MLP": "Layer"}[cls]
+        held = f"holds {parts[0]} {part}s that are {parts[1]} object(s)" if parts else ""
+        init = f" ({level['init']})" if level["init"] else ""
+        return text + (
+            f": {cls}'s {part.lower()}s are one object repeated ({made} {held or 'repeats one'}"
+            f"; the {part}'s own Values are distinct). [{part}(...)] * n is n references to "
+            f"one {part}, so they compute and train as one: make each, [{part}(...) for _ in "
+            f"range(n)], in {cls}.__init__{init}"
+        )
+    return text + (
+        ": weights that share one Value train as one. Does Neuron.__init__ repeat one Value "
+        "([Value(x)] * nin is nin references to one object)?"
+    )
+
+
+def _stuck(reply: dict[str, Any], points: int) -> str:
+    """What the training run recorded that names a likely cause: outputs exactly 0 on
+    many of the ``points`` (a relu on the last layer), parameters whose gradient was 0 at
+    every step."""
+    where = f" ({reply['where']})" if reply["where"] else ""
+    if reply["zero_outputs"] >= points // 10:
+        return (
+            f". The output is exactly 0 for {reply['zero_outputs']} of the {points} points: "
+            "a relu on the last layer? Where it gives 0 it passes no gradient, so those points "
+            f"never move. Neuron.__call__{where} must leave the last layer linear (nonlin=False)"
+        )
+    if reply["no_gradient"]:
+        return (
+            f". {reply['no_gradient']} of the {reply['parameters']} parameters got gradient 0 at "
+            "every step: they never train. Does the forward use their .data (a float, cut off "
+            "from the graph) or a nonlinearity that is flat where they start?"
+        )
+    return ""

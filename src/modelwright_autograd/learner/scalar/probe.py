@@ -252,6 +252,7 @@ def walk(request: dict[str, Any]) -> dict[str, Any]:
         held = {id(child) for child in children}
         copies = copies or any(id(slots[i]) not in held for i in reads)
     calls: list[int] = []
+    grads: list[float] = []  # each called node's grad when its _backward was called
     rules = []
     for i, node in enumerate(slots[n:], n):
         rule = getattr(node, "_backward", None)
@@ -261,6 +262,7 @@ def walk(request: dict[str, Any]) -> dict[str, Any]:
 
         def recorded(*args: Any, _i: int = i, **kwargs: Any) -> None:
             calls.append(_i)
+            grads.append(float(slots[_i].grad))
 
         try:
             node._backward = recorded
@@ -273,13 +275,32 @@ def walk(request: dict[str, Any]) -> dict[str, Any]:
     return _gradients(program, slots) | {
         "traced": True,
         "calls": calls,
+        "grads_at_call": grads,
         "copies": copies,
+        "equal": _equal_pairs(slots),
         "where": {
             "backward": where(getattr(value, "backward", None)),
             "init": where(getattr(value, "__init__", None)),
+            "eq": where(vars(value).get("__eq__")),
             "rules": rules,
         },
     }
+
+
+def _equal_pairs(slots: list[Any]) -> list[list[int]]:
+    """Pairs of distinct slots that the engine's own ``__eq__`` calls equal (a class that
+    compares by data): a set or a dict of nodes keeps only one of each pair."""
+    if where(vars(engine["Value"]).get("__eq__")) == "":
+        return []
+    pairs = []
+    for i, x in enumerate(slots):
+        for j in range(i + 1, len(slots)):
+            try:
+                if bool(x == slots[j]) and hash(x) == hash(slots[j]):
+                    pairs.append([i, j])
+            except Exception:  # their __eq__ or __hash__ raised: not a merge we can name
+                continue
+    return pairs
 
 
 def _build(name: str) -> Any:
@@ -324,8 +345,22 @@ def parameters(request: dict[str, Any]) -> dict[str, Any]:
             levels.append(level | {"error": describe(error)})
             break
         level["where"] = where(getattr(type(made), "parameters", None))
+        level["init"] = where(getattr(type(made), "__init__", None))
+        level["parts"] = _parts(made, {"Layer": "Neuron", "MLP": "Layer"}.get(name))
         levels.append(level)
     return {"levels": levels}
+
+
+def _parts(made: Any, part: str | None) -> list[int]:
+    """[how many, how many distinct objects] of the ``part`` instances (a Layer's Neurons,
+    an MLP's Layers) in ``made``'s list attributes; [] when it holds none in a list."""
+    kind = engine.get(part) if part else None
+    if not isinstance(kind, type):
+        return []
+    for held in vars(made).values():
+        if isinstance(held, (list, tuple)) and held and all(isinstance(x, kind) for x in held):
+            return [len(held), len({id(x) for x in held})]
+    return []
 
 
 def zero_grad(request: dict[str, Any]) -> dict[str, Any]:
@@ -362,6 +397,8 @@ def affine(request: dict[str, Any]) -> dict[str, Any]:
     _seed(0)
     model = engine["MLP"](2, [8, 8, 1])
     reply: dict[str, Any] = {"mlp": _bend(lambda x: float(_score(model, x).data), pairs)}
+    outputs = {float(_score(model, x).data) for pair in pairs for x in pair}
+    reply["constant"] = outputs.pop() if len(outputs) == 1 else None  # the same for every x
     neuron = engine.get("Neuron")
     if neuron is not None:
         try:
@@ -399,13 +436,57 @@ def leaf_backward(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def accumulate(request: dict[str, Any]) -> dict[str, Any]:
-    """Two backward() calls on two graphs that share the leaves a=2, b=3."""
+    """Two backward() calls on two graphs that share the leaves a=2, b=3, then one on a
+    graph without them (c * d): a.grad must not move. Then backward() twice on one graph,
+    out = (x * y) * 2 with x=2, y=3, and the mutable defaults of backward() and of the
+    functions it calls by name (``topo=[]``), where they are defined."""
     value = engine["Value"]
     a, b = value(2.0), value(3.0)
     (a * b).backward()
     first = float(a.grad)
     (a + b).backward()
-    return {"after_first": first, "after_second": float(a.grad)}
+    second = float(a.grad)
+    (value(-1.0) * value(0.5)).backward()
+    other = float(a.grad)
+    x, y = value(2.0), value(3.0)
+    out = (x * y) * 2
+    out.backward()
+    out.backward()
+    return {
+        "after_first": first,
+        "after_second": second,
+        "after_other": other,
+        "same_graph": float(x.grad),
+        "defaults": _mutable_defaults(getattr(value, "backward", None), value),
+    }
+
+
+def _mutable_defaults(method: Any, value: type) -> list[str]:
+    """``build_topo (engine.py:17): topo=[], visited=set()``: the list, set or dict default
+    arguments of ``method`` and of the learner's functions it names (a helper)."""
+    function = getattr(method, "__func__", method)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return []
+    named = [getattr(value, n, None) or function.__globals__.get(n) for n in code.co_names]
+    found = []
+    for f in [function, *named]:
+        f = getattr(f, "__func__", f)
+        place = where(f)
+        if not place:
+            continue
+        names = f.__code__.co_varnames[: f.__code__.co_argcount]
+        defaults = dict(zip(names[len(names) - len(f.__defaults__ or ()) :], f.__defaults__ or ()))
+        defaults |= f.__kwdefaults__ or {}
+        shown = [
+            f"{name}={kind}"
+            for name, default in defaults.items()
+            for cls, kind in ((list, "[]"), (set, "set()"), (dict, "{}"))
+            if isinstance(default, cls)
+        ]
+        if shown:
+            found.append(f"{f.__name__} ({place}): {', '.join(shown)}")
+    return found
 
 
 def chain(request: dict[str, Any]) -> dict[str, Any]:
@@ -484,8 +565,11 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
     order = list(range(len(xs)))
     rng = random.Random(0)
 
+    scores: list[float] = []
+    moved: set[int] = set()  # the parameters that got a gradient other than 0 at some step
+
     def evaluate_all() -> tuple[float, float]:
-        scores = [float(_score(model, x).data) for x in xs]
+        scores[:] = [float(_score(model, x).data) for x in xs]
         loss = sum((s - t) ** 2 for s, t in zip(scores, ys)) / len(ys)
         accuracy = sum((s > 0) == (t > 0) for s, t in zip(scores, ys)) / len(ys)
         return loss, accuracy
@@ -503,12 +587,21 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
             loss = total * (1.0 / len(chosen))
             model.zero_grad()
             loss.backward()
-            for p in params:
+            for i, p in enumerate(params):
+                if p.grad != 0.0:
+                    moved.add(i)
                 p.data -= lr * p.grad
         history.append(list(evaluate_all()))
         if history[-1][1] >= target or history[-1][0] == history[-2][0]:
             break  # trained, or the updates do not reach the network at all
-    return {"history": history, "parameters": len(params)}
+    neuron = engine.get("Neuron")
+    return {
+        "history": history,
+        "parameters": len(params),
+        "zero_outputs": sum(score == 0.0 for score in scores),
+        "no_gradient": len(params) - len(moved),
+        "where": where(vars(neuron).get("__call__")) if isinstance(neuron, type) else "",
+    }
 
 
 HANDLERS = {

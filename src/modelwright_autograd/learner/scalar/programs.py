@@ -109,18 +109,22 @@ def input_names(program: Program) -> list[str]:
     return list(letters[:n]) if n <= len(letters) else [f"a{i}" for i in range(n)]
 
 
+def slot_names(program: Program) -> list[str]:
+    """The names the reproduce block gives each slot: a, b, ..., v1, v2, ..., out."""
+    steps = len(program["steps"])
+    return [*input_names(program), *(f"v{k}" for k in range(1, steps)), "out"]
+
+
 def to_code(program: Program, import_lines: list[str], expected: dict[str, float]) -> list[str]:
     """Pasteable lines that build ``program`` in the learner's engine, call backward()
     and print what the grader compared, with the oracle's numbers in a comment."""
-    names = input_names(program)
+    names = slot_names(program)
+    first = len(program["inputs"])
     lines = list(import_lines)
     for name, x in zip(names, program["inputs"]):
         lines.append(f"{name} = Value({float(x)!r})")
-    steps = program["steps"]
-    for i, step in enumerate(steps):
-        name = "out" if i == len(steps) - 1 else f"v{i + 1}"
-        lines.append(f"{name} = {step_expression(step, names)}")
-        names.append(name)
+    for i, step in enumerate(program["steps"]):
+        lines.append(f"{names[first + i]} = {step_expression(step, names)}")
     lines.append("out.backward()")
     shown = ", ".join(f"{n}.grad" for n in input_names(program))
     want = ", ".join(f"{label} {value:.10g}" for label, value in expected.items())

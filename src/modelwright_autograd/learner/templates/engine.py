@@ -88,6 +88,16 @@ class Value:
         out._backward = _backward
         return out
 
+    def log(self):
+        out = Value(math.log(self.data), (self,), "log")
+
+        def _backward():
+            # TODO 8: d(log a)/da = 1 / a, times out.grad. Which Value holds a?
+            raise NotImplementedError("TODO 8: the backward of log")
+
+        out._backward = _backward
+        return out
+
     def backward(self):
         # TODO 1: the backward pass.
         #   1. sort the graph topologically: every node after all of its inputs (_prev);

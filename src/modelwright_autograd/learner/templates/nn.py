@@ -5,16 +5,16 @@ TODOs, numbered after engine.py's. Until you fill one in it raises NotImplemente
 naming it. Check your work at any time with:  modelwright-autograd check .
 """
 
-import random  # noqa: F401 (TODO 8 uses it)
+import random  # noqa: F401 (TODO 9 uses it)
 
-from engine import Value  # noqa: F401 (TODO 8 uses it)
+from engine import Value  # noqa: F401 (TODO 9 uses it)
 
 
 class Module:
     def zero_grad(self):
-        # TODO 13: set every parameter's grad back to 0. A training loop calls this before
+        # TODO 14: set every parameter's grad back to 0. A training loop calls this before
         # each backward(): backward() adds to .grad, so old gradients would pile up.
-        raise NotImplementedError("TODO 13: Module.zero_grad()")
+        raise NotImplementedError("TODO 14: Module.zero_grad()")
 
     def parameters(self):
         return []
@@ -24,32 +24,32 @@ class Neuron(Module):
     """sum(w_i * x_i) + b, then tanh unless nonlin is False."""
 
     def __init__(self, nin, nonlin=True):
-        # TODO 8: self.w, nin weights, each its own Value(random.uniform(-1, 1)), and
+        # TODO 9: self.w, nin weights, each its own Value(random.uniform(-1, 1)), and
         # self.b, a bias Value(0.0). ([Value(...)] * nin would be one Value nin times.)
-        raise NotImplementedError("TODO 8: Neuron.__init__: the weights and the bias")
+        raise NotImplementedError("TODO 9: Neuron.__init__: the weights and the bias")
 
     def __call__(self, x):
-        # TODO 9: act = w_1 * x_1 + ... + w_n * x_n + b, then act.tanh() if self.nonlin,
+        # TODO 10: act = w_1 * x_1 + ... + w_n * x_n + b, then act.tanh() if self.nonlin,
         # else act itself. Without the tanh, however many layers, the MLP is a straight line.
-        raise NotImplementedError("TODO 9: Neuron.__call__: weighted sum, bias, tanh")
+        raise NotImplementedError("TODO 10: Neuron.__call__: weighted sum, bias, tanh")
 
     def parameters(self):
-        # TODO 10: every weight and the bias, each once: the Values themselves (not copies).
-        raise NotImplementedError("TODO 10: Neuron.parameters()")
+        # TODO 11: every weight and the bias, each once: the Values themselves (not copies).
+        raise NotImplementedError("TODO 11: Neuron.parameters()")
 
 
 class Layer(Module):
     def __init__(self, nin, nout, **kwargs):
-        # TODO 11: self.neurons, nout Neurons each reading all nin inputs (pass **kwargs on).
-        raise NotImplementedError("TODO 11: Layer.__init__: the neurons")
+        # TODO 12: self.neurons, nout Neurons each reading all nin inputs (pass **kwargs on).
+        raise NotImplementedError("TODO 12: Layer.__init__: the neurons")
 
     def __call__(self, x):
         out = [n(x) for n in self.neurons]
         return out[0] if len(out) == 1 else out
 
     def parameters(self):
-        # TODO 12: the parameters of every neuron, in one flat list.
-        raise NotImplementedError("TODO 12: Layer.parameters()")
+        # TODO 13: the parameters of every neuron, in one flat list.
+        raise NotImplementedError("TODO 13: Layer.parameters()")
 
 
 class MLP(Module):
@@ -67,5 +67,5 @@ class MLP(Module):
         return x
 
     def parameters(self):
-        # TODO 12 (again): the parameters of every layer, in one flat list.
-        raise NotImplementedError("TODO 12: MLP.parameters()")
+        # TODO 13 (again): the parameters of every layer, in one flat list.
+        raise NotImplementedError("TODO 13: MLP.parameters()")
