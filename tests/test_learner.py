@@ -46,6 +46,13 @@ SOLVED = ENGINES / "solved_starter.py"  # the starter's engine.py with every TOD
 TIMEOUT = 2.0  # seconds per check for the hanging engine: stopped twice, then given up
 CALM = 15.0  # seconds per check for every other engine: room for a loaded machine
 
+
+def _at(engine: str, text: str) -> str:
+    """``engine.py:N``: where in tests/learner_engines/ENGINE.py the line holding ``text`` is."""
+    lines = (ENGINES / f"{engine}.py").read_text().splitlines()
+    return f"{engine}.py:{next(i for i, line in enumerate(lines, 1) if text in line)}"
+
+
 # engine file -> (the row that must fail, words its diagnosis must contain)
 BROKEN = {
     "overwrite_mul": (
@@ -56,7 +63,36 @@ BROKEN = {
     "breadth_first": ("order", "before all of its users had pushed theirs"),
     "forward_order": ("order", "the walk goes through the topological order forwards"),
     "no_seed": ("seed", "backward() forgets to seed 1.0"),
-    "seed_after_walk": ("seed", "the seed is set after the walk"),
+    "seed_after_walk": (
+        "seed",
+        "the output's _backward was called while out.grad was still 0: the seed is set after "
+        f"the walk, so every rule pushed 0. Set self.grad = 1.0 first; look at "
+        f"{_at('seed_after_walk', 'def backward')} (backward)",
+    ),
+    "output_skipped": (
+        "seed",
+        "backward() never called the output's own _backward (the watched walk recorded no call "
+        "to it)",
+    ),
+    "topo_default": (
+        "two backward() calls",
+        "(a+b).backward() added 4, expected 1; then (c*d).backward(), a graph without a, moved "
+        "a.grad to 11. The graph's list survives between calls: a default argument is made "
+        "once, when def runs, and every call adds to it: backward "
+        f"({_at('topo_default', 'def backward')}): topo=[]",
+    ),
+    "build_topo_default": (
+        "two backward() calls",
+        f"build_topo ({_at('build_topo_default', 'def build_topo')}): topo=[], visited=set()",
+    ),
+    "global_topo": ("two backward() calls", "Something keeps the nodes between calls"),
+    "eq_by_data": (
+        "order",
+        "v3 and v5 are two nodes, but == calls them equal and they hash alike (Value.__eq__, "
+        f"{_at('eq_by_data', 'def __eq__')}), so the visited set took them for one",
+    ),
+    "log_sign": ("log", "sign: d(log a)/da = 1/a"),
+    "log_from_output": ("log", "log's derivative was taken from the output instead of the input"),
     "no_visited": ("order", "counted 2 times: backward() ran a node's _backward 2 times"),
     "prev_copies": ("order", "_prev holds copies of the children"),
     "preorder_sort": ("order", "appends a node before its children (pre-order)"),
@@ -139,6 +175,41 @@ NETWORK_BUGS = {
         "        act = sum((wi.data * xi for wi, xi in zip(self.w, x)), self.b)",
         "network gradients",
         "those are 0. Does Neuron.__call__ use each weight's Value (not its .data)",
+    ),
+    "layer_repeats_neuron": (
+        "        self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]",
+        "        self.neurons = [Neuron(nin, **kwargs)] * nout",
+        "parameters()",
+        "Layer(3, 4).parameters() lists 16 Values but only 4 distinct objects: Layer's neurons "
+        "are one object repeated (Layer(3, 4) holds 4 Neurons that are 1 object(s); the "
+        "Neuron's own Values are distinct). [Neuron(...)] * n is n references to one Neuron, so "
+        "they compute and train as one: make each, [Neuron(...) for _ in range(n)], in "
+        f"Layer.__init__ (nn.py:{_line('self.neurons = ') - 1})",
+    ),
+    "relu_on_the_last_layer": (
+        "        return act.tanh() if self.nonlin else act",
+        "        return act.relu()",
+        "network trains",
+        "accuracy 50%; the output is exactly 0 for 100 of the 100 points: a relu on the last "
+        "layer? Where it gives 0 it passes no gradient. Neuron.__call__ (nn.py:"
+        f"{_line('def __call__')}) must leave the last layer linear (nonlin=False)",
+    ),
+    "relu_dead_units": (  # relu units whose bias starts at -0.5: many never see an input above 0
+        "        self.b = Value(0.0)\n        self.nonlin = nonlin\n\n    def __call__(self, x):\n"
+        "        act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)\n"
+        "        return act.tanh() if self.nonlin else act",
+        "        self.b = Value(-0.5)\n        self.nonlin = nonlin\n\n    def __call__(self, x):\n"
+        "        act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)\n"
+        "        return act.relu() if self.nonlin else act",
+        "network trains",
+        "58 of the 105 parameters got gradient 0 at every step: they never train",
+    ),
+    "weights_start_at_zero": (
+        "        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]",
+        "        self.w = [Value(0.0) for _ in range(nin)]",
+        "network bends",
+        "MLP(2, [8, 8, 1]) gives 0 for every input: its output does not depend on x (flat, not "
+        "bent). Do the weights all start at 0",
     ),
     "mlp_skips_last_layer": (
         "        return [p for layer in self.layers for p in layer.parameters()]",
@@ -265,7 +336,7 @@ def test_each_broken_engine_is_the_solved_starter_with_one_small_change():
             if line[:1] in "+-" and not line.startswith(("+++", "---"))
         ]
         assert 0 < len(changed) <= 40, (name, changed)
-    assert len(ONE_BUG) >= 25
+    assert len(ONE_BUG) >= 33
 
 
 def test_the_classic_bugs_name_the_right_place(broken_reports):
@@ -282,6 +353,31 @@ def test_the_classic_bugs_name_the_right_place(broken_reports):
         assert _row(broken_reports[engine], "a * b").diagnosis == "fails because 'order' fails"
 
 
+def test_the_note_on_two_backward_calls_says_what_torch_does(broken_reports):
+    """Separate graphs sharing leaves add up as torch's leaves do; one graph twice gives 18
+    in a micrograd-style engine (the interior grads the first call left are pushed again)
+    where torch gives 12 with retain_graph=True and raises without it."""
+    import torch
+
+    a, b = (torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in (2.0, 3.0))
+    out = (a * b) * 2
+    out.backward(retain_graph=True)
+    out.backward()
+    assert a.grad.item() == 12.0
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        out = (a * b) * 2
+        out.backward()
+        out.backward()
+    a.grad = None
+    (a * b).backward()
+    (a + b).backward()
+    assert a.grad.item() == 4.0
+    note = _row(broken_reports["solved_differently"], "two backward() calls")
+    assert note.status == NOTE, note
+    assert "over calls on separate graphs, as PyTorch's leaves do" in note.diagnosis
+    assert "one graph twice, (a*b)*2, gives a.grad 18 here and 12 in torch" in note.diagnosis
+
+
 def test_a_recursive_sort_is_a_note_not_a_failure(broken_reports):
     report = broken_reports["recursive_topo"]
     assert report.failed == 0, report.to_text()
@@ -294,11 +390,12 @@ def test_the_untouched_starter_fails_naming_its_todos(broken_reports):
     report = broken_reports["starter"]
     assert not report.passed
     assert "TODO 1: backward()" in _row(report, "seed").diagnosis
-    assert "TODO 8: Neuron.__init__" in _row(report, "parameters()").diagnosis
+    assert "TODO 9: Neuron.__init__" in _row(report, "parameters()").diagnosis
     for row, todo in (("a + b", "TODO 2"), ("a * b", "TODO 3"), ("a ** n", "TODO 4")):
         assert todo in _row(report, row).diagnosis
     assert "TODO 5" in _row(report, "tanh").diagnosis
     assert "TODO 6" in _row(report, "relu").diagnosis
+    assert "TODO 8: the backward of log" in _row(report, "log").diagnosis
     assert _row(report, "engine loads").status == "pass"
 
 
@@ -311,7 +408,7 @@ def test_each_todo_shows_progress(broken_reports):
     report = broken_reports["engine_done"]
     assert report.failed > 0
     assert all(_row(report, row).status == "pass" for row in ("seed", "order", "a * b", "reuse"))
-    assert "TODO 8: Neuron.__init__" in _row(report, "parameters()").diagnosis
+    assert "TODO 9: Neuron.__init__" in _row(report, "parameters()").diagnosis
     assert _row(report, "zero_grad()").diagnosis == "fails because 'parameters()' fails"
 
 
@@ -440,10 +537,10 @@ def test_init_writes_the_starter_and_refuses_a_non_empty_folder(tmp_path, capsys
     notebook = json.loads((target / "starter.ipynb").read_text())
     assert notebook["nbformat"] == 4
     engine = (target / "engine.py").read_text()
-    assert engine.count("raise NotImplementedError(") == 7  # backward() and six rules
+    assert engine.count("raise NotImplementedError(") == 8  # backward() and seven rules
     nn = (target / "nn.py").read_text()  # Neuron, Layer, MLP, parameters() and zero_grad()
     todos = [line.split('"')[1] for line in nn.splitlines() if "raise NotImplementedError(" in line]
-    assert [t.split(":")[0] for t in todos] == [f"TODO {n}" for n in (13, 8, 9, 10, 11, 12, 12)]
+    assert [t.split(":")[0] for t in todos] == [f"TODO {n}" for n in (14, 9, 10, 11, 12, 13, 13)]
     before = {p.name: p.read_text() for p in target.iterdir()}
     assert main(["init", str(target)]) == 2
     assert "not empty" in capsys.readouterr().err

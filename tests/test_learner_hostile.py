@@ -167,6 +167,22 @@ def test_reply_shapes():
     assert not well_formed({"do": "load"}, {"mlp": True})  # which classes, then?
     assert not well_formed({"do": "train"}, {"history": []})
     assert not well_formed({"do": "chain"}, {"recursion": False})
+    accumulate = {"after_first": 3.0, "after_second": 4.0, "after_other": 4.0}
+    accumulate |= {"same_graph": 18.0, "defaults": []}
+    assert well_formed({"do": "accumulate"}, accumulate)
+    assert not well_formed({"do": "accumulate"}, accumulate | {"defaults": [3]})
+    assert not well_formed({"do": "accumulate"}, accumulate | {"after_other": 10**400})
+    train = {"history": [[1.0, 0.5]], "zero_outputs": 0, "no_gradient": 0, "where": ""}
+    assert well_formed({"do": "train"}, train)
+    assert not well_formed({"do": "train"}, train | {"zero_outputs": True})
+    assert not well_formed({"do": "train"}, train | {"no_gradient": -1})
+    walk = {"do": "walk", "program": {"inputs": [1.0, 2.0], "steps": [["add", 0, 1]]}}
+    traced = {"traced": True, "calls": [2], "grads_at_call": [1.0], "copies": False}
+    traced |= {"equal": [], "out_grad": 1.0, "grads": [1.0, 1.0]}
+    traced |= {"where": {"backward": "", "init": "", "eq": "", "rules": [""]}}
+    assert well_formed(walk, traced)
+    assert not well_formed(walk, traced | {"grads_at_call": []})  # one per call
+    assert not well_formed(walk, traced | {"equal": [[0, 9]]})  # no slot 9
     assert REPLY_LIMIT < 2**24  # the grader's buffer stays small
 
 

@@ -67,6 +67,15 @@ class Value:
         out._backward = _backward
         return out
 
+    def log(self):
+        out = Value(math.log(self.data), (self,), "log")
+
+        def _backward():
+            self.grad += out.grad / self.data
+
+        out._backward = _backward
+        return out
+
     def backward(self):
         topo, visited, stack = [], set(), [(self, False)]
         while stack:  # depth-first with an explicit stack: no recursion limit

@@ -291,18 +291,25 @@ class Grader(OpChecks, NetworkChecks):
         first, second = reply["after_first"], reply["after_second"]
         other = reply["after_other"]
         if not close(other, second):
-            self.add(Row(name, FAIL, _kept_graph_text(reply)))
+            lines = [
+                *self.target.import_lines,
+                "a, b = Value(2.0), Value(3.0)",
+                "(a * b).backward()",
+                "(a + b).backward()",
+                "print(a.grad)  # expected: 4.0 (3 from a*b, then 1 from a+b)",
+            ]
+            self.add(Row(name, FAIL, _kept_graph_text(reply), lines))
             return
         cause = self.root_cause()
         if cause and not close(second, first + 1.0):
             text = f"not judged: '{cause}' fails, so backward() gives no gradient to add up"
         elif close(second, first + 1.0):
-            text = (
-                "grads add up over backward() calls on separate graphs, as PyTorch's leaves "
-                "do. On one graph, a second call adds through the interior grads the first "
-                f"left: out = (a*b)*2 twice gives a.grad {reply['same_graph']:g} here, torch "
-                "12 (with retain_graph=True; without it torch frees the graph and raises)"
-            )
+            text = "grads add up over calls on separate graphs, as PyTorch's leaves do"
+            if not self.report.failed:  # what a second call on one graph does, once all is right
+                text += (
+                    f"; one graph twice, (a*b)*2, gives a.grad {reply['same_graph']:g} here and "
+                    "12 in torch"
+                )
         else:
             text = (
                 f"a.grad was {first:g} after (a*b).backward() and {second:g} after "

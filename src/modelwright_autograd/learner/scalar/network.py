@@ -31,8 +31,11 @@ class NetworkChecks(GraderBase):
     def library_lines(self, name: str, *lines: str) -> list[str]:
         """A reproduce block that imports ``name`` from the learner's library (seeding
         random as the grader did) and runs ``lines``."""
-        seeds = ["import random"] if any(line.startswith("random.seed") for line in lines) else []
-        return [*self.target.library_import_lines(name), *seeds, *lines]
+        shown = list(lines)
+        seeding = [i for i, line in enumerate(shown) if line.startswith("random.seed")]
+        if seeding:
+            shown[seeding[0]] = "import random; " + shown[seeding[0]]
+        return [*self.target.library_import_lines(name), *shown]
 
     def check_parameters(self) -> None:
         """parameters() of Neuron(3), Layer(3, 4) and MLP(3, [4, 4, 1]): every weight and
@@ -153,9 +156,10 @@ class NetworkChecks(GraderBase):
         if reply["constant"] is not None:
             text = (
                 f"MLP(2, [8, 8, 1]) gives {reply['constant']:g} for every input: its output "
-                "does not depend on x, so it is flat, not bent. Do the weights start at 0? Each "
-                "needs its own random start (random.uniform(-1, 1)): from all zeros no "
-                "gradient reaches the hidden weights, and they stay 0"
+                "does not depend on x (flat, not bent). Do the weights all start at 0, or "
+                "does every unit start where its "
+                "nonlinearity is flat (a relu below 0 for every input)? Each weight needs its "
+                "own random start, random.uniform(-1, 1)"
             )
         elif reply.get("neuron", 1.0) <= AFFINE_TOLERANCE:
             where = f" ({reply['where']})" if reply.get("where") else ""
@@ -290,9 +294,30 @@ class NetworkChecks(GraderBase):
             f"{TRAIN_TARGET:.0%} accuracy (the best straight line through these 100 points "
             f"classifies {BEST_LINE:.0%})",
         )
-        self.add(
-            Row(name, PASS if ok else FAIL, text + why + ("" if ok else _stuck(reply, len(X))))
-        )
+        if ok:
+            self.add(Row(name, PASS, text))
+            return
+        start = [
+            "random.seed(0); model = MLP(2, [8, 8, 1])",
+            "grid = [[x / 4, y / 4] for x in range(-8, 9) for y in range(-8, 9)]",
+        ]
+        lines = []
+        if _stuck_at_zero(reply, len(X)):  # show that the output is never below 0
+            lines = self.library_lines(
+                "MLP",
+                *start,
+                "print(min(model(x).data for x in grid))",
+                "# expected: below 0 somewhere (the labels are -1 and +1); a relu never is",
+            )
+        elif reply["no_gradient"]:  # show the parameters a whole grid gives no gradient
+            lines = self.library_lines(
+                "MLP",
+                *start,
+                "sum((model(x) - 1) ** 2 for x in grid).backward()",
+                "print(sum(p.grad == 0 for p in model.parameters()), len(model.parameters()))",
+                "# expected: few or no zeros: a gradient 0 at every point never trains",
+            )
+        self.add(Row(name, FAIL, text + (_stuck(reply, len(X)) or why), lines))
 
 
 def _repeated_text(level: dict[str, Any], made: str, shown: list[str]) -> str:
@@ -318,21 +343,27 @@ def _repeated_text(level: dict[str, Any], made: str, shown: list[str]) -> str:
     )
 
 
+def _stuck_at_zero(reply: dict[str, Any], points: int) -> bool:
+    """The trained network's output is exactly 0 on a tenth of the points or more."""
+    return reply["zero_outputs"] >= points / 10
+
+
 def _stuck(reply: dict[str, Any], points: int) -> str:
     """What the training run recorded that names a likely cause: outputs exactly 0 on
     many of the ``points`` (a relu on the last layer), parameters whose gradient was 0 at
     every step."""
     where = f" ({reply['where']})" if reply["where"] else ""
-    if reply["zero_outputs"] >= points // 10:
+    if _stuck_at_zero(reply, points):
         return (
-            f". The output is exactly 0 for {reply['zero_outputs']} of the {points} points: "
-            "a relu on the last layer? Where it gives 0 it passes no gradient, so those points "
-            f"never move. Neuron.__call__{where} must leave the last layer linear (nonlin=False)"
+            f"; the output is exactly 0 for {reply['zero_outputs']} of the {points} points: "
+            "a relu on the last layer? Where it gives 0 it passes no gradient. "
+            f"Neuron.__call__{where} must leave the last layer linear (nonlin=False)"
         )
     if reply["no_gradient"]:
         return (
-            f". {reply['no_gradient']} of the {reply['parameters']} parameters got gradient 0 at "
+            f"; {reply['no_gradient']} of the {reply['parameters']} parameters got gradient 0 at "
             "every step: they never train. Does the forward use their .data (a float, cut off "
-            "from the graph) or a nonlinearity that is flat where they start?"
+            "from the graph), or do their units sit where the nonlinearity is flat for every "
+            "point (a relu whose input is below 0: a dead unit)?"
         )
     return ""

@@ -248,7 +248,7 @@ class OpChecks(GraderBase):
             self.add(Row(name, FAIL, text, self.code(first_wrong)))
         else:
             shown = " ".join(_op_words(op).replace(" ", "") for op, _ in cases)
-            self.add(Row(name, PASS, f"a value used twice accumulates ({shown})"))
+            self.add(Row(name, PASS, f"a value used twice adds up ({shown})"))
 
     def check_random(self) -> None:
         ops = [op for op, status in self.status.items() if status in (PASS, FAIL)]
