@@ -449,6 +449,26 @@ def test_the_reproduce_lines_run_from_anywhere_and_show_the_bug(broken_reports, 
     assert _numbers(printed)[1] == pytest.approx(2 * _numbers(expected)[1])  # 12 for 6
 
 
+def test_the_new_reproduce_lines_show_what_was_recorded(broken_reports, tmp_path):
+    """The blocks of the rows added for issue 30 print the bug, not the expected numbers."""
+    printed, expected = _run_block(
+        _row(broken_reports["topo_default"], "two backward() calls"), tmp_path
+    )
+    assert float(printed[0]) == 7.0 and float(expected[0]) == 4.0  # 3, then 4 more, not 1
+    printed, expected = _run_block(_row(broken_reports["output_skipped"], "seed"), tmp_path)
+    assert _numbers(printed)[1:] == [0.0, 0.0] and _numbers(expected)[1:] != [0.0, 0.0]
+    printed, expected = _run_block(_row(broken_reports["eq_by_data"], "order"), tmp_path)
+    assert _numbers(printed)[1] != pytest.approx(_numbers(expected)[1])
+    row = _row(broken_reports["layer_repeats_neuron"], "parameters()")
+    assert _run_block(row, tmp_path)[0] == ["16", "4"]
+    row = _row(broken_reports["relu_on_the_last_layer"], "network trains")
+    assert float(_run_block(row, tmp_path)[0][0]) == 0.0  # never below 0
+    zeros, count = _run_block(_row(broken_reports["relu_dead_units"], "network trains"), tmp_path)[
+        0
+    ]
+    assert int(count) == 105 and int(zeros) > 30
+
+
 def test_the_network_reproduce_lines_show_the_bug(broken_reports, tmp_path):
     printed, expected = _run_block(
         _row(broken_reports["bias_not_in_parameters"], "parameters()"), tmp_path
