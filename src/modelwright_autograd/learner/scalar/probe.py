@@ -262,7 +262,7 @@ def walk(request: dict[str, Any]) -> dict[str, Any]:
 
         def recorded(*args: Any, _i: int = i, **kwargs: Any) -> None:
             calls.append(_i)
-            grads.append(float(slots[_i].grad))
+            grads.append(_as_float(slots[_i].grad))
 
         try:
             node._backward = recorded
@@ -285,6 +285,14 @@ def walk(request: dict[str, Any]) -> dict[str, Any]:
             "rules": rules,
         },
     }
+
+
+def _as_float(x: Any) -> float:
+    """``x`` as a float, NaN when it is not a number (a grad still None)."""
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return float("nan")
 
 
 def _equal_pairs(slots: list[Any]) -> list[list[int]]:
@@ -357,7 +365,7 @@ def _parts(made: Any, part: str | None) -> list[int]:
     kind = engine.get(part) if part else None
     if not isinstance(kind, type):
         return []
-    for held in vars(made).values():
+    for held in getattr(made, "__dict__", {}).values():  # none with __slots__
         if isinstance(held, (list, tuple)) and held and all(isinstance(x, kind) for x in held):
             return [len(held), len({id(x) for x in held})]
     return []
