@@ -83,7 +83,7 @@ def test_the_bash_blocks_that_run_are_the_cheap_ones():
     ran = sorted(p.id for p in BASH)
     assert ran == [
         "REPORT.md:38",
-        "docs/build-your-own.md:198",
+        "docs/build-your-own.md:227",
         "docs/build-your-own.md:8",
         "docs/explain.md:4",
         "docs/neural-nets.md:33",
