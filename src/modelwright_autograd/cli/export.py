@@ -13,6 +13,7 @@ from ..checks import shown_path
 from ..files import NotARegularFile, refuse_non_regular
 from ..printing import emit
 from ..training import language
+from ..training.outputs import run_file_named
 from .options import Subparsers, file_path
 
 
@@ -33,18 +34,22 @@ def add_export(subparsers: Subparsers) -> None:
 
 def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Export a checkpoint for PyTorch: 0, 1 for a bad checkpoint, a missing torch or an
-    unwritable OUT, 2 for an OUT that is the checkpoint itself or not a regular file (a
+    unwritable OUT, 2 for an OUT that is the checkpoint or another file of its run (by inode,
+    whatever the path's form) or not a regular file (a
     symlink, device, FIFO or folder, which writing would replace)."""
     shown = shown_path(args.out)
     try:
         refuse_non_regular(args.out)  # before loading: atomic_write checks again at the end
     except NotARegularFile as e:
         parser.error(f"argument OUT: {shown}: {e.strerror}")
-    if args.out.resolve() == args.checkpoint.resolve():
-        parser.error(f"argument OUT: {shown} is the checkpoint itself; name another file")
+    checkpoint = language.checkpoint_file(args.checkpoint)
+    owned = run_file_named(args.out, args.checkpoint)
+    if owned is not None:
+        what = "the checkpoint itself" if owned == checkpoint.name else f"the run's {owned}"
+        parser.error(f"argument OUT: {shown} is {what}; name another file")
     try:
-        checkpoint = load_checkpoint(language.checkpoint_file(args.checkpoint))
-        export_torch(checkpoint.model, args.out)
+        loaded = load_checkpoint(checkpoint)
+        export_torch(loaded.model, args.out)
     except CheckpointError as e:
         problem = str(e)
     except ImportError:
@@ -52,10 +57,10 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     except OSError as e:  # atomic_write's own message already names the file
         problem = f"cannot write {shown}: {e.strerror}" if e.strerror else str(e)
     else:
-        arch = checkpoint.architecture.describe()
+        arch = loaded.architecture.describe()
         bad = sum(
             int(np.size(v) - np.count_nonzero(np.isfinite(v)))
-            for v in checkpoint.model.state_dict().values()
+            for v in loaded.model.state_dict().values()
         )
         if bad:
             print(
@@ -63,7 +68,7 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 "infinite; the exported model will predict NaN or infinities",
                 file=sys.stderr,
             )
-        if isinstance(checkpoint.architecture, language.M.LMArchitecture):
+        if isinstance(loaded.architecture, language.M.LMArchitecture):
             return emit([f"wrote {shown}: the {arch} as a state_dict under nanoGPT's names"])
         return emit([f"wrote {shown}: the {arch} as a torch.nn.Sequential state_dict"])
     print(f"modelwright-autograd export: {problem}", file=sys.stderr)

@@ -185,6 +185,30 @@ class RunFolder:
         return f"nothing was written to {self.shown}"
 
 
+def run_file_named(target: Path, checkpoint: Path) -> str | None:
+    """The name of the file of the run holding ``checkpoint`` (a run folder or a
+    model.json) that ``target`` is, or None: the checkpoint itself, or any file a run
+    writes beside it (``OUTPUT_NAMES``). Files that exist are compared by device and inode
+    (``os.path.samestat``), so a relative path, ``..``, a symbolic link on the way or a hard
+    link is recognised; one that does not exist yet, by its resolved path."""
+    folder = checkpoint if checkpoint.is_dir() else checkpoint.parent
+    owned = [(checkpoint.name, checkpoint)] if not checkpoint.is_dir() else []
+    owned += [(name, folder / name) for name in OUTPUT_NAMES]
+    try:
+        target_stat: os.stat_result | None = os.stat(target)
+    except (OSError, ValueError):
+        target_stat = None
+    for name, path in owned:
+        try:
+            if target_stat is not None and os.path.samestat(target_stat, os.stat(path)):
+                return name
+        except (OSError, ValueError):
+            pass
+        if os.path.realpath(target) == os.path.realpath(path):
+            return name
+    return None
+
+
 def _new_default_folder(dataset: str) -> Path:
     """Create runs/<dataset>-<timestamp>, or -2, -3... when that exists: ``mkdir`` either
     creates the name or fails, so two runs started in the same second get two folders."""
