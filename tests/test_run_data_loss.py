@@ -4,6 +4,8 @@ an interrupted --overwrite never replaces a complete earlier run. With real proc
 real signals where a process is involved."""
 
 import os
+import re
+import signal
 import subprocess
 import sys
 import time
@@ -82,3 +84,79 @@ def test_export_over_any_file_of_the_run_is_refused_whatever_the_form(
     # a file beside the run that is none of its own is written
     assert cli.main(["export", "run", "model.pt"]) == 0
     assert (tmp_path / "model.pt").stat().st_size > 0
+
+
+# ---------------------------------------------------------------------- 2. and 3. Ctrl-C
+LM_RUN = [
+    "train",
+    "--dataset",
+    "shakespeare",
+    "--model",
+    "gpt",
+    *TINY_GPT,
+    "--steps",
+    "100000",
+    "--eval-interval",
+    "1",
+    "--eval-iters",
+    "1",
+    "--quiet",
+]
+
+
+def _interrupt_once_saved(tmp_path, *extra):
+    """A real LM training process into tmp_path/run, interrupted by a burst of SIGINTs
+    (one every 2 ms until it exits) that starts once its first best checkpoint is saved
+    in the staging folder: the later ones land in the writes after the first. The exit
+    code is 130, or death by SIGINT when one arrives after the program has ended (as the
+    shell shows it, 130 too)."""
+    proc = subprocess.Popen(
+        [*CLI, *LM_RUN, "--out", "run", *extra],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for(lambda: list(tmp_path.glob(".run.partial-*/model.json")), "a checkpoint", proc)
+    sent = 0
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        os.kill(proc.pid, signal.SIGINT)
+        sent += 1
+        time.sleep(0.002)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode in (130, -signal.SIGINT), err
+    return out, err, sent
+
+
+@pytest.mark.slow  # a real training process, started twice (about 3 s each)
+def test_repeated_ctrl_c_never_removes_the_saved_best_checkpoint(tmp_path):
+    for attempt in range(2):  # the burst lands at different moments each time
+        out, err, sent = _interrupt_once_saved(tmp_path)
+        assert sent > 1, "the burst must go on past the first interrupt"
+        assert "Traceback" not in err
+        run = tmp_path / "run"
+        assert sorted(os.listdir(run)) == ["loss_curve.png", "metrics.json", "model.json"]
+        assert re.search(r"interrupted \(SIGINT\) after step [\d,]+: kept the above", out)
+        assert cli.main(["sample", str(run), "--tokens", "5"]) == 0
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+        os.rename(run, tmp_path / f"kept-{attempt}")
+
+
+@pytest.mark.slow  # a real training process (about 3 s)
+def test_an_interrupted_overwrite_leaves_the_finished_run_whole(tmp_path):
+    first = ["train", "--dataset", "shakespeare", "--model", "gpt", *TINY_GPT, "--steps", "2"]
+    run = tmp_path / "run"
+    assert cli.main([*first, "--eval-iters", "1", "--quiet", "--out", str(run)]) == 0
+    before = _files(run)
+    out, _, _ = _interrupt_once_saved(tmp_path, "--overwrite")
+    assert _files(run) == before
+    aside = tmp_path / "run-interrupted"
+    assert sorted(os.listdir(aside)) == ["loss_curve.png", "metrics.json", "model.json"]
+    assert f"outputs in {aside.name}/" in out
+    assert "run still holds the previous run's files, unchanged" in out
+    assert cli.main(["sample", str(aside), "--tokens", "5"]) == 0
+    # a second interrupted overwrite goes to the next free name, the first run still whole
+    _interrupt_once_saved(tmp_path, "--overwrite")
+    assert _files(run) == before
+    assert (tmp_path / "run-interrupted-2" / "model.json").exists()

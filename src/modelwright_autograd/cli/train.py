@@ -27,7 +27,7 @@ from ..training.settings import (
     resolve_config,
 )
 from .options import Subparsers, add_data_options, file_path, layer_sizes, real_number, whole_number
-from .signals import EXIT_INTERRUPTED, Terminated, interrupts_raise
+from .signals import EXIT_INTERRUPTED, Terminated, interrupts_raise, interrupts_raise_once
 
 
 def add_train(subparsers: Subparsers) -> None:
@@ -253,7 +253,9 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Train a language model: exit codes as run_train's. Ctrl-C or SIGTERM during the
-    steps keeps the best checkpoint saved so far, with the metrics and curve up to then."""
+    steps keeps the best checkpoint saved so far, with the metrics and curve up to then;
+    once one has stopped the steps, later ones are noted, never cutting the writes short.
+    An interrupted run never replaces a finished one (--overwrite): it goes beside it."""
     fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
     run: RunFolder | None = None
     stopped: type[BaseException] | None = None
@@ -261,7 +263,7 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     def kept() -> str:
         return run.kept() if run is not None else "nothing was written"
 
-    with interrupts_raise():
+    with interrupts_raise_once() as interrupts:  # to the last line printed
         try:
             try:
                 settings, corpus = language.resolve_lm(args)
@@ -270,12 +272,19 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
                 parser.error(str(e))
             with run:
                 result = language.run_lm_training(
-                    settings, corpus, run.staging, args.quiet, (KeyboardInterrupt, Terminated)
+                    settings,
+                    corpus,
+                    run.staging,
+                    args.quiet,
+                    (KeyboardInterrupt, Terminated),
+                    interrupts.finishing,
                 )
-                stopped = result["history"].interrupted
+                history = result["history"]
+                stopped = history.interrupted or interrupts.stopped_by()
                 if stopped is not None and "model.json" not in result["files"]:
                     raise stopped  # nothing was saved yet: keep nothing
-                run.commit()
+                run.commit(keep_previous=stopped is not None)
+            stopped = stopped or interrupts.stopped_by()  # one that came while committing
         except TrainingDiverged as e:
             fail(f"{e}; {kept()}")
             return 1
@@ -289,6 +298,19 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
             name = "SIGINT" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
             fail(f"interrupted ({name}); {kept()}")
             return EXIT_INTERRUPTED[type(e)]
+        lines = _lm_summary(settings, result, run)
+        if stopped is not None:
+            name = "SIGINT" if stopped is KeyboardInterrupt else "SIGTERM"
+            lines.append(f"interrupted ({name}) after step {len(history.loss):,}: kept the above")
+            if run.aside is not None:
+                lines.append(f"{run.shown} still holds the previous run's files, unchanged")
+            emit(lines)
+            return EXIT_INTERRUPTED[stopped]
+        return emit(lines)
+
+
+def _lm_summary(settings: language.LMSettings, result: dict, run: RunFolder) -> list[str]:
+    """The lines a finished (or stopped) language-model run prints."""
     history, metrics = result["history"], result["metrics"]
     split = "test" if settings.names else "val"
     lines = []
@@ -305,12 +327,7 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         )
     lines.append(
         f"trained in {history.seconds:.2f} s ({len(history.loss):,} steps, "
-        f"{metrics['tokens_per_second'] or 0:,.0f} tokens/s); outputs in {run.shown}/: "
+        f"{metrics['tokens_per_second'] or 0:,.0f} tokens/s); outputs in {run.outputs}/: "
         f"{', '.join(result['files'])}"
     )
-    if stopped is not None:
-        name = "SIGINT" if stopped is KeyboardInterrupt else "SIGTERM"
-        lines.append(f"interrupted ({name}) after step {len(history.loss):,}: kept the above")
-        emit(lines)
-        return EXIT_INTERRUPTED[stopped]
-    return emit(lines)
+    return lines

@@ -13,6 +13,7 @@ import argparse
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -336,11 +337,14 @@ def fit_lm(
     progress: Any,
     save_best: Any = None,
     stop_on: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
+    finishing: Callable[[], None] | None = None,
 ) -> LMHistory:
     """``settings.steps`` AdamW steps; an evaluation at step 0, every ``eval_interval``
     steps and after the last; ``save_best(step, losses)`` whenever the held-out loss is
     the lowest so far (after step 0). One of ``stop_on`` (Ctrl-C) ends it early, with
-    ``interrupted`` set to its type."""
+    ``interrupted`` set to its type. ``finishing()`` is called when the last step is done,
+    within reach of ``stop_on``: a signal handler that stops raising then leaves no moment
+    at which an interrupt escapes."""
     history = LMHistory()
     optimizer = make_optimizer(model, settings)
     params = model.parameters()
@@ -387,6 +391,8 @@ def fit_lm(
                 loss=f"{value:.4f}", tok_s=f"{history.tokens / seconds:,.0f}", refresh=False
             )
             progress.update(1)
+        if finishing is not None:
+            finishing()
     except stop_on as e:
         history.interrupted = type(e)
     history.seconds = time.perf_counter() - start
@@ -399,10 +405,12 @@ def run_lm_training(
     out: Path,
     quiet: bool = False,
     stop_on: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
+    finishing: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """A whole run into the staging folder ``out``: the best checkpoint (model.json) as
     training goes, then metrics.json and loss_curve.png. After Ctrl-C the files are
-    written from what there is, and ``interrupted`` is set in the result."""
+    written from what there is, and ``interrupted`` is set in the result; ``finishing``
+    as fit_lm's."""
     from tqdm import tqdm
 
     model = M.build(settings.model, seed=settings.seed)
@@ -423,7 +431,7 @@ def run_lm_training(
         disable=True if quiet else None,
         file=sys.stderr,
     ) as progress:
-        history = fit_lm(model, settings, corpus, progress, save_best, stop_on)
+        history = fit_lm(model, settings, corpus, progress, save_best, stop_on, finishing)
     files = ["model.json"] if history.best is not None else []
     extra: dict[str, Any] = {}
     if isinstance(corpus, C.Names) and settings.model.kind == "bigram":

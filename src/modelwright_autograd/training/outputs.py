@@ -103,6 +103,7 @@ class RunFolder:
         self.staging = self._sibling("partial")
         self.committed = False
         self.removed = False  # release() removed the folder this run created
+        self.aside: Path | None = None  # where commit(keep_previous=True) put this run
 
     def _sibling(self, kind: str) -> Path:
         return self._real.with_name(f".{self._real.name}.{kind}-{os.getpid()}")
@@ -140,11 +141,26 @@ class RunFolder:
             for leftover in self._real.parent.glob(f".{glob.escape(self._real.name)}.{kind}-*"):
                 shutil.rmtree(leftover, ignore_errors=True)
 
-    def commit(self) -> None:
+    @property
+    def outputs(self) -> str:
+        """Where the committed outputs are, as messages show it (beside the path as the
+        user gave it, when that ends in the folder's own name)."""
+        if self.aside is None:
+            return self.shown
+        same_name = self.path.name == self._real.name
+        return shown_path(self.path.with_name(self.aside.name) if same_name else self.aside)
+
+    def commit(self, keep_previous: bool = False) -> None:
         """Put the staging folder in place of the run folder, in one rename (the previous
-        run's files, with ``overwrite``, are moved aside first and then removed)."""
+        run's files, with ``overwrite``, are moved aside first and then removed). With
+        ``keep_previous`` (an interrupted run), a previous run is left whole and this one
+        goes to a new folder beside it, <name>-interrupted (or -interrupted-2, ...)."""
         with signals_deferred():
-            if self.previous:
+            if self.previous and keep_previous:
+                self.aside = _unique_folder(self._real.with_name(f"{self._real.name}-interrupted"))
+                os.rename(self.staging, self.aside)  # over the empty folder just made
+                self.committed = True
+            elif self.previous:
                 old = self._sibling("old")
                 os.rename(self._real, old)
                 os.rename(self.staging, self._real)
@@ -174,6 +190,11 @@ class RunFolder:
 
     def kept(self) -> str:
         """What an interrupted or failed run left, for its one-line message."""
+        if self.committed and self.aside is not None:
+            return (
+                f"{self.shown} still holds the previous run's files; this run's are in "
+                f"{self.outputs}"
+            )
         if self.committed:
             return f"the run had finished: its outputs are in {self.shown}"
         if self.previous:
@@ -210,23 +231,30 @@ def run_file_named(target: Path, checkpoint: Path) -> str | None:
 
 
 def _new_default_folder(dataset: str) -> Path:
-    """Create runs/<dataset>-<timestamp>, or -2, -3... when that exists: ``mkdir`` either
-    creates the name or fails, so two runs started in the same second get two folders."""
+    """Create runs/<dataset>-<timestamp>, or -2, -3... when that exists, so two runs
+    started in the same second get two folders."""
     base = Path("runs") / f"{dataset}-{time.strftime('%Y%m%d-%H%M%S')}"
     try:
         base.parent.mkdir(exist_ok=True)
     except OSError as e:
         raise UsageError("--out", f"cannot create {base.parent}: {e.strerror}") from None
+    try:
+        return _unique_folder(base)
+    except OSError as e:
+        raise UsageError("--out", f"cannot create {shown_path(e.filename)}: {e.strerror}") from None
+
+
+def _unique_folder(base: Path) -> Path:
+    """Create the folder ``base``, or base-2, base-3... when that exists: ``mkdir`` either
+    creates the name or fails, so two processes never get the same one."""
     for n in range(1, 10_000):
         candidate = base if n == 1 else base.with_name(f"{base.name}-{n}")
         try:
             os.mkdir(candidate)
         except FileExistsError:
             continue
-        except OSError as e:
-            raise UsageError("--out", f"cannot create {candidate}: {e.strerror}") from None
         return candidate
-    raise UsageError("--out", f"{base}-2 to -9999 all exist: give --out")
+    raise FileExistsError(errno.EEXIST, "-2 to -9999 all exist: give --out", f"{base}")
 
 
 def _claim_given(out: Path, overwrite: bool) -> RunFolder:
