@@ -45,6 +45,11 @@ MAX_LAYERS = 1_000
 #: The largest file a load reads: the longest float.hex (24 characters) with its quotes,
 #: comma, newline and indentation, for the most weights, plus a megabyte of the rest.
 MAX_FILE_BYTES = 48 * max(MAX_PARAMETERS.values()) + 2**20
+#: The most JSON values a load parses (bounded before parsing by the commas, brackets and
+#: braces, which over-count): one a weight, plus room for the names, shapes and metadata.
+#: Bounds the parsed document near 70 bytes a value whatever the file holds (95 MB of
+#: ``[],`` would otherwise become 2.4 GB of empty lists).
+MAX_JSON_VALUES = max(MAX_PARAMETERS.values()) + 2**17
 _MAX_PROBLEM_CHARS = 300
 _MAX_PATH_CHARS = 160
 _MAX_DIMS = 32  # NumPy allows 64; no layer has more than 2
@@ -238,6 +243,14 @@ def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CheckpointError(path, "not a text file (corrupt?)") from None
+    values = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
+    if values > MAX_JSON_VALUES:
+        raise CheckpointError(
+            path,
+            f"holds about {values:,} JSON values (commas, arrays and objects); a checkpoint "
+            f"of at most {max(MAX_PARAMETERS.values()):,} weights has at most "
+            f"{MAX_JSON_VALUES:,} (bloated metadata?)",
+        )
     try:
         doc = json.loads(text, object_pairs_hook=_unique_keys)
     except _DuplicateKey as e:

@@ -31,8 +31,17 @@ def shown_path(path: str | os.PathLike[str]) -> str:
     text = os.fspath(path)
     if isinstance(text, bytes):
         text = os.fsdecode(text)
+    return shown_text(text)
+
+
+def shown_text(text: str, keep: str = "") -> str:
+    """``text`` with each character that is not printable written as its escape (as
+    ``shown_path``), except those in ``keep`` (the newlines of sampled running text), so
+    nothing written to a terminal can move its cursor or change its colours."""
     return "".join(
-        c if c.isprintable() else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+        c
+        if c.isprintable() or c in keep
+        else c.encode("unicode_escape", "backslashreplace").decode("ascii")
         for c in text
     )
 

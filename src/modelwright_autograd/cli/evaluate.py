@@ -110,4 +110,13 @@ def _evaluate_lm(
     lines = [f"{shown_path(path)}: {checkpoint.architecture.describe()}, scored on {how}"]
     for split, value in losses.items():
         lines.append(f"{split:<6} loss {value:.4f} nats per character")
+    broken = [value for value in losses.values() if not math.isfinite(value)]
+    if broken:
+        emit(lines)
+        print(
+            f"modelwright-autograd evaluate: the model is broken: its loss is {broken[0]} "
+            "(its weights hold NaN or infinities, or its numbers overflow)",
+            file=sys.stderr,
+        )
+        return 1
     return emit(lines)

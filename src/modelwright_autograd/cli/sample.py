@@ -7,6 +7,8 @@ import sys
 from functools import partial
 
 from ..checkpoint import CheckpointError
+from ..checks import shown_text
+from ..lm.sampling import BrokenModel
 from ..printing import emit
 from ..training import language
 from .options import Subparsers, file_path, random_seed, real_number, whole_number
@@ -35,7 +37,8 @@ def add_sample(subparsers: Subparsers) -> None:
     p.add_argument(
         "--prompt",
         metavar="TEXT",
-        help="text to continue (default: a newline, as nanoGPT; for names, nothing: each "
+        help="text to continue (default, and for an empty TEXT: a newline, as nanoGPT, or "
+        "the model's first character when it knows no newline; for names, nothing: each "
         "name starts fresh, or with TEXT)",
     )
     p.add_argument(
@@ -76,7 +79,7 @@ def run_sample(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     except language.NotALanguageModel as e:
         parser.error(f"argument RUN: {e}")
     vocab = run.vocab
-    prompt = args.prompt if args.prompt is not None else ("" if run.names else "\n")
+    prompt = args.prompt or ("" if run.names else language.default_prompt(vocab))
     if len(prompt) > language.MAX_PROMPT:
         parser.error(f"argument --prompt: at most {language.MAX_PROMPT:,} characters")
     missing = vocab.missing(prompt)
@@ -91,15 +94,25 @@ def run_sample(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     tokens = None if run.names else (args.tokens or 500)
     total = num * (tokens or run.model.block_size)
     if total > language.MAX_SAMPLE_TOKENS:
+        option = "--tokens" if args.tokens is not None else "--num"  # the one the user gave
         parser.error(
-            f"argument --tokens: {num:,} samples of {tokens or run.model.block_size:,} "
+            f"argument {option}: {num:,} samples of up to {tokens or run.model.block_size:,} "
             f"characters is {total:,}; at most {language.MAX_SAMPLE_TOKENS:,}"
         )
     if args.top_k is not None and args.top_k > vocab.size:
         parser.error(f"argument --top-k: the model has only {vocab.size} tokens")
-    samples = language.sample_lm(run, num, prompt, tokens, args.temperature, args.top_k, args.seed)
-    if not run.names:
-        return emit(["\n---------------\n".join(samples)])
+    try:
+        samples = language.sample_lm(
+            run, num, prompt, tokens, args.temperature, args.top_k, args.seed
+        )
+    except BrokenModel as e:
+        print(f"modelwright-autograd sample: the model is broken: {e}", file=sys.stderr)
+        return 1
+    except ValueError as e:
+        parser.error(f"argument --temperature: {e}")
+    if not run.names:  # the model's own newlines kept, every other control character escaped
+        return emit(["\n---------------\n".join(shown_text(s, keep="\n") for s in samples)])
+    samples = [shown_text(name) for name in samples]
     if run.corpus is None:
         return emit([*samples, f"(not marked as in train/test/new: {run.missing})"])
     train, test = set(run.corpus.train), set(run.corpus.test)

@@ -281,9 +281,12 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
                 )
                 history = result["history"]
                 stopped = history.interrupted or interrupts.stopped_by()
-                if stopped is not None and "model.json" not in result["files"]:
+                unfinished = stopped is not None or history.diverged is not None
+                if unfinished and "model.json" not in result["files"]:
+                    if history.diverged is not None:
+                        raise TrainingDiverged(language.diverged_message(settings, history))
                     raise stopped  # nothing was saved yet: keep nothing
-                run.commit(keep_previous=stopped is not None)
+                run.commit(keep_previous=unfinished)
             stopped = stopped or interrupts.stopped_by()  # one that came while committing
         except TrainingDiverged as e:
             fail(f"{e}; {kept()}")
@@ -299,6 +302,14 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
             fail(f"interrupted ({name}); {kept()}")
             return EXIT_INTERRUPTED[type(e)]
         lines = _lm_summary(settings, result, run)
+        if history.diverged is not None:
+            emit(lines)
+            fail(
+                f"{language.diverged_message(settings, history)}; kept the best checkpoint "
+                f"(step {history.best['step']:,}) in {run.outputs}"
+                + (f"; {run.shown} still holds the previous run's files" if run.aside else "")
+            )
+            return 1
         if stopped is not None:
             name = "SIGINT" if stopped is KeyboardInterrupt else "SIGTERM"
             lines.append(f"interrupted ({name}) after step {len(history.loss):,}: kept the above")

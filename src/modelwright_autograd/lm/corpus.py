@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..checks import shown_path
 from ..files import UnreadableFile, read_bounded
 from .models import MAX_VOCAB
 
@@ -54,25 +55,27 @@ def sha256_of(raw: bytes) -> str:
 
 def read_corpus(path: str | Path) -> tuple[str, str]:
     """The text of ``path`` and the sha256 of its bytes, or a CorpusError: not a regular
-    file, empty, over MAX_DATA_BYTES, binary (a NUL byte) or not UTF-8."""
+    file, empty, over MAX_DATA_BYTES, binary (a NUL byte) or not UTF-8. Messages show the
+    path with its control characters escaped."""
+    shown = shown_path(path)
     try:
         raw = read_bounded(path, MAX_DATA_BYTES)
     except UnreadableFile as e:
         if e.size is not None:
             raise CorpusError(
-                f"{path}: {e.reason}, more than the {MAX_DATA_BYTES:,} a language model's "
+                f"{shown}: {e.reason}, more than the {MAX_DATA_BYTES:,} a language model's "
                 "data may have"
             ) from None
-        raise CorpusError(f"{path}: {e.reason}") from None
+        raise CorpusError(f"{shown}: {e.reason}") from None
     if not raw.strip():
-        raise CorpusError(f"{path}: the file is empty; give a UTF-8 text file")
+        raise CorpusError(f"{shown}: the file is empty; give a UTF-8 text file")
     if b"\x00" in raw:
-        raise CorpusError(f"{path}: a binary file (it holds NUL bytes); give a UTF-8 text file")
+        raise CorpusError(f"{shown}: a binary file (it holds NUL bytes); give a UTF-8 text file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise CorpusError(
-            f"{path}: not UTF-8 text (byte {e.start:,} is 0x{raw[e.start]:02x}); "
+            f"{shown}: not UTF-8 text (byte {e.start:,} is 0x{raw[e.start]:02x}); "
             "give a UTF-8 text file"
         ) from None
     return text, sha256_of(raw)
@@ -234,7 +237,7 @@ class Source:
 
     @property
     def label(self) -> str:
-        return self.dataset or Path(self.path or "data").stem
+        return self.dataset or shown_path(Path(self.path or "data").stem)
 
 
 def read_source(dataset: str | None, path: str | Path | None) -> tuple[str, Source]:

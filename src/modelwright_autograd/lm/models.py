@@ -11,6 +11,7 @@ docs/language-models.md walks through them.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -277,6 +278,19 @@ class GPT(LanguageModel):
                 p.data[...] = rng.normal(0.0, 0.02, p.shape)
             elif name.endswith(".bias"):
                 p.data[...] = 0.0
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """As Module's; with tied weights, the two names of the one matrix must hold the
+        same numbers (a file edited to differ would otherwise lose one copy silently)."""
+        if self.config.tie_weights:
+            head, wte = state.get("lm_head.weight"), state.get("transformer.wte.weight")
+            same_shape = head is not None and wte is not None and np.shape(head) == np.shape(wte)
+            if same_shape and not np.array_equal(head, wte, equal_nan=True):
+                raise ValueError(
+                    "'lm_head.weight' differs from 'transformer.wte.weight', the matrix it "
+                    "is tied to; a tied model holds the same numbers under both names"
+                )
+        super().load_state_dict(state)
 
     def forward(self, idx: np.ndarray) -> Tensor:
         t = idx.shape[1]

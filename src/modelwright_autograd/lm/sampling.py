@@ -4,10 +4,16 @@ top k kept), one token drawn, appended, repeated. A seeded generator makes it re
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..graph import no_grad
 from .models import LanguageModel
+
+
+class BrokenModel(ValueError):
+    """The model's next-token logits are NaN or infinite (its weights are)."""
 
 
 def generate(
@@ -21,12 +27,35 @@ def generate(
 ) -> np.ndarray:
     """``idx`` (B, T) continued by ``new_tokens`` tokens each, the context cropped to the
     model's block size. With ``stop`` (makemore's boundary token), generation ends early
-    once every row has produced it."""
+    once every row has produced it.
+
+    As torch: a ValueError for a temperature that is not a positive finite number or a
+    ``top_k`` below 1, or for a distribution that is not finite (logits divided by a
+    subnormal temperature overflow, where torch.multinomial says "probability tensor
+    contains either inf, nan or element < 0"); BrokenModel when the model's logits
+    themselves are not finite."""
+    if not (isinstance(temperature, (int, float, np.floating)) and math.isfinite(temperature)):
+        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
+    if temperature <= 0:
+        raise ValueError(f"temperature must be a positive finite number, got {temperature!r}")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"top_k must be a whole number of at least 1, got {top_k!r}")
+    if idx.ndim != 2 or idx.shape[1] == 0:
+        raise ValueError(f"idx must be (batch, tokens) with at least one token, got {idx.shape}")
     model.eval()
     with no_grad():
         for _ in range(new_tokens):
             context = idx[:, -model.block_size :]
-            logits = model(context).data[:, -1, :].astype(np.float64) / temperature
+            logits = model(context).data[:, -1, :].astype(np.float64)
+            if not np.isfinite(logits).all():
+                raise BrokenModel("the model's logits are NaN or infinite: its weights are")
+            with np.errstate(over="ignore"):
+                logits = logits / temperature
+            if not np.isfinite(logits).all():
+                raise ValueError(
+                    f"temperature {temperature!r} is too small: the logits divided by it "
+                    "overflow (probability tensor contains either inf, nan or element < 0)"
+                )
             if top_k is not None and top_k < logits.shape[-1]:
                 kth = np.sort(logits, axis=-1)[:, -top_k][:, None]
                 logits = np.where(logits < kth, -np.inf, logits)

@@ -491,7 +491,8 @@ def embedding(input: Any, weight: Tensor, padding_idx: int | None = None) -> Ten
             f"{op}: input must be integer indices, got {describe(input)} (dtype {idx.dtype})"
         )
     rows = weight.shape[0]
-    bad = (idx < -rows) | (idx >= rows) if idx.size else np.zeros(0, bool)
+    # torch refuses a negative index here (IndexError), where NumPy would wrap it
+    bad = (idx < 0) | (idx >= rows) if idx.size else np.zeros(0, bool)
     if bad.any():
         raise IndexError(f"{op}: index {idx[bad][0]} is out of range for {rows} embeddings")
     out = weight[idx]

@@ -27,6 +27,7 @@ from ..checkpoint import (
     load_checkpoint,
     save_checkpoint,
 )
+from ..checks import describe, is_json_int, shown_path, shown_text
 from ..collector import collection_paused
 from ..files import write_json
 from ..lm import corpus as C
@@ -35,7 +36,7 @@ from ..lm.sampling import generate
 from ..lm.scoring import counting_bigram_loss, names_loss, text_loss
 from ..optim import AdamW, clip_grad_norm_, warmup_cosine_lr
 from .outputs import OutputError
-from .settings import MAX_STEPS, TrainingDiverged, UsageError
+from .settings import MAX_STEPS, UsageError
 
 #: The datasets shipped for the language models, and which model each trains by default.
 LM_DATASETS = tuple(C.BUILTIN)
@@ -46,8 +47,9 @@ NAMES_MODELS = ("bigram", "mlp", "transformer")
 #: What one language-model run may cost, checked before anything is built: the tokens of
 #: one step (batch x block), and the multiply-adds of the whole run (steps x tokens x
 #: weights, about six per weight and token with the backward pass); nanoGPT's CPU run is
-#: 2,000 x 768 x 0.8M = 1.2e12.
-MAX_STEP_TOKENS = 32_768
+#: 2,000 x 768 x 0.8M = 1.2e12. A step holds the bigram's default batch (512) of the
+#: longest lines a names model takes (64 characters + the start token): 33,280 tokens.
+MAX_STEP_TOKENS = 512 * (C.MAX_WORD_LENGTH + 1)
 MAX_RUN_WORK = 2 * 10**13
 #: The longest --eval-iters (batches per split per evaluation).
 MAX_EVAL_ITERS = 10_000
@@ -291,6 +293,9 @@ class LMHistory:
     tokens: int = 0
     #: the exception that stopped the loop early (KeyboardInterrupt...), else None
     interrupted: type[BaseException] | None = None
+    #: the step whose training or held-out loss was not finite (the loop stopped there)
+    diverged: int | None = None
+    diverged_loss: float | None = None
 
 
 def _batches(settings: LMSettings, corpus: C.Names | C.Text, rng: np.random.Generator):
@@ -330,6 +335,10 @@ def held_out(corpus: C.Names | C.Text) -> str:
     return "test" if isinstance(corpus, C.Names) else "val"
 
 
+class _Diverged(Exception):
+    """A loss stopped being finite: fit_lm ends its loop (and keeps the best checkpoint)."""
+
+
 def fit_lm(
     model: M.LanguageModel,
     settings: LMSettings,
@@ -342,7 +351,8 @@ def fit_lm(
     """``settings.steps`` AdamW steps; an evaluation at step 0, every ``eval_interval``
     steps and after the last; ``save_best(step, losses)`` whenever the held-out loss is
     the lowest so far (after step 0). One of ``stop_on`` (Ctrl-C) ends it early, with
-    ``interrupted`` set to its type. ``finishing()`` is called when the last step is done,
+    ``interrupted`` set to its type; so does a training or held-out loss that is not
+    finite, with ``diverged`` set to its step. ``finishing()`` is called when the last step is done,
     within reach of ``stop_on``: a signal handler that stops raising then leaves no moment
     at which an interrupt escapes."""
     history = LMHistory()
@@ -353,8 +363,17 @@ def fit_lm(
     model.train(True)
     start = time.perf_counter()
 
+    def stop_if_not_finite(step: int, value: float) -> None:
+        if not math.isfinite(value):
+            history.diverged, history.diverged_loss = step, value
+            if finishing is not None:
+                finishing()
+            raise _Diverged
+
     def evaluate(step: int) -> None:
         losses = evaluate_lm(model, settings, corpus, settings.seed + 2)
+        for value in losses.values():
+            stop_if_not_finite(step, value)
         history.evals.append({"step": step, **losses})
         if step and (history.best is None or losses[split] < history.best[split]):
             if save_best is not None:
@@ -368,11 +387,7 @@ def fit_lm(
             with collection_paused():
                 loss = model.loss(x, y)
                 value = loss.item()
-                if not math.isfinite(value):
-                    raise TrainingDiverged(
-                        f"training diverged: the loss is {value} at step {step}; try a smaller "
-                        f"--lr (it was {settings.lr:g})"
-                    )
+                stop_if_not_finite(step, value)
                 optimizer.zero_grad()
                 loss.backward()
                 del loss
@@ -393,6 +408,8 @@ def fit_lm(
             progress.update(1)
         if finishing is not None:
             finishing()
+    except _Diverged:
+        pass  # history.diverged says where
     except stop_on as e:
         history.interrupted = type(e)
     history.seconds = time.perf_counter() - start
@@ -424,13 +441,17 @@ def run_lm_training(
         best = {**metadata, "best": {"step": step, **losses}}
         _write(out, "model.json", lambda path: save_checkpoint(path, model, best))
 
-    with tqdm(
-        total=settings.steps,
-        desc=f"train {settings.label} {settings.model.kind}",
-        unit="step",
-        disable=True if quiet else None,
-        file=sys.stderr,
-    ) as progress:
+    with (
+        tqdm(
+            total=settings.steps,
+            desc=f"train {settings.label} {settings.model.kind}",
+            unit="step",
+            disable=True if quiet else None,
+            file=sys.stderr,
+        ) as progress,
+        np.errstate(over="ignore", invalid="ignore"),
+    ):
+        # NumPy's overflow warnings would only repeat what the non-finite loss says clearly
         history = fit_lm(model, settings, corpus, progress, save_best, stop_on, finishing)
     files = ["model.json"] if history.best is not None else []
     extra: dict[str, Any] = {}
@@ -449,6 +470,7 @@ def run_lm_training(
         **extra,
         "steps_done": len(history.loss),
         "interrupted": history.interrupted is not None,
+        "diverged_at_step": history.diverged,
         "train_seconds": round(history.seconds, 3),
         "tokens_per_second": round(history.tokens / history.seconds, 1)
         if history.seconds
@@ -458,6 +480,14 @@ def run_lm_training(
     _write(out, "loss_curve.png", lambda path: _plot(path, settings, history, corpus))
     files += ["metrics.json", "loss_curve.png"]
     return {"history": history, "files": files, "metrics": metrics}
+
+
+def diverged_message(settings: LMSettings, history: LMHistory) -> str:
+    """The one line a run that stopped on a non-finite loss ends with."""
+    return (
+        f"training stopped: a non-finite loss ({history.diverged_loss}) at step "
+        f"{history.diverged:,}; try a smaller --lr (it was {settings.lr:g})"
+    )
 
 
 def _split_record(settings: LMSettings, corpus: C.Names | C.Text) -> dict[str, Any]:
@@ -564,14 +594,24 @@ def _find_corpus(
 ) -> tuple[C.Names | C.Text | None, str | None]:
     """The corpus split exactly as in training, if its file is there and unchanged."""
     dataset, path, digest, seed = (data.get(k) for k in ("dataset", "path", "sha256", "seed"))
-    if dataset not in (None, *C.BUILTIN) or not isinstance(seed, int) or isinstance(seed, bool):
-        return None, "the checkpoint's data settings are not valid"
+    problem = None
+    if dataset not in (None, *C.BUILTIN):
+        problem = f"'data.dataset' is {describe(dataset)}, not one of {tuple(C.BUILTIN)}"
+    elif dataset is None and not (isinstance(path, str) and path and "\0" not in path):
+        problem = f"'data.path' is {describe(path)}, not the path of a file"
+    elif not isinstance(digest, str):
+        problem = f"'data.sha256' is {describe(digest)}, not a checksum"
+    elif not (is_json_int(seed) and seed >= 0):
+        problem = f"'data.seed' is {describe(seed)}, not a whole number of at least 0"
+    if problem is not None:
+        return None, f"the checkpoint's {shown_text(problem)}"
     try:
         text, source = C.read_source(dataset, path if dataset is None else None)
     except C.CorpusError as e:
         return None, f"its data cannot be read ({e})"
     if source.sha256 != digest:
-        return None, f"{source.path or dataset} has changed since training (its sha256 differs)"
+        where = shown_path(source.path) if source.path else dataset
+        return None, f"{where} has changed since training (its sha256 differs)"
     try:
         if vocab.boundary:
             corpus: C.Names | C.Text = C.split_names(text, seed, source.label)
@@ -596,12 +636,21 @@ def evaluate_lm_run(run: LMRun, batches: int, seed: int) -> dict[str, float]:
             "test": names_loss(model, corpus, corpus.test),
         }
     batch = run.training.get("batch_size")
-    if not (isinstance(batch, int) and 1 <= batch * model.block_size <= MAX_STEP_TOKENS):
-        raise CheckpointError(run.checkpoint.path, f"bad batch_size {batch!r} in its settings")
+    if not (is_json_int(batch) and 1 <= batch * model.block_size <= MAX_STEP_TOKENS):
+        raise CheckpointError(
+            run.checkpoint.path, f"'training.batch_size' is {describe(batch)}, not a batch size"
+        )
     return {
         "train": text_loss(model, corpus.train, batch, batches, seed),
         "val": text_loss(model, corpus.val, batch, batches, seed + 1),
     }
+
+
+def default_prompt(vocab: C.Vocabulary) -> str:
+    """Where a text model's samples start when no prompt is given (or an empty one): a
+    newline, as nanoGPT's sample.py, or the first character of the vocabulary (by code
+    point) when the text had no newline."""
+    return "\n" if "\n" in vocab.chars else vocab.chars[0]
 
 
 def sample_lm(
