@@ -212,3 +212,16 @@ def test_ab_compares_two_checkouts() -> None:
         cells = [cell.strip() for cell in row.split("|")[2:4]]
         assert all(float(cell.split()[0]) > 0 for cell in cells)
     assert "new/old medians: scalar " in out.stdout and ", digits " in out.stdout
+
+
+@pytest.mark.slow
+def test_smoke_lm_data_memory_measures_both_files() -> None:
+    """benchmarks.lm_data_memory on 1 MB files: a row for the worst lines and for real
+    names, each with a peak and its bytes a byte (the figure is the benchmark's to judge)."""
+    proc = _run("-m", "benchmarks.lm_data_memory", "--smoke")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith(("| short", "| names"))]
+    assert len(rows) == 2
+    for row in rows:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert float(cells[1]) > 0.5 and float(cells[2]) > 0 and float(cells[3]) > 0

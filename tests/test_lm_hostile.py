@@ -8,6 +8,7 @@ import json
 import math
 import re
 import tracemalloc
+import types
 
 import numpy as np
 import pytest
@@ -15,10 +16,13 @@ import torch
 
 from modelwright_autograd import cli
 from modelwright_autograd.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from modelwright_autograd.lm import corpus as C
 from modelwright_autograd.lm import models as M
 from modelwright_autograd.lm.sampling import BrokenModel, generate
+from modelwright_autograd.lm.scoring import counting_bigram_loss
 from modelwright_autograd.tensor import Tensor
 from modelwright_autograd.tensor.nn_ops import embedding
+from modelwright_autograd.training import language as L
 
 TINY_GPT = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16"]
 GPT = ["--model", "gpt", *TINY_GPT, "--eval-iters", "2"]
@@ -287,3 +291,29 @@ def test_the_documented_longest_line_trains_with_the_default_bigram(tmp_path, ca
     data.write_text(longest + "a\nabc\nbcd\n")
     err = _one_line(capsys, ["train", "--data", str(data), "--model", "bigram"], 2)
     assert "a line of 65 characters" in err
+
+
+# ---------------------------------------------------------------------- 9. memory
+def test_a_names_file_costs_a_few_bytes_a_byte(tmp_path):
+    """The worst lines (one or two letters: the most words a byte) and one of the longest
+    (64 characters, which sets every word's context): reading, splitting, a training
+    batch and the counting bigram over every training word stay within 20 bytes a byte
+    of the file (benchmarks/lm_data_memory.py measures whole runs)."""
+    unit = "".join(f"{a}\n{a}{b}\n" for a in "abcdefghijklmnopqrstuvwxyz" for b in "aeiou")
+    data = tmp_path / "short.txt"
+    data.write_text("abcdefgh" * 8 + "\n" + unit * (2**19 // len(unit)))
+    size = data.stat().st_size
+    tracemalloc.start()
+    try:
+        text, _ = C.read_corpus(data)
+        names = C.split_names(text, 0, "short")
+        del text
+        batch = types.SimpleNamespace(batch_size=32)
+        x, y = next(L._batches(batch, names, np.random.default_rng(0)))
+        counted = counting_bigram_loss(names, names.train, names.test)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(names.train) + len(names.test) == 1 + 2 * 130 * (2**19 // len(unit))
+    assert x.shape == y.shape == (32, 65) and math.isfinite(counted)
+    assert peak < 20 * size, f"{peak / size:.1f} bytes a byte"

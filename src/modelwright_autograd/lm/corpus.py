@@ -9,10 +9,13 @@ before anything is built.
 from __future__ import annotations
 
 import hashlib
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -32,6 +35,9 @@ SHA256 = {
 MAX_DATA_BYTES = 16 * 2**20
 #: The longest line a names-style model takes (its context is the longest line + 1).
 MAX_WORD_LENGTH = 64
+#: How much of a names file split_names splits at a time (characters): its lines as str
+#: cost about 30 bytes a character at worst, so a piece is a couple of MB at most.
+_PIECE = 2**16
 #: makemore's test set: min(1,000, 10%) of the words.
 NAMES_TEST_WORDS, NAMES_TEST_FRACTION = 1000, 0.1
 #: nanoGPT's split: the first 90% of the text to train on, the last 10% to validate.
@@ -127,37 +133,92 @@ class Vocabulary:
         return vocab
 
 
-@dataclass(frozen=True)
-class Names:
-    """One item (a name) per line: makemore's dataset, split into train and test words."""
+class Words(Sequence[str]):
+    """Some of a corpus's words, kept as arrays rather than a str each (a 16 MB file of
+    one-letter lines is 8 million words: as Python strings, 0.5 GB): the token ids of every
+    word of the corpus end to end, where each word starts (``starts[i]`` to
+    ``starts[i + 1]``), and which of them these are (``index``). Reads as a sequence of
+    str; equal to another sequence of the same words in the same order."""
 
-    vocab: Vocabulary
-    train: list[str]
-    test: list[str]
+    def __init__(
+        self, vocab: Vocabulary, ids: np.ndarray, starts: np.ndarray, index: np.ndarray
+    ) -> None:
+        self.vocab, self._ids, self._starts, self.index = vocab, ids, starts, index
 
-    @property
-    def max_length(self) -> int:
-        return max(len(w) for w in (*self.train, *self.test))
+    def __len__(self) -> int:
+        return len(self.index)
 
-    def block_size(self) -> int:
-        """makemore's context: the longest name plus the start token."""
-        return self.max_length + 1
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        w = int(self.index[i])
+        return self.vocab.decode(self._ids[self._starts[w] : self._starts[w + 1]])
 
-    def examples(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """makemore's (x, y) rows: x = [0, w...] padded with 0, y = [w..., 0] padded
-        with -1 (ignored by the loss), both of length block_size."""
-        n, width = len(words), self.block_size()
-        lengths = np.array([len(w) for w in words], dtype=np.int64)
+    def __iter__(self) -> Iterator[str]:
+        text = self.vocab.decode(self._ids)  # one str for all: a slice each is quick
+        starts = self._starts
+        for w in self.index.tolist():
+            yield text[starts[w] : starts[w + 1]]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays inside: not a dict key
+
+    def take(self, positions: np.ndarray | slice) -> Words:
+        """The words at ``positions`` of this sequence."""
+        return Words(self.vocab, self._ids, self._starts, self.index[positions])
+
+    def lengths(self) -> np.ndarray:
+        w = self.index
+        return self._starts[w + 1] - self._starts[w]
+
+    def examples(self, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """makemore's (x, y) rows for these words, each ``width`` long (see Names)."""
+        n, lengths = len(self), self.lengths()
         rows = np.repeat(np.arange(n), lengths)  # the word of every character
-        starts = np.cumsum(lengths) - lengths
-        at = np.arange(len(rows)) - starts[rows]  # its position in its word
-        ids = self.vocab.encode("".join(words))
+        at = np.arange(len(rows)) - (np.cumsum(lengths) - lengths)[rows]  # its position in it
+        ids = self._ids[self._starts[self.index][rows] + at]
         x = np.zeros((n, width), dtype=np.int64)
         y = np.full((n, width), -1, dtype=np.int64)
         x[rows, at + 1] = ids
         y[rows, at] = ids
         y[np.arange(n), lengths] = 0
         return x, y
+
+
+@dataclass(frozen=True, eq=False)
+class Names:
+    """One item (a name) per line: makemore's dataset, split into train and test words."""
+
+    vocab: Vocabulary
+    train: Words
+    test: Words
+    max_length: int
+
+    def block_size(self) -> int:
+        """makemore's context: the longest name plus the start token."""
+        return self.max_length + 1
+
+    def as_words(self, words: Sequence[str]) -> Words:
+        """``words`` (any sequence of str in the vocabulary) as Words."""
+        if isinstance(words, Words):
+            return words
+        lengths = np.array([len(w) for w in words], dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)])
+        ids = self.vocab.encode("".join(words)).astype(np.uint8)
+        return Words(self.vocab, ids, starts, np.arange(len(words)))
+
+    def examples(self, words: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """makemore's (x, y) rows: x = [0, w...] padded with 0, y = [w..., 0] padded
+        with -1 (ignored by the loss), both of length block_size."""
+        return self.as_words(words).examples(self.block_size())
 
 
 @dataclass(frozen=True)
@@ -172,29 +233,52 @@ class Text:
 
 def split_names(text: str, seed: int, where: str) -> Names:
     """makemore's dataset from one word a line (surrounding spaces and empty lines dropped):
-    a test set of min(1,000, 10%) words drawn by a permutation seeded with ``seed``."""
-    words = [w.strip() for w in text.splitlines()]
-    words = [w for w in words if w]
-    if len(words) < 2:
-        raise CorpusError(f"{where}: {len(words)} non-empty line(s); a names model needs 2 or more")
-    longest = max(words, key=len)
+    a test set of min(1,000, 10%) words drawn by a permutation seeded with ``seed``.
+
+    Split 64 KB at a time (cut at newlines, where ``splitlines`` cuts too), so that
+    its memory is a few bytes a character whatever the lines are: the characters of the
+    words end to end and the start of each word, never a str per word."""
+    pieces: list[str] = []
+    lengths = array("q")
+    longest = ""
+    at = 0
+    while at < len(text):
+        cut = text.find("\n", at + _PIECE)
+        cut = len(text) if cut < 0 else cut + 1
+        words = [w for w in (line.strip() for line in text[at:cut].splitlines()) if w]
+        at = cut
+        if not words:
+            continue
+        longest = max(longest, max(words, key=len), key=len)
+        lengths.extend(map(len, words))
+        pieces.append("".join(words))
+    n = len(lengths)
+    if n < 2:
+        raise CorpusError(f"{where}: {n} non-empty line(s); a names model needs 2 or more")
     if len(longest) > MAX_WORD_LENGTH:
         raise CorpusError(
             f"{where}: a line of {len(longest):,} characters; a names model takes lines of at "
             f"most {MAX_WORD_LENGTH} (one item a line: use --model gpt for running text)"
         )
-    if BOUNDARY in "".join(words):
+    chars = "".join(sorted(set().union(*map(set, pieces))))
+    if BOUNDARY in chars:
         raise CorpusError(
             f"{where}: the character {BOUNDARY!r} marks a name's start and end here, so the "
             "lines may not contain it"
         )
-    vocab = Vocabulary.of("".join(words), boundary=True, where=where)
-    test_size = max(1, min(NAMES_TEST_WORDS, int(len(words) * NAMES_TEST_FRACTION)))
-    order = np.random.default_rng(seed).permutation(len(words))
+    vocab = Vocabulary.of(chars, boundary=True, where=where)
+    ids = np.concatenate([vocab.encode(piece).astype(np.uint8) for piece in pieces])
+    del pieces
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.frombuffer(lengths, dtype=np.int64), out=starts[1:])
+    del lengths
+    test_size = max(1, min(NAMES_TEST_WORDS, int(n * NAMES_TEST_FRACTION)))
+    order = np.random.default_rng(seed).permutation(n)
     return Names(
         vocab,
-        [words[i] for i in order[:-test_size]],
-        [words[i] for i in order[-test_size:]],
+        Words(vocab, ids, starts, order[:-test_size]),
+        Words(vocab, ids, starts, order[-test_size:]),
+        len(longest),
     )
 
 

@@ -4,6 +4,8 @@ random batches), and the counting bigram model's loss beside the learned one."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import numpy as np
 
 from ..graph import no_grad
@@ -14,19 +16,25 @@ from .models import IGNORE_INDEX, LanguageModel
 SCORE_WORDS = 1000
 
 
-def names_loss(model: LanguageModel, names: Names, words: list[str]) -> float:
+def _chunks(names: Names, words: Sequence[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """makemore's (x, y) rows of ``words``, SCORE_WORDS at a time."""
+    words = names.as_words(words)
+    for start in range(0, len(words), SCORE_WORDS):
+        yield words.take(slice(start, start + SCORE_WORDS)).examples(names.block_size())
+
+
+def names_loss(model: LanguageModel, names: Names, words: Sequence[str]) -> float:
     """The mean cross-entropy per predicted character (each letter and the end of each
     name) over ``words``, in evaluation mode, without a graph."""
-    x, y = names.examples(words)
-    total, count = 0.0, int(np.count_nonzero(y != IGNORE_INDEX))
+    total, count = 0.0, 0
     was_training = model.training
     model.eval()
     try:
         with no_grad():
-            for start in range(0, len(words), SCORE_WORDS):
-                xb, yb = x[start : start + SCORE_WORDS], y[start : start + SCORE_WORDS]
+            for xb, yb in _chunks(names, words):
                 n = int(np.count_nonzero(yb != IGNORE_INDEX))
                 total += model.loss(xb, yb).item() * n
+                count += n
     finally:
         model.train(was_training)
     return total / count
@@ -51,18 +59,18 @@ def text_loss(
     return float(np.mean(losses))
 
 
-def bigram_counts(names: Names, words: list[str]) -> np.ndarray:
+def bigram_counts(names: Names, words: Sequence[str]) -> np.ndarray:
     """N[i, j]: how often token j follows token i in ``words`` (with the boundary token 0
     before and after each word)."""
-    x, y = names.examples(words)
-    keep = y != IGNORE_INDEX
     counts = np.zeros((names.vocab.size, names.vocab.size), dtype=np.int64)
-    np.add.at(counts, (x[keep], y[keep]), 1)
+    for x, y in _chunks(names, words):
+        keep = y != IGNORE_INDEX
+        np.add.at(counts, (x[keep], y[keep]), 1)
     return counts
 
 
 def counting_bigram_loss(
-    names: Names, train_words: list[str], words: list[str], smoothing: float = 1.0
+    names: Names, train_words: Sequence[str], words: Sequence[str], smoothing: float = 1.0
 ) -> float:
     """The loss on ``words`` of the counting model: P(j | i) = (N[i, j] + smoothing) /
     sum_j (N[i, j] + smoothing) with N counted on ``train_words`` (makemore lecture 1's

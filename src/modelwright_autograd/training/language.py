@@ -302,10 +302,10 @@ def _batches(settings: LMSettings, corpus: C.Names | C.Text, rng: np.random.Gene
     """The training batches, forever: makemore's (random words, with replacement, as its
     InfiniteDataLoader) or nanoGPT's (random windows of the text)."""
     if isinstance(corpus, C.Names):
-        x, y = corpus.examples(corpus.train)
-        while True:
-            rows = rng.integers(0, len(x), size=settings.batch_size)
-            yield x[rows], y[rows]
+        width = corpus.block_size()
+        while True:  # each batch's rows built when drawn: memory a batch, not the corpus
+            rows = rng.integers(0, len(corpus.train), size=settings.batch_size)
+            yield corpus.train.take(rows).examples(width)
     while True:
         yield C.text_batch(corpus.train, settings.model.block_size, settings.batch_size, rng)
 
@@ -319,7 +319,7 @@ def evaluate_lm(
     if isinstance(corpus, C.Names):
         rng = np.random.default_rng(seed)
         count = min(len(corpus.train), max(len(corpus.test), C.NAMES_TEST_WORDS))
-        sample = [corpus.train[i] for i in rng.choice(len(corpus.train), count, replace=False)]
+        sample = corpus.train.take(rng.choice(len(corpus.train), count, replace=False))
         return {
             "train": names_loss(model, corpus, sample),
             "test": names_loss(model, corpus, corpus.test),
