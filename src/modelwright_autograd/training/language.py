@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -35,6 +34,7 @@ from ..lm import models as M
 from ..lm.sampling import generate
 from ..lm.scoring import counting_bigram_loss, names_loss, text_loss
 from ..optim import AdamW, clip_grad_norm_, warmup_cosine_lr
+from .loop import progress_bar
 from .outputs import OutputError
 from .settings import MAX_STEPS, UsageError
 
@@ -428,8 +428,6 @@ def run_lm_training(
     training goes, then metrics.json and loss_curve.png. After Ctrl-C the files are
     written from what there is, and ``interrupted`` is set in the result; ``finishing``
     as fit_lm's."""
-    from tqdm import tqdm
-
     model = M.build(settings.model, seed=settings.seed)
     metadata = {
         "data": {**settings.source.to_dict(), "seed": settings.seed},
@@ -441,18 +439,8 @@ def run_lm_training(
         best = {**metadata, "best": {"step": step, **losses}}
         _write(out, "model.json", lambda path: save_checkpoint(path, model, best))
 
-    with (
-        tqdm(
-            total=settings.steps,
-            desc=f"train {settings.label} {settings.model.kind}",
-            unit="step",
-            disable=True if quiet else None,
-            file=sys.stderr,
-        ) as progress,
-        np.errstate(over="ignore", invalid="ignore"),
-    ):
-        # NumPy's overflow warnings would only repeat what the non-finite loss says clearly
-        history = fit_lm(model, settings, corpus, progress, save_best, stop_on, finishing)
+    with progress_bar(settings.steps, f"train {settings.label} {settings.model.kind}", quiet) as p:
+        history = fit_lm(model, settings, corpus, p, save_best, stop_on, finishing)
     files = ["model.json"] if history.best is not None else []
     extra: dict[str, Any] = {}
     if isinstance(corpus, C.Names) and settings.model.kind == "bigram":

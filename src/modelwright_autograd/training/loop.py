@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import time
@@ -88,25 +89,28 @@ def score(learner: Learner, X: np.ndarray, y: np.ndarray) -> tuple[Score, np.nda
     return Score(learner.loss_value(loss), correct, len(y)), predicted
 
 
-def run_training(config: TrainConfig, out: Path, quiet: bool = False) -> dict[str, Any]:
-    """Train, evaluate, write the outputs into the existing folder ``out`` (a run's staging
-    folder, see ``outputs.RunFolder``); return the summary printed by the command."""
+@contextlib.contextmanager
+def progress_bar(steps: int, desc: str, quiet: bool) -> Iterator[Any]:
+    """A run's progress bar on stderr, with NumPy's overflow warnings off (they would only
+    repeat what a non-finite loss says clearly). tqdm's disable=None draws only when
+    stderr is a terminal, so logs stay clean; ``quiet`` draws nothing."""
     from tqdm import tqdm
 
-    data = load_dataset(config.dataset, config.samples, config.noise, config.seed)
-    learner = make_learner(config, data)
-    # disable=None: tqdm draws only when stderr is a terminal, so logs stay clean
     with (
         tqdm(
-            total=config.steps,
-            desc=f"train {config.dataset}",
-            unit="step",
-            disable=True if quiet else None,
-            file=sys.stderr,
+            total=steps, desc=desc, unit="step", disable=True if quiet else None, file=sys.stderr
         ) as progress,
         np.errstate(over="ignore", invalid="ignore"),
     ):
-        # NumPy's overflow warnings would only repeat what TrainingDiverged says clearly
+        yield progress
+
+
+def run_training(config: TrainConfig, out: Path, quiet: bool = False) -> dict[str, Any]:
+    """Train, evaluate, write the outputs into the existing folder ``out`` (a run's staging
+    folder, see ``outputs.RunFolder``); return the summary printed by the command."""
+    data = load_dataset(config.dataset, config.samples, config.noise, config.seed)
+    learner = make_learner(config, data)
+    with progress_bar(config.steps, f"train {config.dataset}", quiet) as progress:
         history = fit(learner, data, config, progress)
         train_score, _ = score(learner, data.X_train, data.y_train)
         test = None
