@@ -456,7 +456,7 @@ def test_hostile_labels_stay_text_in_the_drawn_graph(browser, tmp_path):
     hostile = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
     x = Value(1.5, label=hostile)
     y = Value(2.0, label='"><svg onload=alert(3)>')
-    trace = explain(x * y + x, {"x": x, "y": y}, html=str(tmp_path / "p.html"))
+    trace = explain(x * y + x, html=str(tmp_path / "p.html"))  # the labels name them
     page, _, errors = _open(browser, tmp_path / "p.html")
     page.keyboard.press("End")
     names = page.eval_on_selector_all(".mw-graph .node .name", "ts => ts.map(t => t.textContent)")
@@ -464,6 +464,20 @@ def test_hostile_labels_stay_text_in_the_drawn_graph(browser, tmp_path):
     assert "</script><script>al…x o…" in names  # the label as text, cut to fit its box
     assert page.evaluate("document.querySelectorAll('img, svg svg, script').length") == 2
     assert errors == []  # no script ran, no dialog opened
+
+
+def test_same_labels_and_control_characters_reach_the_page_as_distinct_names(browser, tmp_path):
+    a1, a2 = Value(2.0, label="a"), Value(-3.0, label="a")
+    c = Value(0.5, label="c\x00\x1b[2J\udcff")
+    trace = explain((a1 * a2).tanh() + a2 * c, html=str(tmp_path / "p.html"))
+    page, _, errors = _open(browser, tmp_path / "p.html")
+    page.keyboard.press("End")
+    names = page.eval_on_selector_all(".mw-graph .node .name", "ts => ts.map(t => t.textContent)")
+    assert {"a", "a#2", "c\\x00\\x1b[2J\\udcff"} <= set(names)
+    shown = _shown_grads(page)
+    assert shown == {"a": a1.grad, "a#2": a2.grad, "c\\x00\\x1b[2J\\udcff": c.grad}
+    assert shown == trace.grads
+    assert errors == []
 
 
 def test_edge_labels_sit_between_boxes_and_never_stack(browser, tmp_path):

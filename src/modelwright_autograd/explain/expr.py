@@ -98,6 +98,9 @@ MAX_LABEL = 40
 #: An error message shows at most this many characters of the text around the fault.
 WINDOW = 76
 
+#: White space Python allows in an expression besides the space, written as one in labels.
+_AS_SPACE = {ord("\t"): " ", ord("\f"): " "}
+
 _ALLOWED = (
     "allowed: numbers, variables given as name=value, + - * / **, unary minus, "
     "parentheses and the functions " + ", ".join(FUNCTIONS)
@@ -211,6 +214,9 @@ def parse_expression(text: str, variables: Mapping[str, Value | float] | None = 
     for i, ch in enumerate(text):
         if ch in "\r\n":
             raise ExpressionError("the expression must be on one line", text, i, i + 1)
+        if ch == "\0" or "\ud800" <= ch <= "\udfff":  # not text: one line says where
+            what = "a NUL" if ch == "\0" else f"a lone surrogate \\u{ord(ch):04x} (not UTF-8)"
+            raise ExpressionError(f"the expression holds {what} at column {i + 1}", None, i)
     if not text.strip():
         raise ExpressionError("the expression is empty")
     limit = sys.getrecursionlimit()
@@ -223,8 +229,6 @@ def parse_expression(text: str, variables: Mapping[str, Value | float] | None = 
         raise ExpressionError(message, text, start, hint=_ALLOWED) from None
     except (RecursionError, MemoryError):
         raise ExpressionError("the expression is nested too deeply") from None
-    except ValueError as e:  # null bytes
-        raise ExpressionError(f"not a valid expression: {e}") from None
     finally:
         sys.setrecursionlimit(limit)
     depth = _depth(tree.body, MAX_DEPTH)
@@ -303,13 +307,16 @@ class _Builder:
         return byte_offset if self.columns is None else self.columns[byte_offset]
 
     def _label(self, node: ast.expr) -> str:
-        """The text ``node`` came from, its middle cut out when longer than MAX_LABEL."""
+        """The text ``node`` came from, its middle cut out when longer than MAX_LABEL, a
+        tab or a form feed (white space to Python) written as a space."""
         start = self._column(node.col_offset)
         end = self._column(node.end_col_offset)  # type: ignore[arg-type]
         if end - start <= MAX_LABEL:
-            return self.text[start:end]
-        half = (MAX_LABEL - 1) // 2
-        return self.text[start : start + half] + "…" + self.text[end - half : end]
+            label = self.text[start:end]
+        else:
+            half = (MAX_LABEL - 1) // 2
+            label = self.text[start : start + half] + "…" + self.text[end - half : end]
+        return label.translate(_AS_SPACE)
 
     def _error(self, message: str, node: ast.AST) -> ExpressionError:
         start = self._column(node.col_offset)  # type: ignore[attr-defined]

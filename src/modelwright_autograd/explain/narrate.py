@@ -12,7 +12,7 @@ from ..graph import topological_order
 from ..scalar.engine import Value
 from .expr import MAX_NODES
 from .page import VIEWS, write_page
-from .trace import Trace, _fmt, _name_of, record
+from .trace import Trace, _fmt, name_variables, record
 
 
 def explain(
@@ -42,8 +42,7 @@ def explain(
     order = topological_order(value)
     if html is not None:
         _check_page_size(order)
-    if variables is None:
-        variables = {_name_of(n): n for n in order if not n._prev and _name_of(n)}
+    variables = name_variables(order, variables)
     before = {name: v.grad for name, v in variables.items()}
     notes = [
         f"{name} already had grad {_fmt(g)} from an earlier backward(); "

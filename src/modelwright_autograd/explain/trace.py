@@ -257,8 +257,7 @@ def record(
     """The trace of the graph's current state, without running backward (``draw_graph``
     uses it to label a picture with what the last pass pushed)."""
     order = topological_order(value) if order is None else order
-    if variables is None:
-        variables = {_name_of(n): n for n in order if not n._prev and _name_of(n)}
+    variables = name_variables(order, variables)
     ids = {node: k for k, node in enumerate(order)}
     reported = {id(v) for v in variables.values()}
     names = _node_names(order, variables)
@@ -266,7 +265,7 @@ def record(
         Node(
             ids[n],
             names[n],
-            n._op,
+            _escaped(n._op),
             n.data,
             n.grad,
             tuple(ids[p] for p in n._prev),
@@ -300,9 +299,8 @@ def record(
             )
             for k, p in enumerate(node._prev)
         )
-        steps.append(
-            Step(len(steps) + 1, ids[node], names[node], node._op, node.data, node.grad, inputs)
-        )
+        op = _escaped(node._op)
+        steps.append(Step(len(steps) + 1, ids[node], names[node], op, node.data, node.grad, inputs))
     grads = {name: v.grad for name, v in variables.items()}
     return Trace(names[value], value.data, nodes, tuple(steps), grads, dict(before or {}), notes)
 
@@ -374,7 +372,10 @@ def _formulas(node: Value, roles: list[str], names: list[str], constant: list[bo
 
 def _operand(name: str) -> str:
     """``name`` as it can stand in a formula: bracketed unless a plain name or number."""
-    if name.isidentifier() or name.replace(".", "", 1).isdigit():
+    head, _, number = name.partition("#")  # a#2: the second leaf labelled a
+    if head.isidentifier() and (not number or number.isdigit()):
+        return name
+    if name.replace(".", "", 1).isdigit():
         return name
     head, bracket, _ = name.partition("(")
     if head.isidentifier() and bracket and name.endswith(")"):  # a call, f(...)?
@@ -388,9 +389,53 @@ def _operand(name: str) -> str:
     return f"({name})"
 
 
+def name_variables(
+    order: list[Value], variables: Mapping[str, Value] | None = None
+) -> dict[str, Value]:
+    """The leaves whose gradients a trace reports, by the names it shows them under:
+    ``variables``' names, or else every labelled leaf's label (``order`` is the graph in
+    topological order). In each name a control character, a NUL or a lone surrogate is
+    written as its escape (``a\\x00b``, see ``_escaped``), and cut to MAX_NAME characters,
+    and two leaves never share one: the second leaf labelled ``a`` is ``a#2``, the third
+    ``a#3``. Naming a result again gives it back unchanged."""
+    if variables is None:
+        pairs = [(_name_of(n), n) for n in order if not n._prev and _name_of(n)]
+    else:
+        pairs = [(_short(_escaped(str(name))), v) for name, v in variables.items()]
+    named: dict[str, Value] = {}
+    suffix: dict[str, int] = {}  # the next number to try after each name taken
+    for name, v in pairs:
+        shown = name
+        while shown in named:
+            suffix[name] = suffix.get(name, 1) + 1
+            shown = f"{name}#{suffix[name]}"
+        named[shown] = v
+    return named
+
+
+def _escaped(text: str) -> str:
+    """``text`` with each character that no view of a trace can carry written as its
+    escape: a control character (``\\x00``, ``\\x1b``, a tab), a lone surrogate
+    (``\\udcff``, which UTF-8 cannot encode) and U+FFFE/U+FFFF (which XML refuses).
+    Everything else stays, so a name in any script, with joiners or direction marks, reads
+    as written (the page and the pictures isolate each name's direction)."""
+    if text.isprintable():  # the common case: then none of those is in it
+        return text
+    return "".join(_escaped_char(c) for c in text)
+
+
+def _escaped_char(c: str) -> str:
+    code = ord(c)
+    if code < 0x20 or 0x7F <= code < 0xA0:  # C0, DEL and C1 controls
+        return f"\\x{code:02x}"
+    if 0xD800 <= code < 0xE000 or code in (0xFFFE, 0xFFFF):
+        return f"\\u{code:04x}"
+    return c
+
+
 def _name_of(node: Value) -> str:
-    """A node's label as text, cut to MAX_NAME characters."""
-    return _short(node.label if isinstance(node.label, str) else str(node.label))
+    """A node's label as text (``_escaped``), cut to MAX_NAME characters."""
+    return _short(_escaped(node.label if isinstance(node.label, str) else str(node.label)))
 
 
 def _short(text: str) -> str:
@@ -402,13 +447,15 @@ def _short(text: str) -> str:
 
 
 def _node_names(order: list[Value], variables: Mapping[str, Value]) -> dict[Value, str]:
-    """A readable name per node: its label (or its name in ``variables``), else a
-    constant's value, else v1, v2..."""
-    given = {id(v): _short(name) for name, v in variables.items()}
+    """A readable name per node: its name in ``variables`` (from ``name_variables``), else
+    its label, else a constant's value, else v1, v2..."""
+    given: dict[int, str] = {}
+    for name, v in variables.items():
+        given.setdefault(id(v), name)
     names: dict[Value, str] = {}
     count = 0
     for node in order:
-        label = _name_of(node) or given.get(id(node), "")
+        label = given.get(id(node)) or _name_of(node)
         if label:
             names[node] = label
         elif not node._prev:
