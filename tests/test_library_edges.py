@@ -63,10 +63,10 @@ def test_a_flat_sum_works_to_the_operation_cap_and_nesting_has_its_limit(capsys)
     assert parse_expression(longest, {"a": 1.0}).data == terms
     mixed = "-".join(["a*b"] * 3000)  # products inside a flat chain of differences
     assert parse_expression(mixed, {"a": 2.0, "b": 3.0}).data == 6.0 - 2999 * 6.0
-    # "a" is a level, each minus one more: MAX_DEPTH - 1 minuses are the deepest allowed
-    assert parse_expression("-" * (MAX_DEPTH - 2) + "a", {"a": 1.0}).data == 1.0
+    # each minus is a level: MAX_DEPTH minuses are the deepest allowed (test_explain_depth)
+    assert parse_expression("-" * MAX_DEPTH + "a", {"a": 1.0}).data == 1.0
     with pytest.raises(ExpressionError, match=f"more than {MAX_DEPTH} levels"):
-        parse_expression("-" * MAX_DEPTH + "a", {"a": 1.0})
+        parse_expression("-" * (MAX_DEPTH + 1) + "a", {"a": 1.0})
     with pytest.raises(SystemExit):
         cli.main(["explain", "--help"])
     shown = " ".join(capsys.readouterr().out.split())

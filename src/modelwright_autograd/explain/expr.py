@@ -82,13 +82,18 @@ _NODE_NAMES = {
 #: narrated backward pass of more is no longer readable, and the caps bound time and memory.
 MAX_LENGTH = 20_000
 MAX_NODES = 10_000
-#: The deepest nesting accepted, in levels of the syntax tree: checking and building
-#: recurse once per level, so this keeps well inside Python's recursion limit (1,000) and
-#: says so in numbers. A chain of left-binding operators (``a+b-c*d/e...``, ``+`` and
-#: ``-`` over products) is walked in a loop and counts as one level, so a flat sum may
-#: have up to MAX_NODES terms; parentheses, unary minus, ``**`` (which binds to the right)
-#: and calls nest one level each.
-MAX_DEPTH = 500
+#: The deepest nesting accepted: the deepest parentheses (a call's brackets count) plus the
+#: longest chain of nested operations (a unary minus, a ``**``, which binds to the right,
+#: or an operation in a right-hand operand) may come to at most MAX_DEPTH levels. Python's
+#: tokenizer refuses more than 200 nested brackets (its MAXLEVEL, the same from 3.10 to
+#: 3.13), and its parser runs out of stack sooner when brackets and operations nest
+#: together (``a**(a**(...))`` stops at 199 brackets on 3.11), so the two are counted
+#: together against one figure that every mix parses within (tests/test_explain_depth.py).
+#: A chain of left-binding operators (``a+b-c*d/e...``, ``+`` and ``-`` over products) is
+#: walked in a loop and is one level, so a flat sum may have up to MAX_NODES terms.
+#: Checking and building recurse at most twice per level, well inside Python's
+#: recursion limit (1,000).
+MAX_DEPTH = 200
 #: Python's own parser builds ``a+b+c+...`` nested one level per term, recursing in C as
 #: it goes: parsing raises the recursion limit to this for the call, so a flat sum of
 #: MAX_NODES terms parses (the expression's length cap bounds the depth).
@@ -211,8 +216,16 @@ def parse_expression(text: str, variables: Mapping[str, Value | float] | None = 
             f"the expression is {len(text):,} characters long; the limit is {MAX_LENGTH:,}"
         )
     values = _as_values(variables or {})
+    brackets = deepest = 0
     for i, ch in enumerate(text):
-        if ch in "\r\n":
+        if ch == "(":
+            brackets += 1
+            deepest = max(deepest, brackets)
+            if brackets > MAX_DEPTH:  # before Python's tokenizer says it in its own words
+                raise ExpressionError(_too_deep(f"a parenthesis {brackets} deep at column {i + 1}"))
+        elif ch == ")":
+            brackets -= 1
+        elif ch in "\r\n":
             raise ExpressionError("the expression must be on one line", text, i, i + 1)
         if ch == "\0" or "\ud800" <= ch <= "\udfff":  # not text: one line says where
             what = "a NUL" if ch == "\0" else f"a lone surrogate \\u{ord(ch):04x} (not UTF-8)"
@@ -227,35 +240,50 @@ def parse_expression(text: str, variables: Mapping[str, Value | float] | None = 
         start = len(text) if not e.offset or e.offset > len(text) else e.offset - 1
         message = f"not a valid expression: {e.msg}"
         raise ExpressionError(message, text, start, hint=_ALLOWED) from None
-    except (RecursionError, MemoryError):
-        raise ExpressionError("the expression is nested too deeply") from None
+    except (RecursionError, MemoryError):  # thousands of unary minuses or **
+        raise ExpressionError(_too_deep("too deep for Python's parser")) from None
     finally:
         sys.setrecursionlimit(limit)
-    depth = _depth(tree.body, MAX_DEPTH)
-    if depth > MAX_DEPTH:
-        raise ExpressionError(
-            f"the expression is nested too deeply: more than {MAX_DEPTH} levels of "
-            "parentheses, unary minus, ** or calls (a flat sum a+b+c+... is one level)"
-        )
+    operations = _depth(tree.body, MAX_DEPTH - deepest)
+    if deepest + operations > MAX_DEPTH:
+        levels = f"{deepest} of parentheses and over {MAX_DEPTH - deepest} of operations"
+        raise ExpressionError(_too_deep(levels))
     builder = _Builder(text, values)
     try:
         builder.check(tree.body)  # the whole tree is vetted before anything is built
         return builder.build(tree.body)
-    except RecursionError:
-        raise ExpressionError("the expression is nested too deeply") from None
+    except RecursionError:  # called with most of Python's stack already in use
+        raise ExpressionError(
+            "the expression is nested too deeply for the room left on Python's stack here "
+            f"(the limit of {MAX_DEPTH} levels assumes a call from near the top)"
+        ) from None
+
+
+def _too_deep(what: str) -> str:
+    """The one-line refusal of an expression nested more than MAX_DEPTH levels."""
+    return (
+        f"the expression is nested more than {MAX_DEPTH} levels deep ({what}): each pair of "
+        "parentheses (a call's too), each nested unary minus, ** and right-hand operand is "
+        "a level; a flat sum a+b+c+... is one"
+    )
 
 
 def _depth(tree: ast.expr, limit: int) -> int:
-    """How many levels of expressions ``tree`` nests (``a`` is one, ``a+b`` two), found
+    """How many operations ``tree`` nests (``a`` is none, ``a+b`` one, ``-(a+b)`` two, a
+    chain ``a+b-c`` one; a call is none, its brackets are counted in the text), found
     without recursion; the count stops once it passes ``limit``."""
-    deepest, stack = 0, [(tree, 1)]
+    deepest, stack = 0, [(tree, 0)]
     while stack and deepest <= limit:
         node, depth = stack.pop()
+        if not isinstance(node, ast.Call):
+            depth += 1
+        if isinstance(node, (ast.Name, ast.Constant)):
+            continue  # a leaf is no level
         deepest = max(deepest, depth)
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 chained = isinstance(child, ast.BinOp) and child is getattr(node, "left", None)
-                stack.append((child, depth if chained else depth + 1))
+                stack.append((child, depth - 1 if chained else depth))
     return deepest
 
 
