@@ -78,10 +78,11 @@ def check_tensor(x: object, where: str) -> Tensor:
 def _lift(x: Operand, like: Any, op: str) -> Tensor:
     """x as a Tensor: Tensors pass through, NumPy arrays become constants, and a number
     becomes a constant of the dtype it promotes ``like`` (the other operand) to, as a
-    Python number does in torch: float32 * 0.5 stays float32, bool * 0.5 is float64."""
+    Python number does in torch: float32 * 0.5 stays float32, bool * 0.5 is float64, and
+    int64 + True is int64."""
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, numbers.Real) and not isinstance(x, bool):
+    if isinstance(x, numbers.Real):
         if isinstance(like, Tensor) and like.data.dtype.kind == "f":
             dtype = like.data.dtype  # a float tensor keeps its dtype: the common case, fast
         else:

@@ -56,6 +56,7 @@ from .kit import (
     _erf_array,
     _number,
     _sigmoid_array,
+    check_kind,
     cos,
     erf,
     exp,
@@ -103,13 +104,20 @@ def _add_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
 
 
 def _sub(a: Tensor, other: Operand) -> Tensor:
+    _check_no_bool(other)
     other = _lift(other, a, "sub")
-    if a.data.dtype == np.bool_ or other.data.dtype == np.bool_:
-        raise TypeError(
-            "sub: subtraction with a bool tensor is not defined (nor in torch); to invert a "
-            "mask use ~mask, or convert it first: mask * 1.0"
-        )
+    _check_no_bool(a, other)
     return make_node(_elementwise("sub", np.subtract, a, other), (a, other), "-", _sub_backward)
+
+
+def _check_no_bool(*operands: Operand) -> None:
+    """Refuse a subtraction with a bool tensor or a Python bool, as torch does."""
+    for x in operands:
+        if isinstance(x, bool) or (isinstance(x, Tensor) and x.data.dtype == np.bool_):
+            raise TypeError(
+                "sub: subtraction with a bool tensor or a bool is not defined (nor in torch); "
+                "to invert a mask use ~mask, or convert it first: mask * 1.0"
+            )
 
 
 def _sub_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
@@ -146,6 +154,7 @@ def _radd(a: Tensor, other: Operand) -> Tensor:
 
 
 def _rsub(a: Tensor, other: Operand) -> Tensor:
+    _check_no_bool(other)
     return _sub(_lift(other, a, "sub"), a)
 
 
@@ -162,15 +171,19 @@ def _pow(a: Tensor, exponent: float) -> Tensor:
     array exponent is its own op, ``_pow_tensor``."""
     if isinstance(exponent, (Tensor, np.ndarray)):
         return _pow_tensor(a, _lift(exponent, a, "**"))
-    if isinstance(exponent, bool) or not isinstance(exponent, numbers.Real):
+    if not isinstance(exponent, numbers.Real):
         raise TypeError(
             f"Tensor ** exponent: the exponent must be a number or a Tensor, got "
             f"{describe(exponent)}"
         )
     n = float(exponent)
     if a.data.dtype.kind != "f":  # bool or integer: torch's promotion (int ** 2 stays int)
-        base = a.data.astype(result_type(a, exponent), copy=False)
-        return make_node(np.power(base, exponent), (a,), "**", _pow_backward, n)
+        dtype = result_type(a, exponent)
+        if dtype == np.bool_:  # bool ** True is the tensor, bool ** False all True
+            data = a.data.copy() if exponent else np.ones_like(a.data)
+        else:
+            data = np.power(a.data.astype(dtype, copy=False), dtype.type(exponent))
+        return make_node(data, (a,), "**", _pow_backward, n)
     return make_node(power(a.data, n), (a,), "**", _pow_backward, n)
 
 
@@ -229,7 +242,9 @@ def _tanh_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 
 def _relu(a: Tensor) -> Tensor:
-    """max(0, x) with relu(nan) = nan and relu(-0.0) = -0.0, as in torch (and Value.relu)."""
+    """max(0, x) with relu(nan) = nan and relu(-0.0) = -0.0, as in torch (and Value.relu);
+    an integer tensor stays integer, a bool one is refused (as torch)."""
+    check_kind(a, "relu", "fiu")
     return make_node(_relu_array(a.data), (a,), "relu", _relu_backward)
 
 
@@ -240,9 +255,10 @@ def _relu_array(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
     project's machine); maximum gives +0.0 at x = -0.0, so the zeros, rare and so a cheap
     select, keep x (counted rather than ``any()``-ed: count_nonzero is the quicker)."""
     zero = x == 0.0
+    floor = x.dtype.type(0)  # 0 of x's dtype, so an integer x stays integer
     if np.count_nonzero(zero):
-        return np.where(zero, x, np.maximum(x, 0.0))
-    return np.maximum(x, 0.0, out=x if overwrite else None)
+        return np.where(zero, x, np.maximum(x, floor))
+    return np.maximum(x, floor, out=x if overwrite else None)
 
 
 def _relu_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -262,6 +278,7 @@ def _sigmoid_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 # ---------------------------------------------------------------------- elementwise
 def _abs(a: Tensor) -> Tensor:
+    check_kind(a, "abs", "fiu")  # not for bool, as torch
     return make_node(np.abs(a.data), (a,), "abs", _abs_backward)
 
 
@@ -282,8 +299,9 @@ def _sqrt_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 
 def _sign(a: Tensor) -> Tensor:
-    """-1, 0 or 1 by the sign of each element."""
-    return make_node(np.sign(a.data), (a,), "sign", _sign_backward)
+    """-1, 0 or 1 by the sign of each element (a bool tensor is its own sign, as torch)."""
+    data = a.data.copy() if a.data.dtype == np.bool_ else np.sign(a.data)
+    return make_node(data, (a,), "sign", _sign_backward)
 
 
 def _sign_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -344,10 +362,27 @@ def _clamp(a: Tensor, min: float | None = None, max: float | None = None) -> Ten
     result is min(max(x, min), max), so max wins when min > max."""
     if min is None and max is None:
         raise ValueError("clamp: give min, max or both (both are None)")
-    lo = -math.inf if min is None else _number(min, "clamp: min")
-    hi = math.inf if max is None else _number(max, "clamp: max")
-    data = np.minimum(np.maximum(a.data, a.data.dtype.type(lo)), a.data.dtype.type(hi))
+    lo = -math.inf if min is None else _bound(min, "clamp: min")
+    hi = math.inf if max is None else _bound(max, "clamp: max")
+    dtype = result_type(a, min, max)  # as torch: clamp(int, 0.5, 1.5) is float
+    if dtype == np.bool_:
+        raise TypeError(
+            "clamp: not defined for a bool tensor with bool bounds (nor in torch); give "
+            "number bounds, clamp(0, 1), or convert first: x * 1"
+        )
+    data = a.data.astype(dtype, copy=False)
+    if min is not None:
+        data = np.maximum(data, dtype.type(min))
+    if max is not None:
+        data = np.minimum(data, dtype.type(max))
     return make_node(data, (a,), "clamp", _clamp_backward, (lo, hi))
+
+
+def _bound(x: object, what: str) -> float:
+    """A clamp bound as a float: any real number, a bool too (as torch takes it)."""
+    if not isinstance(x, numbers.Real):
+        raise TypeError(f"{what} must be a number, got {describe(x)}")
+    return float(x)
 
 
 def _clamp_backward(g: Arr, out: Arr, ctx: tuple[float, float], need: Need, a: Arr) -> Grads:
@@ -401,6 +436,7 @@ def _tie_shares(g: Arr, A: np.ndarray, B: np.ndarray, loses: np.ufunc, need: Nee
 def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """x for x > 0, else negative_slope * x (``torch.nn.functional.leaky_relu``)."""
     check_tensor(input, "leaky_relu: input")
+    check_kind(input, "leaky_relu", "f")
     slope = _number(negative_slope, "leaky_relu: negative_slope")
     x = input.data
     data = np.where(x > 0.0, x, x * x.dtype.type(slope))
@@ -416,6 +452,7 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (where the two
     agree to within e^-threshold), as ``torch.nn.functional.softplus``."""
     check_tensor(input, "softplus: input")
+    check_kind(input, "softplus", "f")
     b = _number(beta, "softplus: beta")
     t = _number(threshold, "softplus: threshold")
     if b == 0.0:
@@ -444,6 +481,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     ``approximate='tanh'`` 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2/pi), as
     ``torch.nn.functional.gelu``."""
     check_tensor(input, "gelu: input")
+    check_kind(input, "gelu", "f")
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     x = input.data

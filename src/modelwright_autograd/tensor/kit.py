@@ -211,6 +211,17 @@ def _number(x: object, what: str) -> float:
     return float(x)
 
 
+def check_kind(a: Tensor, op: str, kinds: str) -> None:
+    """Refuse with a TypeError, as torch refuses it, a tensor whose dtype ``op`` is not
+    defined for: ``kinds`` holds the NumPy kinds it takes ("f" floats, "iu" integers,
+    "b" bool), e.g. gelu "f" and relu "fiu"."""
+    if a.data.dtype.kind not in kinds:
+        raise TypeError(
+            f"{op}: not defined for {a.data.dtype} tensors (nor in torch); convert first, "
+            "e.g. x * 1.0"
+        )
+
+
 def _sizes(sizes: tuple[Any, ...], op: str) -> tuple[int, ...]:
     """Sizes given as ``f(2, 3)`` or ``f((2, 3))``, checked to be ints."""
     target = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes

@@ -41,7 +41,7 @@ from .core import (
     make_node,
     raw,
 )
-from .kit import _number, exp, expand, prod_dims, select, sum_dims, zero_where
+from .kit import _number, check_kind, exp, expand, prod_dims, select, sum_dims, zero_where
 from .shape import _getitem_backward, _reshaped
 
 
@@ -149,6 +149,10 @@ def _max_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
 # ---------------------------------------------------------------------- softmax
 def _softmax(a: Tensor, dim: int) -> Tensor:
     """e^x / sum(e^x) along ``dim``, computed as e^(x - max) so no exp can overflow."""
+    check_kind(a, "softmax", "f")  # as torch: no softmax of integers or bools
+    if a.data.ndim == 0:  # one element, dim 0 or -1 as torch: e^(a - a) = 1, grad 0
+        _dim(dim, 1, "softmax")
+        return (a - a).exp()
     d = _dim(dim, a.data.ndim, "softmax")
     e = np.exp(a.data - a.data.max(axis=d, keepdims=True))
     e /= e.sum(axis=d, keepdims=True)
@@ -163,6 +167,10 @@ def _softmax_backward(g: Arr, out: Arr, d: int, need: Need, a: Arr) -> Grads:
 def _log_softmax(a: Tensor, dim: int) -> Tensor:
     """x - log(sum(e^x)) along ``dim``, as (x - max) - log(sum(e^(x - max))): stable for
     logits of +-1000, where the naive form gives inf - inf."""
+    check_kind(a, "log_softmax", "f")
+    if a.data.ndim == 0:  # one element: a - a = 0 (nan for inf or nan, as torch), grad 0
+        _dim(dim, 1, "log_softmax")
+        return a - a
     d = _dim(dim, a.data.ndim, "log_softmax")
     shifted = a.data - a.data.max(axis=d, keepdims=True)
     data = shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))
