@@ -24,8 +24,10 @@ def explain(
     """Run ``value.backward()`` and record every step of it (see ``Trace``).
 
     ``variables`` names the leaves whose gradients to report (default: every labelled
-    leaf); other leaves are constants. Like ``backward()``, this adds into leaf gradients:
-    call ``zero_grad()`` first for a fresh pass over leaves that were used before.
+    leaf, two leaves labelled ``a`` reported as ``a`` and ``a#2``; see
+    ``trace.name_variables``); other leaves are constants. Like ``backward()``, this adds
+    into leaf gradients: call ``zero_grad()`` first for a fresh pass over leaves that were
+    used before.
     ``html="page.html"`` also writes the interactive page of the pass (see ``page.py``);
     the path is checked before the pass runs, and so is the graph's size: a page of more
     than ``expr.MAX_NODES`` operations (the command line's cap) is a ValueError. ``view``
