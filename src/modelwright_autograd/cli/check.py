@@ -12,6 +12,8 @@ from .options import Subparsers, nonempty_path, real_number
 
 #: The longest --timeout of check: ten minutes per check, 90 for training.
 MAX_CHECK_TIMEOUT = 600.0
+#: The shortest: starting Python and importing an engine takes a good part of a second.
+MIN_CHECK_TIMEOUT = 1.0
 
 
 def add_check(subparsers: Subparsers) -> None:
@@ -46,11 +48,13 @@ def add_check(subparsers: Subparsers) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=real_number("--timeout", positive=True, maximum=MAX_CHECK_TIMEOUT),
+        type=real_number(
+            "--timeout", positive=True, minimum=MIN_CHECK_TIMEOUT, maximum=MAX_CHECK_TIMEOUT
+        ),
         default=10.0,
         metavar="SECONDS",
         help=(
-            "time allowed for each check (default 10, at most "
+            f"time allowed for each check (default 10, at least {MIN_CHECK_TIMEOUT:g}, at most "
             f"{MAX_CHECK_TIMEOUT:g}; training gets 9 times this)"
         ),
     )

@@ -54,6 +54,8 @@ def whole_number(option: str, minimum: int = 1, maximum: int | None = None) -> C
             raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum:g}, got {text}")
         if maximum is not None and value > maximum:
             raise argparse.ArgumentTypeError(f"must be at most {maximum:,}, got {value:,}")
         return value
@@ -63,10 +65,10 @@ def whole_number(option: str, minimum: int = 1, maximum: int | None = None) -> C
 
 
 def real_number(
-    option: str, *, positive: bool, maximum: float | None = None
+    option: str, *, positive: bool, minimum: float | None = None, maximum: float | None = None
 ) -> Callable[[str], float]:
-    """An argparse type: a finite number, greater than 0 or at least 0, and at most
-    ``maximum`` when one is given."""
+    """An argparse type: a finite number, greater than 0 or at least 0, and at least
+    ``minimum`` and at most ``maximum`` when they are given."""
 
     def parse(text: str) -> float:
         try:
@@ -79,6 +81,8 @@ def real_number(
             raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
         if not positive and value < 0:
             raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum:g}, got {text}")
         if maximum is not None and value > maximum:
             raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, got {text}")
         return value

@@ -34,6 +34,8 @@ SUPERVISE = Path(__file__).with_name("supervise.py")
 REPLY_LIMIT = 4 * 2**20  # bytes of one reply; the largest real one is a few tens of KB
 OUTPUT_KEPT = 16 * 2**10  # bytes of the learner's latest prints kept for the report
 STOP_GRACE = 5.0  # seconds the supervisor gets to kill the learner's processes
+START_LIMIT = 60.0  # seconds the supervisor gets to start, before any learner's code runs
+DRAIN_LIMIT = 1.0  # seconds spent at most taking the learner's prints after a reply
 MEMORY_LIMIT = 4 * 2**30  # bytes all the learner's processes together may use (a cgroup)
 PROCESS_LIMIT = 512  # processes and threads they may have at once (a cgroup)
 FILE_LIMIT = 16 * 2**20  # bytes of any one file the learner's process writes
@@ -70,7 +72,7 @@ class EngineProcess:
         self.isolation = ""  # what keeps the learner's processes apart (the supervisor's words)
         self.isolated = False  # True when every layer is there (namespaces and cgroup)
         self._proc: subprocess.Popen[bytes] | None = None
-        self._requests: Any = None
+        self._requests = -1
         self._replies = -1
         self._status = -1
         self._output = -1
@@ -120,10 +122,15 @@ class EngineProcess:
         )
         for fd in (request_read, reply_write, status_write, output_write):
             os.close(fd)
-        self._requests = os.fdopen(request_write, "w", encoding="utf-8")
+        os.set_blocking(request_write, False)  # a probe that stops reading must not block us
+        self._requests = request_write
         self._replies, self._status, self._output = reply_read, status_read, output_read
         self._buffer = b""
-        started = self._supervisor_line(self.load_timeout)
+        try:
+            started = self._supervisor_line(START_LIMIT)
+        except TimeoutError:
+            self.close()
+            return {"failure": "crash", "how": f"did not start in {START_LIMIT:g} s"}
         if started is None:
             return self._died()
         self.isolation = str(started.get("isolation", ""))
@@ -131,12 +138,14 @@ class EngineProcess:
         return self._exchange(self.load_request, self.load_timeout)
 
     def _supervisor_line(self, timeout: float) -> dict[str, Any] | None:
-        """The supervisor's first status line (written before the learner's code runs)."""
+        """The supervisor's first status line (written before the learner's code runs),
+        or None when it ended without one; TimeoutError when it says nothing in time."""
         line = b""
         deadline = time.monotonic() + timeout
         while not line.endswith(b"\n"):
-            ready, _, _ = select.select([self._status], [], [], max(0, deadline - time.monotonic()))
-            chunk = os.read(self._status, 4096) if ready else b""
+            if not _readable(self._status, deadline - time.monotonic()):
+                raise TimeoutError
+            chunk = os.read(self._status, 4096)
             if not chunk:
                 return None
             line += chunk
@@ -147,11 +156,7 @@ class EngineProcess:
     def _exchange(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send ``request``; the reply, checked against the shape its request expects
         (the learner's code runs in the same process as the probe and can forge it)."""
-        try:
-            self._requests.write(json.dumps(request) + "\n")
-            self._requests.flush()
-        except BrokenPipeError:
-            return self._died()
+        unsent = (json.dumps(request) + "\n").encode()
         deadline = time.monotonic() + timeout
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
@@ -159,7 +164,14 @@ class EngineProcess:
                 self.close()
                 return {"failure": "timeout", "seconds": timeout}
             watched = [self._replies] + ([self._output] if self._output >= 0 else [])
-            ready, _, _ = select.select(watched, [], [], left)
+            ready, writable, _ = select.select(
+                watched, [self._requests] if unsent else [], [], left
+            )
+            if writable:
+                try:
+                    unsent = unsent[os.write(self._requests, unsent) :]
+                except BrokenPipeError:
+                    return self._died()
             if self._output in ready:
                 self._read_output()
             if self._replies in ready:
@@ -170,8 +182,7 @@ class EngineProcess:
                 if len(self._buffer) > REPLY_LIMIT and b"\n" not in self._buffer:
                     return self._malformed()
         line, self._buffer = self._buffer.split(b"\n", 1)
-        while self._output >= 0 and _readable(self._output, 0):  # printed before the reply
-            self._read_output()
+        self._drain_output(0.0)  # printed before the reply
         try:
             reply = json.loads(line)
         except (ValueError, RecursionError):  # the learner's code wrote into the pipe
@@ -179,6 +190,14 @@ class EngineProcess:
         if not well_formed(request, reply):
             return self._malformed()
         return bounded(reply)
+
+    def _drain_output(self, quiet: float) -> None:
+        """Take what the learner's code printed until the pipe is quiet for ``quiet``
+        seconds, for at most DRAIN_LIMIT seconds (a process that never stops printing
+        must not hold the grader)."""
+        deadline = time.monotonic() + DRAIN_LIMIT
+        while self._output >= 0 and time.monotonic() < deadline and _readable(self._output, quiet):
+            self._read_output()
 
     def _read_output(self) -> None:
         """Take what the learner's code printed: its end is kept, the rest dropped."""
@@ -194,11 +213,18 @@ class EngineProcess:
         return {"failure": "crash", "how": "sent a malformed reply", "output": []}
 
     def _died(self) -> dict[str, Any]:
+        """The failure of a process whose pipe closed: how it ended, and its last words.
+        Its supervisor is waited for STOP_GRACE seconds at most, then killed."""
         assert self._proc is not None
-        code = self._proc.wait()
+        try:
+            code = self._proc.wait(STOP_GRACE)
+        except subprocess.TimeoutExpired:  # stopped or stuck: whatever the engine did
+            self._drain_output(0.05)
+            self.close()
+            how = f"ended, and its supervisor did not end within {STOP_GRACE:g} s (killed)"
+            return {"failure": "crash", "how": how, "output": self.output_tail(3)}
         memory_cap = self._memory_cap_hit()
-        while self._output >= 0 and _readable(self._output):  # its last words
-            self._read_output()
+        self._drain_output(0.05)  # its last words
         self.close()
         if memory_cap:
             how = (
@@ -220,7 +246,9 @@ class EngineProcess:
         if self._status < 0:
             return False
         text = b""
-        while _readable(self._status) and (chunk := os.read(self._status, 4096)):
+        while (
+            len(text) < 2**16 and _readable(self._status) and (chunk := os.read(self._status, 4096))
+        ):
             text += chunk
         return any(b"memory_cap" in line for line in text.splitlines())
 
@@ -236,6 +264,7 @@ class EngineProcess:
         in time, its process group is killed."""
         if self._proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
+                self._proc.send_signal(signal.SIGCONT)  # a stopped one could not end
                 self._proc.send_signal(signal.SIGTERM)
             try:
                 self._proc.wait(STOP_GRACE)
@@ -246,14 +275,10 @@ class EngineProcess:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self._proc.pid, signal.SIGKILL)  # whatever is left of the group
             self._proc = None
-        if self._requests is not None:
-            with contextlib.suppress(BrokenPipeError):
-                self._requests.close()
-            self._requests = None
-        for fd in (self._replies, self._status, self._output):
+        for fd in (self._requests, self._replies, self._status, self._output):
             if fd >= 0:
                 os.close(fd)
-        self._replies = self._status = self._output = -1
+        self._requests = self._replies = self._status = self._output = -1
 
     def __enter__(self) -> EngineProcess:
         return self
@@ -265,7 +290,7 @@ class EngineProcess:
 def _readable(fd: int, wait: float = 0.05) -> bool:
     """True when ``fd`` has data or is at its end within ``wait`` seconds (a pipe the
     learner's code keeps open must not block the grader)."""
-    return bool(select.select([fd], [], [], wait)[0])
+    return bool(select.select([fd], [], [], max(0.0, wait))[0])
 
 
 # ---------------------------------------------------------------------- the replies

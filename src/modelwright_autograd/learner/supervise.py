@@ -34,11 +34,27 @@ import time
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_SECUREBITS = 28
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+SECBIT_NOROOT, SECBIT_NOROOT_LOCKED = 1, 2
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 1 << 14, 1 << 18
+# Wait statuses of signals that stop a process or are ignored by default: ending this
+# process "the way the probe did" with one of them would leave it running (or stopped).
+NOT_ENDING = {
+    signal.SIGSTOP,
+    signal.SIGTSTP,
+    signal.SIGTTIN,
+    signal.SIGTTOU,
+    signal.SIGCONT,
+    signal.SIGCHLD,
+    signal.SIGURG,
+    signal.SIGWINCH,
+}
 CGROUP = Path("/sys/fs/cgroup")
 ALL_NAMESPACES = "PID, mount and user namespaces"
 PREFIX = "modelwright-check-"  # a supervisor's cgroup is PREFIX + its process id
@@ -95,17 +111,29 @@ def enter_namespaces() -> tuple[bool, str]:
     return False, f"no PID namespace ({error})"
 
 
-def mount_own_proc() -> str:
+def own_mounts() -> str:
     """In the inner process (PID 1 of the new namespace): a mount namespace of its own,
-    whose mounts do not leak out, with a /proc that shows only this PID namespace. "" or
-    the error."""
+    whose mounts do not leak out, with a /proc that shows only this PID namespace and an
+    empty, read-only /dev/pts (no terminal of the user's to open). "" or the error."""
     error = _call("unshare", CLONE_NEWNS)
     if not error:
         error = _call("mount", None, b"/", None, MS_REC | MS_PRIVATE, None)
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
     if not error:
-        flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
         error = _call("mount", b"proc", b"/proc", b"proc", flags, None)
+    if not error and Path("/dev/pts").is_dir():
+        error = _call("mount", b"none", b"/dev/pts", b"tmpfs", flags | MS_RDONLY, b"mode=000")
+        error = error and f"/dev/pts: {error}"
     return error
+
+
+def drop_privileges() -> None:
+    """In the probe, before it starts: no capability survives its exec, even as root in
+    its user namespace (so it cannot unmount what hides /proc and /dev/pts), and no
+    set-user-id program gives it one back. Where this process holds no capability there
+    is none to drop and the calls fail harmlessly."""
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    prctl(PR_SET_SECUREBITS, SECBIT_NOROOT | SECBIT_NOROOT_LOCKED)
 
 
 # ---------------------------------------------------------------------- cgroups
@@ -288,7 +316,7 @@ def inner(
         os.read(go, 1)
         os.close(go)
         if namespace:
-            error = mount_own_proc()
+            error = own_mounts()
             os.write(done, (f"proc {error}" if error else "proc").encode() + b"\n")
         else:
             prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -298,6 +326,7 @@ def inner(
             os.close(done)
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             limit_resources(memory, file_size)
+            drop_privileges()
             os.execv(command[0], command)
         for fd in fds:  # the probe's pipe ends: only the probe holds them
             with contextlib.suppress(OSError):
@@ -308,6 +337,7 @@ def inner(
                 break
         if not namespace:
             kill_descendants()
+        os.set_blocking(done, False)  # a pipe filled by someone else cannot hold us
         os.write(done, f"{status}\n".encode())
     finally:
         os._exit(0)  # as PID 1, ending kills what is left in the namespace
@@ -330,6 +360,10 @@ def main() -> None:
     child = -1
     try:
         namespace, namespace_note = enter_namespaces()
+        # Not dumpable (the inner process inherits it, the probe's exec resets it): the
+        # learner's processes cannot open this one's or the inner's descriptors through
+        # /proc/PID/fd, nor ptrace them, even as root inside the user namespace.
+        prctl(PR_SET_DUMPABLE, 0)
         go_read, go_write = os.pipe()
         done_read, done_write = os.pipe()
         child = os.fork()
@@ -349,10 +383,10 @@ def main() -> None:
                 group, cgroup_note = None, f"could not join the cgroup ({error.strerror})"
         os.write(go_write, b"g")
         os.close(go_write)
-        done = os.fdopen(done_read, "r")
-        mounted = done.readline().split(" ", 1)
+        mounted = os.read(done_read, 4096).decode(errors="replace").split(" ", 1)
         if namespace and mounted[1:]:
-            namespace, namespace_note = False, f"no /proc of its own ({mounted[1].strip()})"
+            note = f"no /proc and /dev/pts of its own ({mounted[1].strip()})"
+            namespace, namespace_note = False, note
         words = _words(namespace, namespace_note, group, cgroup_note)
         complete = namespace_note == ALL_NAMESPACES and group is not None
         report.write(json.dumps({"isolation": words, "complete": complete}))
@@ -362,8 +396,9 @@ def main() -> None:
             pid, _ = os.waitpid(-1, 0) if subreaper else os.waitpid(child, 0)
             if pid == child:
                 break
-        line = done.readline().strip()
-        status = int(line) if line else signal.SIGKILL
+        os.set_blocking(done_read, False)  # the inner process has ended: all it said is there
+        with contextlib.suppress(BlockingIOError):
+            status = wait_status(os.read(done_read, 4096))
     except Stop:
         status = signal.SIGKILL
     finally:
@@ -385,6 +420,20 @@ def main() -> None:
             signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     sys.exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def wait_status(said: bytes) -> int:
+    """The probe's wait status from the inner process's line, or SIGKILL's when the line
+    is not one or is a signal that would not end this process (stopped, or ignored)."""
+    line = said.split(b"\n", 1)[0].strip()
+    if not line.isdigit() or int(line) > 0xFFFF:
+        return signal.SIGKILL
+    status = int(line)
+    if os.WIFEXITED(status):
+        return status
+    if os.WIFSIGNALED(status) and 0 < os.WTERMSIG(status) < signal.NSIG:
+        return signal.SIGKILL if os.WTERMSIG(status) in NOT_ENDING else status
+    return signal.SIGKILL
 
 
 def _words(namespace: bool, namespace_note: str, group: Cgroup | None, cgroup_note: str) -> str:

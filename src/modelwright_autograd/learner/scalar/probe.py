@@ -30,6 +30,7 @@ _spec = importlib.util.spec_from_file_location("_grader_programs", _HERE / "prog
 programs = importlib.util.module_from_spec(_spec)
 sys.modules["_grader_programs"] = programs  # dataclasses looks the module up by name
 _spec.loader.exec_module(programs)
+del sys.modules["_grader_programs"]  # and the learner's code finds no module of ours
 
 CHILDREN_NAMES = ("_prev", "_children", "children", "prev", "parents", "_parents")
 
@@ -80,7 +81,7 @@ def load(request: dict[str, Any]) -> dict[str, Any]:
         for kind in ("mlp", "functions"):  # its nets, and its losses when elsewhere
             if request.get(f"{kind}_module"):
                 modules.append(_import(request[f"{kind}_module"], request.get(f"{kind}_file")))
-        return _load_tensor_probe().install(engine, describe, children_of, modules)
+        return _load_tensor_probe()["install"](engine, describe, children_of, modules)
     library = None
     if request.get("mlp_module"):
         library = _import(request["mlp_module"], request.get("mlp_file"))
@@ -106,15 +107,16 @@ def _holds_arrays(value: type, class_name: str) -> bool:
         return False
 
 
-def _load_tensor_probe() -> Any:
-    """../tensor/probe.py, loaded by path and its handlers added to ours."""
-    path = _HERE.parent / "tensor" / "probe.py"
-    spec = importlib.util.spec_from_file_location("_grader_tensor_probe", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["_grader_tensor_probe"] = module
-    spec.loader.exec_module(module)
-    HANDLERS.update(module.HANDLERS)
-    return module
+def _load_tensor_probe() -> dict[str, Any]:
+    """../tensor/probe.py, run as code as this file is (in no module the learner's code
+    finds in ``sys.modules``), its handlers added to ours: the names it defined."""
+    path = str(_HERE.parent / "tensor" / "probe.py")
+    with open(path, encoding="utf-8") as f:
+        code = compile(f.read(), path, "exec")
+    names = {"__name__": "_grader_tensor_probe", "__file__": path, "__builtins__": __builtins__}
+    exec(code, names)
+    HANDLERS.update(names["HANDLERS"])
+    return names
 
 
 def _import(name: str, file: str | None) -> Any:

@@ -1,5 +1,6 @@
-"""The child side of the tensor checks: ``../scalar/probe.py`` loads this file by path when the
-learner's engine holds NumPy arrays, and adds ``HANDLERS`` to its own.
+"""The child side of the tensor checks: ``../scalar/probe.py`` runs this file as code (not
+as a module in ``sys.modules``) when the learner's engine holds NumPy arrays, and adds
+``HANDLERS`` to its own.
 
 Like the probe it uses only the standard library, NumPy (which the learner's engine has
 imported already) and ``programs.py`` beside it; nothing of the grader's package.
@@ -22,6 +23,7 @@ _spec = importlib.util.spec_from_file_location(
 programs = importlib.util.module_from_spec(_spec)
 sys.modules["_grader_tensor_programs"] = programs  # dataclasses looks the module up by name
 _spec.loader.exec_module(programs)
+del sys.modules["_grader_tensor_programs"]  # and the learner's code finds no module of ours
 
 # Set by install(): the probe's engine dict, its describe() and children_of().
 engine: dict[str, Any] = {}

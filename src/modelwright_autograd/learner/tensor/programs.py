@@ -180,11 +180,21 @@ def _number(x: Any) -> bool:
     return isinstance(x, float)
 
 
+# The most dimensions and the longest dimension of an array in a reply: past any the checks
+# use, below what NumPy and torch refuse (64 dimensions; a shape whose size overflows).
+MAX_DIMS = 32
+MAX_DIM_SIZE = 2**24
+
+
 def _array(x: Any) -> bool:
+    """An array as the child sends it: a shape of at most MAX_DIMS integers (not bools)
+    from 0 to MAX_DIM_SIZE, and that many floats."""
     if not isinstance(x, dict):
         return False
     shape, data = x.get("shape"), x.get("data")
-    if not (isinstance(shape, list) and all(isinstance(n, int) and n >= 0 for n in shape)):
+    if not (isinstance(shape, list) and len(shape) <= MAX_DIMS):
+        return False
+    if not all(type(n) is int and 0 <= n <= MAX_DIM_SIZE for n in shape):
         return False
     size = 1
     for n in shape:
