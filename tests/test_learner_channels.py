@@ -147,6 +147,19 @@ def test_a_supervisor_that_never_ends_is_killed_not_waited_for(tmp_path, monkeyp
         assert supervisor.poll() is not None
 
 
+@needs_proc
+def test_a_probe_that_stops_reading_cannot_block_the_grader_s_request():
+    """A request larger than the pipe (the training data is) to a probe that no longer
+    reads: the write waits no longer than the reply would."""
+    target = locate(ENGINES / "div_sign.py")
+    with child.EngineProcess(target.load_request(), str(target.sys_path), 30.0) as process:
+        assert "mlp" in process.load()
+        *_, probe = supervise.descendants(process._proc.pid)
+        os.kill(probe, signal.SIGSTOP)
+        request = {"do": "seed", "padding": "x" * 2**20}
+        assert process.ask(request, 0.5) == {"failure": "timeout", "seconds": 0.5}
+
+
 # ---------------------------------------------------------------------- the probe's code
 # backward() does nothing where the learner calls it. The engine looks through sys.modules
 # for the probe's modules (at each new Tensor) and patches every function there to turn the

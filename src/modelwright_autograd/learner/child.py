@@ -9,7 +9,8 @@ Linux allows it in PID, mount and user namespaces of its own and a cgroup cappin
 memory and the number of all its processes (``isolation`` says which; see
 docs/build-your-own.md#what-check-guarantees). When the reply does not come in time all of
 its processes are killed; when the process dies (a crash, ``os._exit``, the memory cap) the
-reply says how. Either way the next request starts a fresh process, so one hanging check
+reply says how. No wait here is unbounded: the supervisor's start, each request's write
+and reply, and a dying supervisor's end each have a limit. Either way the next request starts a fresh process, so one hanging check
 does not take the others with it. The learner's stdout/stderr come through a pipe read
 while waiting for replies; only its last lines are kept, out of the report.
 """

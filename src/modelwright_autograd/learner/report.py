@@ -11,7 +11,7 @@ PASS, FAIL, ABSENT, NOTE = "pass", "fail", "not present", "note"
 _LABEL = {PASS: "pass", FAIL: "FAIL", ABSENT: "n/a ", NOTE: "note"}
 WIDTH = 96  # the text report's diagnoses are wrapped to this many columns
 # What no isolation changes: the learner's code runs in the process that reports its numbers.
-TRUST = "the engine reports its own numbers: a learning aid, not a proof (docs/build-your-own.md)"
+TRUST = "the engine runs as you and reports its own numbers: not a proof (docs/build-your-own.md)"
 
 
 def printable(text: str) -> str:

@@ -8,8 +8,13 @@ forks (the "inner" process, PID 1 there):
   grader or this process, and none outlives the inner process (the kernel kills the whole
   namespace when its init ends; its init ignores SIGKILL and SIGSTOP from inside);
 - a mount namespace with its own ``/proc``: the grader's ``/proc/<pid>/fd/1`` is not there;
+  and an empty ``/dev/pts``: the user's terminal is not there either (nor is any
+  controlling terminal: the grader starts this process in a session of its own);
 - a user namespace (the same user id inside), so the learner's code holds no capability
-  outside it;
+  outside it, and none inside (``drop_privileges``: it cannot unmount what hides them);
+- neither this process nor the inner one is dumpable: the learner's processes cannot open
+  their pipes through ``/proc/1/fd``, and a status line it could not have written is
+  refused anyway (``wait_status``).
 - where ``/sys/fs/cgroup`` is writable, a cgroup capping the memory and the number of
   processes of all of them together (v2, or v1's memory and pids controllers).
 
@@ -441,7 +446,8 @@ def _words(namespace: bool, namespace_note: str, group: Cgroup | None, cgroup_no
     if namespace:
         words = f"{namespace_note}; "
     else:
-        words = f"own session only ({namespace_note}: its processes can see the grader); "
+        words = f"own session only ({namespace_note}: its processes can see the grader"
+        words += " and reach the terminal); "
     if group is not None:
         words += f"memory and process count capped for all its processes ({cgroup_note})"
     else:
