@@ -1,18 +1,19 @@
 """The learner's engine in a child process: started, asked, timed out and killed here.
 
-``EngineProcess.ask(request, timeout)`` sends one request to ``scalar/probe.py`` and waits for its
-one-line reply, checked against the shape that request's reply has (the learner's code
-shares the probe's process and can forge or flood it: a malformed or oversized reply is a
-failure, like a crash). The probe runs under ``supervise.py``: in its own session and
+``EngineProcess.ask(request, timeout)`` sends one request to ``scalar/probe.py`` and waits
+for its one-line reply, checked against the shape that request's reply has (the learner's
+code shares the probe's process and can forge or flood it: a malformed or oversized reply
+is a failure, like a crash). The probe runs under ``supervise.py``: in its own session and
 process group, with a scrubbed environment and none of the grader's descriptors, and where
 Linux allows it in PID, mount and user namespaces of its own and a cgroup capping the
 memory and the number of all its processes (``isolation`` says which; see
 docs/build-your-own.md#what-check-guarantees). When the reply does not come in time all of
 its processes are killed; when the process dies (a crash, ``os._exit``, the memory cap) the
-reply says how. No wait here is unbounded: the supervisor's start, each request's write
-and reply, and a dying supervisor's end each have a limit. Either way the next request starts a fresh process, so one hanging check
-does not take the others with it. The learner's stdout/stderr come through a pipe read
-while waiting for replies; only its last lines are kept, out of the report.
+reply says how. Either way the next request starts a fresh process, so one hanging check
+does not take the others with it. No wait here is unbounded: the supervisor's start, each
+request's write and reply, and a dying supervisor's end each have a limit. The learner's
+stdout/stderr come through a pipe read while waiting for replies; only its last lines are
+kept, out of the report.
 """
 
 from __future__ import annotations
