@@ -29,7 +29,7 @@ import numpy as np
 
 from .checks import MAX_PARAMETERS, is_json_int, is_json_positive_int, shown_path
 from .files import UnreadableFile, atomic_write, read_bounded, write_json
-from .lm.models import LanguageModel, LMArchitecture
+from .lm.models import NANOGPT_ARGS, LanguageModel, LMArchitecture
 from .scalar.nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
 from .tensor import nn as tensor_nn
 
@@ -706,13 +706,5 @@ def _lm_export(torch: Any, model: Any, arch: LMArchitecture) -> dict[str, Any]:
         "state_dict": {k: torch.tensor(np.asarray(v)) for k, v in model.state_dict().items()},
     }
     if config.kind == "gpt":
-        doc["model_args"] = {
-            "n_layer": config.n_layer,
-            "n_head": config.n_head,
-            "n_embd": config.n_embd,
-            "block_size": config.block_size,
-            "bias": config.bias,
-            "vocab_size": config.vocab_size,
-            "dropout": config.dropout,
-        }
+        doc["model_args"] = {k: getattr(config, k) for k in NANOGPT_ARGS}
     return doc

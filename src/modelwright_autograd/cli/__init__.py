@@ -1,6 +1,6 @@
 """The ``modelwright-autograd`` command line: argparse and printing only.
 
-One module per command (train, evaluate, sample, export, explain, init, check), each an
+One module per command (train, evaluate, sample, export, import, explain, init, check), each an
 ``add_<name>(subparsers)`` that declares its options and sets ``func`` to a
 ``run_<name>(args, ...)`` returning the exit code; ``COMMANDS`` lists them in ``--help``
 order, so a new command is one such module and one line there. options.py holds the
@@ -21,6 +21,7 @@ from .check import add_check
 from .evaluate import add_evaluate
 from .explain import add_explain
 from .export import add_export
+from .import_ import add_import
 from .init import add_init
 from .options import Parser, Subparsers
 from .sample import add_sample
@@ -32,6 +33,7 @@ COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     add_evaluate,
     add_sample,
     add_export,
+    add_import,
     add_explain,
     add_init,
     add_check,

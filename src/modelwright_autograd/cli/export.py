@@ -1,10 +1,12 @@
-"""``modelwright-autograd export``: write a checkpoint as a PyTorch state_dict."""
+"""``modelwright-autograd export``: write a checkpoint for PyTorch, nanoGPT or makemore."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
@@ -12,7 +14,7 @@ from ..checkpoint import TORCH_MISSING, CheckpointError, export_torch, load_chec
 from ..checks import shown_path
 from ..files import NotARegularFile, refuse_non_regular
 from ..printing import emit
-from ..training import language
+from ..training import interchange, language
 from ..training.outputs import run_file_named
 from .options import Subparsers, file_path
 
@@ -21,27 +23,45 @@ def add_export(subparsers: Subparsers) -> None:
     """The ``export`` command's arguments."""
     p = subparsers.add_parser(
         "export",
-        help="write a checkpoint as a PyTorch state_dict (needs torch)",
-        description="Write the model in CHECKPOINT (a model.json written by train) to OUT with "
-        'torch.save({"architecture": ..., "state_dict": ...}); the state_dict loads into '
-        "torch.nn.Sequential(Linear, activation, ..., Linear) and predicts the same numbers. "
-        "docs/checkpoints.md shows the lines that rebuild it. PyTorch must be installed.",
+        help="write a checkpoint for PyTorch, nanoGPT or makemore (needs torch)",
+        description="Write the model in CHECKPOINT (a run folder or the model.json written by "
+        'train) to OUT. An MLP or CNN becomes one file, torch.save({"architecture": ..., '
+        '"state_dict": ...}), whose state_dict loads into torch.nn.Sequential(Linear, '
+        "activation, ..., Linear). A GPT becomes the folder OUT holding nanoGPT's ckpt.pt and "
+        "meta.pkl (its sample.py and train.py resume from them); a names model (bigram, mlp, "
+        "transformer) the makemore work folder OUT holding model.pt (makemore.py "
+        "--sample-only reads it). --format state_dict writes a language model as one file "
+        "instead. docs/checkpoints.md shows the lines that read each. PyTorch must be "
+        "installed.",
     )
-    p.add_argument("checkpoint", type=file_path, metavar="CHECKPOINT", help="a model.json")
-    p.add_argument("out", type=file_path, metavar="OUT", help="the file to write, e.g. model.pt")
+    p.add_argument(
+        "checkpoint", type=file_path, metavar="CHECKPOINT", help="a run folder or its model.json"
+    )
+    p.add_argument(
+        "out",
+        type=file_path,
+        metavar="OUT",
+        help="the file (state_dict) or folder (nanogpt, makemore) to write",
+    )
+    p.add_argument(
+        "--format",
+        choices=interchange.FORMATS,
+        help="nanogpt (a GPT's default), makemore (a names model's) or state_dict (an MLP's "
+        "or CNN's, and the only one they take)",
+    )
     p.set_defaults(func=partial(run_export, parser=p))
 
 
 def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Export a checkpoint for PyTorch: 0, 1 for a bad checkpoint, a missing torch or an
-    unwritable OUT, 2 for an OUT that is the checkpoint or another file of its run (by inode,
-    whatever the path's form) or not a regular file (a
-    symlink, device, FIFO or folder, which writing would replace)."""
+    """Export a checkpoint: 0; 1 for a bad checkpoint, a missing torch or an unwritable
+    OUT; 2 for a format the model has not, an OUT that is the checkpoint, another file of
+    its run (by inode, whatever the path's form) or its run folder, or something the
+    format cannot replace (a symlink, device or FIFO; a folder for a file; a file for a
+    folder)."""
     shown = shown_path(args.out)
-    try:
-        refuse_non_regular(args.out)  # before loading: atomic_write checks again at the end
-    except NotARegularFile as e:
-        parser.error(f"argument OUT: {shown}: {e.strerror}")
+    may_be_folder = args.format != "state_dict" and args.out.is_dir() and not args.out.is_symlink()
+    if not may_be_folder:
+        _refuse_non_regular(parser, args.out)  # before loading: atomic_write checks again
     checkpoint = language.checkpoint_file(args.checkpoint)
     owned = run_file_named(args.out, args.checkpoint)
     if owned is not None:
@@ -49,11 +69,22 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         parser.error(f"argument OUT: {shown} is {what}; name another file")
     try:
         loaded = load_checkpoint(checkpoint)
-        export_torch(loaded.model, args.out)
+        fmt = args.format or interchange.default_format(loaded.model)
+        problem = interchange.format_problem(loaded.model, fmt)
+        if problem is not None:
+            parser.error(f"argument --format: {problem}")
+        if fmt == "state_dict":
+            _refuse_non_regular(parser, args.out)
+            export_torch(loaded.model, args.out)
+        else:
+            _check_folder(parser, args.out, checkpoint, fmt)
+            written = interchange.export_folder(loaded, fmt, args.out)
     except CheckpointError as e:
         problem = str(e)
     except ImportError:
         problem = TORCH_MISSING
+    except language.NotALanguageModel as e:
+        problem = str(e)
     except OSError as e:  # atomic_write's own message already names the file
         problem = f"cannot write {shown}: {e.strerror}" if e.strerror else str(e)
     else:
@@ -68,8 +99,34 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 "infinite; the exported model will predict NaN or infinities",
                 file=sys.stderr,
             )
+        if fmt != "state_dict":
+            return emit([f"wrote {shown} for {fmt}:", *(f"  {line}" for line in written)])
         if isinstance(loaded.architecture, language.M.LMArchitecture):
             return emit([f"wrote {shown}: the {arch} as a state_dict under nanoGPT's names"])
         return emit([f"wrote {shown}: the {arch} as a torch.nn.Sequential state_dict"])
     print(f"modelwright-autograd export: {problem}", file=sys.stderr)
     return 1
+
+
+def _refuse_non_regular(parser: argparse.ArgumentParser, out: Path) -> None:
+    try:
+        refuse_non_regular(out)
+    except NotARegularFile as e:
+        parser.error(f"argument OUT: {shown_path(out)}: {e.strerror}")
+
+
+def _check_folder(parser: argparse.ArgumentParser, out: Path, checkpoint: Path, fmt: str) -> None:
+    """OUT for nanoGPT's or makemore's files: a folder (made if missing), not the run's."""
+    shown = shown_path(out)
+    if out.exists() and not out.is_dir():
+        parser.error(f"argument OUT: {shown} exists and is not a folder; {fmt}'s files go in one")
+    if out.suffix in (".pt", ".pth", ".pkl"):
+        parser.error(
+            f"argument OUT: {shown} looks like a file; {fmt}'s format is a folder (name one, "
+            "or give --format state_dict for one file)"
+        )
+    folder = checkpoint.parent
+    if out.resolve() == folder.resolve() or (
+        out.is_dir() and folder.is_dir() and os.path.samefile(out, folder)
+    ):
+        parser.error(f"argument OUT: {shown} is the run's own folder; name another")

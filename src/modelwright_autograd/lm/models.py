@@ -30,6 +30,8 @@ IGNORE_INDEX = -1
 #: The longest context (the attention scores are block x block per head) and the most
 #: tokens (characters) a model may have.
 MAX_BLOCK, MAX_VOCAB = 1024, 256
+#: nanoGPT's GPTConfig fields (its checkpoints' ``model_args``), which LMConfig shares.
+NANOGPT_ARGS = ("n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size", "dropout")
 
 
 @dataclass(frozen=True)

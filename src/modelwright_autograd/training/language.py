@@ -583,6 +583,8 @@ def _find_corpus(
     """The corpus split exactly as in training, if its file is there and unchanged."""
     dataset, path, digest, seed = (data.get(k) for k in ("dataset", "path", "sha256", "seed"))
     problem = None
+    if dataset is None and path is None:
+        return None, "it was imported without its data (import it with --data or --dataset)"
     if dataset not in (None, *C.BUILTIN):
         problem = f"'data.dataset' is {describe(dataset)}, not one of {tuple(C.BUILTIN)}"
     elif dataset is None and not (isinstance(path, str) and path and "\0" not in path):

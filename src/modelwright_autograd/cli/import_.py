@@ -1,0 +1,97 @@
+"""``modelwright-autograd import``: a nanoGPT, makemore or torch file as a run of ours."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import partial
+
+from ..checkpoint import TORCH_MISSING, CheckpointError
+from ..checks import shown_path
+from ..lm import corpus as C
+from ..printing import emit
+from ..training import interchange, language
+from ..training.settings import UsageError
+from .options import Subparsers, file_path, nonempty_path, random_seed, whole_number
+
+
+def add_import(subparsers: Subparsers) -> None:
+    """The ``import`` command's options."""
+    p = subparsers.add_parser(
+        "import",
+        help="turn a nanoGPT ckpt.pt, a makemore model.pt or a torch state_dict into a run",
+        description="Read FILE, nanoGPT's ckpt.pt, makemore's model.pt or a torch state_dict "
+        "of one of the language models, with torch.load(weights_only=True), and write a run "
+        "folder holding it as model.json with its vocabulary: sample and evaluate then take "
+        "it. A GPT's characters come from meta.pkl (beside FILE, or --meta) or the text it "
+        "was trained on (--data or --dataset, as nanoGPT's prepare.py makes them); a names "
+        "model's from its names file (makemore's files hold none). Give the data to evaluate "
+        "the run. Exit code 2 for a file that is not one of these, or whose names, shapes or "
+        "contents do not fit; 1 without torch.",
+    )
+    p.add_argument("file", type=file_path, metavar="FILE", help="the ckpt.pt or model.pt")
+    p.add_argument(
+        "--out",
+        type=nonempty_path("a folder"),
+        metavar="DIR",
+        help="the run folder to write (default: runs/<data>-<timestamp>)",
+    )
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace the files of a previous run in --out"
+    )
+    p.add_argument("--meta", type=file_path, metavar="PKL", help="nanoGPT's meta.pkl")
+    p.add_argument(
+        "--dataset", choices=language.LM_DATASETS, help="the shipped data it was trained on"
+    )
+    p.add_argument("--data", type=file_path, metavar="PATH", help="the text it was trained on")
+    p.add_argument(
+        "--model",
+        choices=("transformer", "gpt"),
+        help="a bare state_dict of a transformer: makemore's (tanh GELU; the default when it "
+        "holds makemore's causal masks) or nanoGPT's GPT (the default otherwise)",
+    )
+    p.add_argument(
+        "--n-head",
+        type=whole_number("--n-head", 1),
+        default=4,
+        metavar="N",
+        help="a bare state_dict's attention heads, which its weights do not show (default 4, "
+        "makemore's); nanoGPT's ckpt.pt says it",
+    )
+    p.add_argument(
+        "--seed",
+        type=random_seed,
+        default=1337,
+        help="the seed of a names model's train/test split (default 1337, as train's)",
+    )
+    p.set_defaults(func=partial(run_import, parser=p))
+
+
+def run_import(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """Import FILE: 0; 2 for a bad file (one line) or option; 1 without torch."""
+    if args.data is not None and args.dataset is not None:
+        parser.error("argument --data: give --data or --dataset, not both")
+    text = source = None
+    if args.data is not None or args.dataset is not None:
+        try:
+            text, source = C.read_source(args.dataset, args.data)
+        except C.CorpusError as e:
+            parser.error(f"argument {'--data' if args.data else '--dataset'}: {e}")
+    try:
+        imported = interchange.import_model(
+            args.file, args.meta, text, source, args.model, args.n_head, args.seed
+        )
+        run = interchange.write_run(imported, args.file, args.out, args.overwrite, args.seed)
+    except CheckpointError as e:  # a bad file: one line, no usage
+        print(f"modelwright-autograd import: {e}", file=sys.stderr)
+        return 2
+    except UsageError as e:
+        parser.error(str(e))
+    except ImportError:
+        print(f"modelwright-autograd import: {TORCH_MISSING}", file=sys.stderr)
+        return 1
+    arch = language.M.LMArchitecture(imported.model.config).describe()
+    lines = [f"wrote {run.shown}: the {arch} from {imported.format}'s {shown_path(args.file)}"]
+    if source is None:
+        lines.append("  (no --data or --dataset: sample works; evaluate needs the data)")
+    return emit(lines)

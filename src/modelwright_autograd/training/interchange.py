@@ -1,0 +1,569 @@
+"""Hand-off to nanoGPT and makemore, both ways: a language-model run written as the files
+their scripts read (nanoGPT's ``ckpt.pt`` and ``meta.pkl``, makemore's ``model.pt``), and
+their files (or a plain torch state_dict) read into a run folder of ours.
+
+torch is imported only when called (ImportError if missing). Every torch file is read
+with ``torch.load(weights_only=True)``, and ``meta.pkl`` (a plain pickle, which torch.load
+does not read) by an unpickler that refuses every class, so no file can run code. Every
+fault in a file is a one-line ``CheckpointError``; docs/checkpoints.md gives the layouts.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import re
+import shlex
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..checkpoint import (
+    MAX_PARAMETERS,
+    Checkpoint,
+    CheckpointError,
+    architecture_of,
+    save_checkpoint,
+    shown,
+)
+from ..files import UnreadableFile, atomic_write, read_bounded
+from ..lm import corpus as C
+from ..lm import models as M
+from ..lm.models import NANOGPT_ARGS
+from . import language
+from .outputs import RunFolder
+
+FORMATS = ("nanogpt", "makemore", "state_dict")
+#: What torch.compile puts before every name (nanoGPT's scripts strip it).
+COMPILED_PREFIX = "_orig_mod."
+#: The largest file import reads: the most weights, in float64, three times over (the
+#: weights and AdamW's two moments, as nanoGPT's ckpt.pt holds them), plus a megabyte.
+MAX_IMPORT_BYTES = 3 * 8 * MAX_PARAMETERS["tensor"] + 2**20
+MAX_META_BYTES = 2**20
+#: The names of makemore's causal-mask buffers (one per block), which our models compute.
+_MASK = re.compile(r"transformer\.h\.\d+\.attn\.bias")
+
+
+def default_format(model: Any) -> str:
+    """The format ``export`` writes for ``model`` unless told: nanoGPT's for a GPT,
+    makemore's for the names models, a torch state_dict file for the rest."""
+    arch = architecture_of(model)
+    if not isinstance(arch, M.LMArchitecture):
+        return "state_dict"
+    return "nanogpt" if arch.config.kind == "gpt" else "makemore"
+
+
+def format_problem(model: Any, fmt: str) -> str | None:
+    """Why ``model`` cannot be written in ``fmt``, or None when it can."""
+    arch = architecture_of(model)
+    if fmt == "state_dict":
+        return None
+    if not isinstance(arch, M.LMArchitecture):
+        return f"--format {fmt} is for language models; this is a {arch.describe()}"
+    c = arch.config
+    if fmt == "nanogpt" and c.kind != "gpt":
+        return f"nanoGPT has no {c.kind}; give --format makemore or state_dict"
+    if fmt == "makemore" and c.kind == "gpt":
+        return "makemore has no GPT; give --format nanogpt or state_dict"
+    if fmt == "makemore" and c.kind == "transformer" and not c.bias:
+        return "makemore's transformer has biases; this one was trained with --bias false"
+    return None
+
+
+def _torch_state(torch: Any, model: Any) -> dict[str, Any]:
+    """The model's state_dict as torch tensors; a tied head is the token embedding's
+    tensor under both names, as torch.save stores nanoGPT's."""
+    state = {name: torch.tensor(np.asarray(v)) for name, v in model.state_dict().items()}
+    if model.config.tie_weights and "lm_head.weight" in state:
+        state["lm_head.weight"] = state["transformer.wte.weight"]
+    return state
+
+
+def _save_bytes(torch: Any, obj: Any) -> bytes:
+    buffer = io.BytesIO()
+    torch.save(obj, buffer)
+    return buffer.getvalue()
+
+
+def export_folder(checkpoint: Checkpoint, fmt: str, out: Path) -> list[str]:
+    """Write ``checkpoint``'s language model into the folder ``out`` (made if missing) in
+    nanoGPT's or makemore's files, each atomically (one it replaces is whole until the
+    rename); return what was written, one line each. Imports torch."""
+    import torch
+
+    run = language.load_lm_run(checkpoint.path, checkpoint)
+    files = _nanogpt_files(torch, run) if fmt == "nanogpt" else _makemore_files(torch, run, out)
+    out.mkdir(exist_ok=True)
+    for name, (data, _) in files.items():
+        atomic_write(out / name, lambda f, data=data: f.write(data), binary=True)
+    return [f"{name}: {what}" for name, (_, what) in files.items()]
+
+
+def _nanogpt_files(torch: Any, run: language.LMRun) -> dict[str, tuple[bytes, str]]:
+    """ckpt.pt as nanoGPT's train.py saves it, and meta.pkl as its prepare.py writes it."""
+    config, training = run.model.config, run.training
+    best = run.checkpoint.metadata.get("best")
+    best = best if isinstance(best, dict) else {}
+    state = _torch_state(torch, run.model)
+    ckpt = {
+        "model": state,
+        "optimizer": _fresh_adamw(torch, state, config, training),
+        "model_args": {k: getattr(config, k) for k in NANOGPT_ARGS},
+        "iter_num": int(best.get("step", 0)),
+        "best_val_loss": float(best.get("val", best.get("test", 1e9))),
+        "config": _nanogpt_config(run),
+    }
+    tokens = run.vocab.tokens
+    meta = {
+        "vocab_size": len(tokens),
+        "itos": dict(enumerate(tokens)),
+        "stoi": {ch: i for i, ch in enumerate(tokens)},
+    }
+    step = ckpt["iter_num"]
+    return {
+        "ckpt.pt": (
+            _save_bytes(torch, ckpt),
+            f"the GPT at step {step:,} with a freshly initialised AdamW state (this run saved "
+            "no optimiser state)",
+        ),
+        "meta.pkl": (
+            pickle.dumps(meta),
+            f"its {len(tokens)} characters; nanoGPT reads it from "
+            f"data/{ckpt['config']['dataset']}/meta.pkl",
+        ),
+    }
+
+
+def _fresh_adamw(torch: Any, state: Mapping[str, Any], config: M.LMConfig, training: dict) -> Any:
+    """A new AdamW's state_dict in nanoGPT's configure_optimizers layout (2-D weights
+    decayed, the rest not, in its named_parameters order: the tied lm_head once) with the
+    run's settings; torch's AdamW.load_state_dict takes it."""
+    params = [
+        torch.nn.Parameter(t)
+        for name, t in state.items()
+        if not (config.tie_weights and name == "lm_head.weight")
+    ]
+    betas = training.get("betas", (0.9, 0.99))
+    optimizer = torch.optim.AdamW(
+        [
+            {
+                "params": [p for p in params if p.dim() >= 2],
+                "weight_decay": training.get("weight_decay", 0.1),
+            },
+            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+        ],
+        lr=training.get("lr", 1e-3),
+        betas=tuple(betas),
+        eps=1e-8,
+    )
+    return optimizer.state_dict()
+
+
+def _nanogpt_config(run: language.LMRun) -> dict[str, Any]:
+    """nanoGPT's ``config`` (its train.py's settings) from ours; sample.py reads its
+    ``dataset``, the folder under data/ that holds meta.pkl."""
+    c, t = run.model.config, run.training
+    data = run.checkpoint.metadata.get("data")
+    label = (
+        C.Source(data.get("dataset"), data.get("path"), "").label
+        if isinstance(data, dict)
+        else "data"
+    )
+    lr, min_lr, steps = t.get("lr"), t.get("min_lr"), t.get("steps")
+    betas = t.get("betas") or (0.9, 0.99)
+    config = {
+        "dataset": f"{label}_char",
+        "batch_size": t.get("batch_size"),
+        "block_size": c.block_size,
+        "n_layer": c.n_layer,
+        "n_head": c.n_head,
+        "n_embd": c.n_embd,
+        "dropout": c.dropout,
+        "bias": c.bias,
+        "learning_rate": lr,
+        "max_iters": steps,
+        "weight_decay": t.get("weight_decay"),
+        "beta1": betas[0],
+        "beta2": betas[1],
+        "grad_clip": t.get("grad_clip"),
+        "decay_lr": min_lr != lr or bool(t.get("warmup")),
+        "warmup_iters": t.get("warmup"),
+        "lr_decay_iters": steps,
+        "min_lr": min_lr,
+        "eval_interval": t.get("eval_interval"),
+        "eval_iters": t.get("eval_iters"),
+        "gradient_accumulation_steps": 1,
+    }
+    return {k: v for k, v in config.items() if isinstance(v, (int, float, str, bool))}
+
+
+def _makemore_files(torch: Any, run: language.LMRun, out: Path) -> dict[str, tuple[bytes, str]]:
+    """model.pt, makemore's bare state_dict, with its transformer's causal masks."""
+    config = run.model.config
+    state = _torch_state(torch, run.model)
+    if config.kind == "transformer":
+        t = config.block_size
+        mask = torch.tril(torch.ones(t, t)).view(1, 1, t, t)
+        for i in range(config.n_layer):
+            state[f"transformer.h.{i}.attn.bias"] = mask.clone()
+    return {"model.pt": (_save_bytes(torch, state), _makemore_command(run, out))}
+
+
+def _makemore_command(run: language.LMRun, out: Path) -> str:
+    """The makemore.py line that samples from model.pt (its sizes are options there)."""
+    c = run.model.config
+    data = run.checkpoint.metadata.get("data")
+    source = data.get("path") if isinstance(data, dict) else None
+    words = ["--type", c.kind]
+    if c.kind == "transformer":
+        words += ["--n-layer", str(c.n_layer), "--n-head", str(c.n_head), "--n-embd", str(c.n_embd)]
+    elif c.kind == "mlp":
+        words += ["--n-embd", str(c.n_embd), "--n-embd2", str(c.n_hidden)]
+    return (
+        f"the {c.kind}'s state_dict; makemore samples it with: python makemore.py -i "
+        f"{shlex.quote(source or 'names.txt')} -o {shlex.quote(str(out))} {' '.join(words)} "
+        "--sample-only"
+    )
+
+
+# ---------------------------------------------------------------------- import
+@dataclass
+class Imported:
+    """A model read from a nanoGPT, makemore or torch file, with its vocabulary."""
+
+    model: M.LanguageModel
+    vocab: C.Vocabulary
+    format: str  # "nanogpt", "makemore" or "state_dict"
+    source: C.Source | None  # the corpus given with it, if any
+    details: dict[str, Any]  # what else the file said (nanoGPT's iter_num, best_val_loss)
+
+
+def read_torch_file(path: Path) -> Any:
+    """``torch.load(path, weights_only=True)``, its refusals as one-line CheckpointErrors.
+    Imports torch."""
+    import torch
+
+    try:
+        raw = read_bounded(path, MAX_IMPORT_BYTES)
+    except UnreadableFile as e:
+        raise CheckpointError(path, e.reason) from None
+    if not raw:
+        raise CheckpointError(path, "the file is empty")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # torch's note on the pickle protocol
+            return torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as e:
+        found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
+        what = f" ({found.group(1)})" if found else ""
+        raise CheckpointError(
+            path,
+            f"holds a pickled object{what}, not only tensors and plain data: "
+            "torch.load(weights_only=True) refuses it",
+        ) from None
+    except (RuntimeError, EOFError, KeyError, ValueError, TypeError, AttributeError, IndexError):
+        raise CheckpointError(path, "not a file torch.save wrote (truncated or corrupt?)") from None
+
+
+def read_meta(path: Path) -> C.Vocabulary:
+    """nanoGPT's meta.pkl (``stoi``, ``itos``, ``vocab_size``) as a vocabulary; read by
+    an unpickler that refuses every class, so only plain dicts, strings and numbers load."""
+    try:
+        raw = read_bounded(path, MAX_META_BYTES)
+        meta = _PlainUnpickler(io.BytesIO(raw)).load()
+    except UnreadableFile as e:
+        raise CheckpointError(path, e.reason) from None
+    except pickle.UnpicklingError as e:
+        raise CheckpointError(path, f"not nanoGPT's meta.pkl ({e})") from None
+    except (EOFError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        raise CheckpointError(path, "not a readable pickle (truncated or corrupt?)") from None
+    itos = meta.get("itos") if isinstance(meta, dict) else None
+    n = len(itos) if isinstance(itos, dict) else 0
+    if not (
+        n
+        and sorted(itos) == list(range(n))
+        and all(isinstance(c, str) and len(c) == 1 for c in itos.values())
+        and len(set(itos.values())) == n
+        and meta.get("stoi") == {c: i for i, c in itos.items()}
+        and meta.get("vocab_size") == n
+    ):
+        raise CheckpointError(
+            path,
+            "not a character meta.pkl: 'itos' must map 0..n-1 to n distinct characters, "
+            "'stoi' back, and 'vocab_size' be n",
+        )
+    return C.Vocabulary("".join(itos[i] for i in range(n)), boundary=False)
+
+
+class _PlainUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"it holds a {module}.{name}, not only plain data")
+
+
+def import_model(
+    path: Path,
+    meta: Path | None = None,
+    corpus_text: str | None = None,
+    source: C.Source | None = None,
+    kind: str | None = None,
+    n_head: int = 4,
+    seed: int = 1337,
+) -> Imported:
+    """Read a nanoGPT ckpt.pt, a makemore model.pt or a torch state_dict at ``path`` into
+    one of our models. The vocabulary comes from ``meta`` (or a meta.pkl beside ``path``)
+    or from ``corpus_text`` (a names model needs it: makemore's files hold none). A name,
+    shape or value that does not fit is a CheckpointError, before anything is written."""
+    payload = read_torch_file(path)
+    details: dict[str, Any] = {}
+    if isinstance(payload, dict) and "model" in payload and "model_args" in payload:
+        fmt, state = "nanogpt", _tensors(path, payload["model"], "'model'")
+        config = _nanogpt_model_args(path, payload["model_args"], state)
+        details = {
+            k: float(payload[k]) if k == "best_val_loss" else int(payload[k])
+            for k in ("iter_num", "best_val_loss")
+            if k in payload and _is_number(payload[k])
+        }
+        batch = (
+            payload.get("config", {}).get("batch_size")
+            if isinstance(payload.get("config"), dict)
+            else None
+        )
+        if isinstance(batch, int) and not isinstance(batch, bool):
+            details["batch_size"] = batch
+    elif isinstance(payload, dict):
+        state = _tensors(path, payload, "the state_dict")
+        config = _inferred_config(path, state, kind, n_head)
+        fmt = "makemore" if any(_MASK.fullmatch(k) for k in state) else "state_dict"
+    else:
+        raise CheckpointError(
+            path,
+            f"holds a {type(payload).__name__}; expected nanoGPT's ckpt.pt (a dict with 'model' "
+            "and 'model_args'), makemore's model.pt or a state_dict (names to tensors)",
+        )
+    state = _without_masks(path, state)
+    if config.tie_weights:
+        _check_tied(path, state)
+    model = _built(path, config, state)
+    vocab = _vocabulary(path, config, meta, corpus_text, seed, source)
+    return Imported(model, vocab, fmt, source if corpus_text is not None else None, details)
+
+
+def _is_number(value: Any) -> bool:
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+        hasattr(value, "numel") and value.numel() == 1 and value.is_floating_point()
+    )
+
+
+def _tensors(path: Path, state: Any, where: str) -> dict[str, np.ndarray]:
+    """A state_dict's floating-point tensors as NumPy arrays, names without torch.compile's
+    prefix; anything else in it is refused."""
+    import torch
+
+    if not isinstance(state, dict) or not state:
+        raise CheckpointError(path, f"{where} must map parameter names to tensors")
+    out = {}
+    for name, value in state.items():
+        if not isinstance(name, str):
+            raise CheckpointError(path, f"{where} has the name {shown(name)}, not a string")
+        if not isinstance(value, torch.Tensor):
+            raise CheckpointError(
+                path, f"{where} holds a {type(value).__name__} under {shown(name)}, not a tensor"
+            )
+        if not value.is_floating_point():
+            raise CheckpointError(
+                path, f"{where} holds {value.dtype} data under {shown(name)}, not weights"
+            )
+        dtype = torch.float64 if value.dtype == torch.float64 else torch.float32
+        out[name.removeprefix(COMPILED_PREFIX)] = value.detach().to(dtype).numpy()
+    return out
+
+
+def _nanogpt_model_args(path: Path, args: Any, state: Mapping[str, np.ndarray]) -> M.LMConfig:
+    if not isinstance(args, dict) or set(args) != set(NANOGPT_ARGS):
+        got = sorted(args) if isinstance(args, dict) else type(args).__name__
+        raise CheckpointError(path, f"'model_args' must hold {NANOGPT_ARGS}, got {shown(got)}")
+    values = dict(args)
+    values["dropout"] = (
+        float(values["dropout"]) if _is_number(values["dropout"]) else values["dropout"]
+    )
+    return _checked(path, M.LMConfig("gpt", **values, dtype=_dtype(state)))
+
+
+def _dtype(state: Mapping[str, np.ndarray]) -> str:
+    return "float64" if all(a.dtype == np.float64 for a in state.values()) else "float32"
+
+
+def _checked(path: Path, config: M.LMConfig) -> M.LMConfig:
+    try:
+        M.check_config(config)
+    except (ValueError, TypeError) as e:
+        raise CheckpointError(path, f"a model this code cannot build: {e}") from None
+    weights = M.num_parameters(config)
+    if weights > MAX_PARAMETERS["tensor"]:
+        raise CheckpointError(
+            path, f"{weights:,} weights; a model here has at most {MAX_PARAMETERS['tensor']:,}"
+        )
+    return config
+
+
+def _inferred_config(
+    path: Path, state: Mapping[str, np.ndarray], kind: str | None, n_head: int
+) -> M.LMConfig:
+    """The model a bare state_dict is, from its names and shapes: makemore's bigram
+    (``logits``), MLP (``wte``, ``mlp.0``, ``mlp.2``), transformer (with the causal-mask
+    buffers) or nanoGPT's GPT (without them; ``kind`` overrides). The heads cannot be
+    seen in the weights: ``n_head`` (makemore's default 4)."""
+    shapes = {k: v.shape for k, v in state.items()}
+    dtype = _dtype(state)
+
+    def size(name: str, ndim: int) -> tuple[int, ...]:
+        found = shapes[name]
+        if len(found) != ndim or not all(found):
+            raise CheckpointError(path, f"{name} has shape {found}; expected {ndim} dimensions")
+        return found
+
+    if set(shapes) == {"logits"}:
+        return _checked(path, M.LMConfig("bigram", size("logits", 2)[0], 1, dtype=dtype))
+    if {"wte.weight", "mlp.0.weight", "mlp.2.weight"} <= set(shapes):
+        c, (h, tc) = size("wte.weight", 2)[1], size("mlp.0.weight", 2)
+        if tc % c:
+            raise CheckpointError(path, f"mlp.0.weight is {h}x{tc}, not a multiple of wte's {c}")
+        v = size("mlp.2.weight", 2)[0]
+        config = M.LMConfig("mlp", v, tc // c, n_embd=c, n_hidden=h, dtype=dtype)
+        return _checked(path, config)
+    if "transformer.wte.weight" in shapes and "transformer.wpe.weight" in shapes:
+        v, c = size("transformer.wte.weight", 2)
+        block = size("transformer.wpe.weight", 2)[0]
+        layers = {int(m.group(1)) for k in shapes if (m := re.match(r"transformer\.h\.(\d+)\.", k))}
+        n_layer = max(layers) + 1 if layers else 0
+        bias = "transformer.h.0.attn.c_attn.bias" in shapes
+        masks = any(_MASK.fullmatch(k) for k in shapes)
+        kind = kind or ("transformer" if masks else "gpt")
+        if kind == "transformer":
+            config = M.makemore_transformer(v, block, n_layer=n_layer, n_head=n_head, n_embd=c)
+            config = replace(config, bias=bias, dtype=dtype)
+        else:
+            tied = "lm_head.weight" not in state or np.array_equal(
+                state["lm_head.weight"], state["transformer.wte.weight"]
+            )
+            config = M.LMConfig(
+                "gpt", v, block, n_layer, n_head, c, bias=bias, tie_weights=tied, dtype=dtype
+            )
+        return _checked(path, config)
+    raise CheckpointError(
+        path,
+        "not a bigram, MLP, transformer or GPT state_dict: its names "
+        f"{shown(sorted(shapes)[:4])} are none of theirs",
+    )
+
+
+def _without_masks(path: Path, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The state without makemore's causal masks, each checked to be one."""
+    for name in [k for k in state if _MASK.fullmatch(k)]:
+        mask = state.pop(name)
+        t = mask.shape[-1] if mask.ndim else 0
+        if mask.shape != (1, 1, t, t) or not np.array_equal(mask[0, 0], np.tril(np.ones((t, t)))):
+            raise CheckpointError(
+                path, f"{name} is not a causal mask (1, 1, T, T) of ones below the diagonal"
+            )
+    return state
+
+
+def _check_tied(path: Path, state: dict[str, np.ndarray]) -> None:
+    """nanoGPT's head shares the token embedding: the two names hold one matrix."""
+    head, wte = state.get("lm_head.weight"), state.get("transformer.wte.weight")
+    if head is None and wte is not None:
+        state["lm_head.weight"] = wte
+    elif head is not None and wte is not None and not np.array_equal(head, wte):
+        raise CheckpointError(
+            path, "lm_head.weight differs from transformer.wte.weight; nanoGPT's GPT ties them"
+        )
+
+
+def _vocabulary(
+    path: Path,
+    config: M.LMConfig,
+    meta: Path | None,
+    text: str | None,
+    seed: int,
+    source: C.Source | None,
+) -> C.Vocabulary:
+    """The model's characters: from meta.pkl for a GPT (or the text, as nanoGPT's
+    prepare.py makes them), from the names file for makemore's models."""
+    names = config.kind in language.NAMES_MODELS
+    beside = path.parent / "meta.pkl"
+    if meta is None and not names and beside.is_file():
+        meta = beside
+    vocab, where = None, None
+    if meta is not None:
+        vocab, where = read_meta(meta), meta
+    if text is not None:
+        label = source.label if source is not None else "data"
+        try:
+            found = (
+                C.split_names(text, seed, label).vocab
+                if names
+                else C.Vocabulary.of(text, False, label)
+            )
+        except C.CorpusError as e:
+            raise CheckpointError(path, str(e)) from None
+        if vocab is not None and found != vocab:
+            raise CheckpointError(meta, f"its characters differ from those of {label}")
+        vocab, where = found, where or label
+    if vocab is None:
+        need = (
+            "--data or --dataset (makemore's files hold no vocabulary)"
+            if names
+            else ("meta.pkl beside it, --meta, or --data/--dataset")
+        )
+        raise CheckpointError(path, f"a {config.kind} needs its characters: give {need}")
+    if vocab.size != config.vocab_size:
+        raise CheckpointError(
+            path,
+            f"the model has {config.vocab_size} tokens; {shown(str(where))} gives {vocab.size}",
+        )
+    return vocab
+
+
+def _built(path: Path, config: M.LMConfig, state: dict[str, np.ndarray]) -> M.LanguageModel:
+    model = M.build(config, seed=0)
+    try:
+        model.load_state_dict(state)
+    except ValueError as e:
+        raise CheckpointError(path, str(e)) from None
+    return model
+
+
+def write_run(
+    imported: Imported, file: Path, out: Path | None, overwrite: bool, seed: int
+) -> RunFolder:
+    """A run folder (claimed as train's are: new, or --overwrite of a run's) holding the
+    imported model as model.json, with the vocabulary and the data given with it, so that
+    sample and evaluate take it. A UsageError names a folder that cannot be had."""
+    config = imported.model.config
+    data = (
+        imported.source.to_dict()
+        if imported.source
+        else {"dataset": None, "path": None, "sha256": None}
+    )
+    defaults = language.TRAINING_DEFAULTS[config.kind]
+    metadata = {
+        "data": {**data, "seed": seed},
+        "vocab": {"tokens": imported.vocab.tokens, "boundary": imported.vocab.boundary},
+        "training": {"batch_size": imported.details.get("batch_size", defaults["batch_size"])},
+        "imported": {
+            "format": imported.format,
+            "file": os.fspath(file.resolve()),
+            **imported.details,
+        },
+    }
+    label = imported.source.label if imported.source else "imported"
+    with RunFolder.claim(out, label, overwrite) as run:
+        save_checkpoint(run.staging / "model.json", imported.model, metadata)
+        run.commit()
+    return run

@@ -1,0 +1,390 @@
+"""Hand-off to nanoGPT and makemore, both ways, against loaders written from what their
+scripts do (nanoGPT's sample.py and train.py with init_from='resume', makemore.py
+--sample-only): our export loads there strictly and gives our logits; a checkpoint torch
+made there imports here and gives torch's logits in sample and evaluate; a bad file for
+import is one line and exit code 2. The torch models are benchmarks/lm_torch.py's, written
+as nanoGPT's model.py and makemore.py write them."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the hand-off to nanoGPT and makemore needs torch")
+
+from benchmarks import lm_torch as LT  # noqa: E402
+from modelwright_autograd import cli  # noqa: E402
+from modelwright_autograd.checkpoint import load_checkpoint  # noqa: E402
+from modelwright_autograd.lm import corpus as C  # noqa: E402
+
+TINY_GPT = ["--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--block-size", "16"]
+
+
+def _train(tmp_path: Path, *options: str) -> Path:
+    out = tmp_path / "run"
+    assert cli.main(["train", *options, "--out", str(out), "--quiet"]) == 0
+    return out
+
+
+def _ours(run: Path, idx: np.ndarray) -> np.ndarray:
+    model = load_checkpoint(run / "model.json").model
+    model.eval()
+    return model(idx).data
+
+
+def _theirs(model: torch.nn.Module, idx: np.ndarray) -> np.ndarray:
+    model.eval()
+    with torch.no_grad():
+        return model(torch.from_numpy(idx)).numpy()
+
+
+# ---------------------------------------------------------------------- nanoGPT's side
+def nanogpt_gpt(model_args: dict) -> torch.nn.Module:
+    """GPT(GPTConfig(**model_args)) of nanoGPT's model.py (flash attention: no mask buffer)."""
+    cfg = {**model_args, "kind": "gpt", "gelu": "none", "tie_weights": True, "init": "gpt2"}
+    return LT.build(cfg, torch.float32)
+
+
+def nanogpt_resume(
+    out_dir: Path, lr: float = 1e-3
+) -> tuple[torch.nn.Module, torch.optim.AdamW, dict]:
+    """What train.py does with init_from='resume' (and sample.py, up to the optimiser):
+    torch.load, the model_args it forces, _orig_mod. stripped, load_state_dict (strict),
+    configure_optimizers then optimizer.load_state_dict."""
+    checkpoint = torch.load(out_dir / "ckpt.pt", map_location="cpu")  # torch's default load
+    model_args = {"dropout": 0.0}
+    for k in ["n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size"]:
+        model_args[k] = checkpoint["model_args"][k]
+    model = nanogpt_gpt(model_args)
+    state_dict = checkpoint["model"]
+    for k in list(state_dict):
+        if k.startswith("_orig_mod."):
+            state_dict[k[len("_orig_mod.") :]] = state_dict.pop(k)
+    model.load_state_dict(state_dict)  # strict
+    optimizer = model.configure_optimizers(0.1, lr, (0.9, 0.95))
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    return model, optimizer, checkpoint
+
+
+@pytest.mark.slow  # about 2-4 s: a run on the whole corpus
+def test_a_gpt_export_is_what_nanogpts_sample_and_train_read(tmp_path, capsys):
+    run = _train(
+        tmp_path, "--dataset", "shakespeare", "--model", "gpt", "--steps", "4",
+        "--eval-interval", "2", "--eval-iters", "2", *TINY_GPT,
+    )  # fmt: skip
+    out = tmp_path / "out-shakespeare-char"
+    assert cli.main(["export", str(run), str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "freshly initialised AdamW state" in printed and "data/shakespeare_char/meta.pkl" in printed
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["ckpt.pt", "meta.pkl"]
+
+    model, optimizer, checkpoint = nanogpt_resume(out)
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert checkpoint["iter_num"] == metrics["best"]["step"]
+    assert checkpoint["best_val_loss"] == pytest.approx(metrics["best"]["val"], abs=0)
+    assert checkpoint["config"]["dataset"] == "shakespeare_char"
+    groups = checkpoint["optimizer"]["param_groups"]
+    assert [g["weight_decay"] for g in groups] == [0.1, 0.0]
+    assert groups[0]["betas"] == (0.9, 0.99) and groups[0]["eps"] == 1e-8
+    assert optimizer.param_groups[0]["betas"] == (0.9, 0.99)  # the run's, as loaded
+
+    # sample.py: meta.pkl from data/<config['dataset']>/, as prepare.py writes it
+    meta_path = tmp_path / "data" / checkpoint["config"]["dataset"] / "meta.pkl"
+    meta_path.parent.mkdir(parents=True)
+    shutil.copy(out / "meta.pkl", meta_path)
+    with open(meta_path, "rb") as f:
+        meta = pickle.load(f)
+    text, _ = C.read_source("shakespeare", None)
+    chars = sorted(set(text))  # prepare.py's vocabulary
+    assert meta == {
+        "vocab_size": len(chars),
+        "itos": dict(enumerate(chars)),
+        "stoi": {ch: i for i, ch in enumerate(chars)},
+    }
+    idx = np.array([[meta["stoi"][c] for c in "First Citizen:\nBe"[:16]]])
+    np.testing.assert_allclose(_theirs(model, idx), _ours(run, idx), rtol=0, atol=1e-5)
+    torch.manual_seed(1337)
+    x = torch.tensor([[meta["stoi"]["\n"]]])
+    with torch.no_grad():
+        for _ in range(20):
+            probs = torch.softmax(model(x[:, -16:])[:, -1, :], dim=-1)
+            x = torch.cat([x, torch.multinomial(probs, 1)], dim=1)
+    assert len("".join(meta["itos"][i] for i in x[0].tolist())) == 21
+
+    # train.py: the next iterations from the loaded model and optimiser
+    model.train()
+    before = model.transformer.wte.weight.detach().clone()
+    data = torch.from_numpy(np.array([meta["stoi"][c] for c in text[:2000]]))
+    for _ in range(2):
+        ix = torch.randint(len(data) - 16, (4,))
+        xb = torch.stack([data[i : i + 16] for i in ix])
+        yb = torch.stack([data[i + 1 : i + 17] for i in ix])
+        loss = LT.loss(model, xb.numpy(), yb.numpy())
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    assert torch.isfinite(loss) and not torch.equal(before, model.transformer.wte.weight)
+    assert all(s["step"].item() == 2 for s in optimizer.state.values())
+
+
+def test_a_names_model_export_is_makemores_work_folder(tmp_path, capsys):
+    """makemore.py --sample-only: ``model.load_state_dict(torch.load(work_dir/'model.pt'))``
+    into its Transformer, which registers each block's causal mask as the buffer
+    ``attn.bias``; the vocabulary and block size are what its create_datasets makes."""
+    run = _train(
+        tmp_path, "--dataset", "names", "--model", "transformer", "--steps", "3",
+        "--n-layer", "2", "--n-head", "2", "--n-embd", "8",
+    )  # fmt: skip
+    out = tmp_path / "work"
+    assert cli.main(["export", str(run), str(out)]) == 0
+    assert f"-o {out} --type transformer --n-layer 2 --n-head 2" in capsys.readouterr().out
+    assert [p.name for p in out.iterdir()] == ["model.pt"]
+    words = [w.strip() for w in C.builtin_path("names").read_text().splitlines() if w.strip()]
+    chars = sorted(set("".join(words)))
+    vocab, block = len(chars) + 1, max(map(len, words)) + 1
+    cfg = {"kind": "transformer", "vocab_size": vocab, "block_size": block, "n_layer": 2}
+    cfg.update(n_head=2, n_embd=8, bias=True, dropout=0.0, gelu="tanh", tie_weights=False)
+    model = LT.build({**cfg, "init": "torch"}, torch.float32)
+    for block_module in model.transformer.h:
+        block_module.attn.register_buffer("bias", torch.zeros(1, 1, block, block))
+    state = torch.load(out / "model.pt")
+    model.load_state_dict(state)  # strict: the masks are there
+    assert torch.equal(
+        state["transformer.h.1.attn.bias"][0, 0], torch.tril(torch.ones(block, block))
+    )
+    idx = np.array([[0, *(chars.index(c) + 1 for c in "emma")]])
+    np.testing.assert_allclose(_theirs(model, idx), _ours(run, idx), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["bigram", "mlp"])
+def test_makemores_bigram_and_mlp_load_the_export_strictly(tmp_path, kind):
+    run = _train(
+        tmp_path, "--dataset", "names", "--model", kind, "--steps", "2", "--eval-interval", "1"
+    )
+    assert cli.main(["export", str(run), str(tmp_path / "work")]) == 0
+    config = load_checkpoint(run / "model.json").model.config
+    model = LT.build(config.to_dict(), torch.float32)
+    model.load_state_dict(torch.load(tmp_path / "work" / "model.pt"))
+    idx = np.array([[0, 5, 13, 13, 1]])
+    np.testing.assert_allclose(_theirs(model, idx), _ours(run, idx), rtol=0, atol=1e-5)
+
+
+def test_export_refuses_a_format_the_model_has_not_and_a_file_name_for_a_folder(tmp_path, capsys):
+    run = _train(
+        tmp_path, "--dataset", "names", "--model", "bigram", "--steps", "2", "--eval-interval", "1"
+    )
+    for options, said in (
+        (["--format", "nanogpt", str(tmp_path / "x")], "nanoGPT has no bigram"),
+        ([str(tmp_path / "model.pt")], "looks like a file"),
+        ([str(run)], "is the checkpoint itself"),
+    ):
+        with pytest.raises(SystemExit) as info:
+            cli.main(["export", str(run), *options])
+        assert info.value.code == 2 and said in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "model.pt").exists()
+    assert cli.main(["export", str(run), str(tmp_path / "b.pt"), "--format", "state_dict"]) == 0
+
+
+# ---------------------------------------------------------------------- import
+def _text_file(tmp_path: Path) -> tuple[Path, dict]:
+    rng = np.random.default_rng(0)
+    text = "".join(rng.choice(list("abcdef ghij\nklm"), 3000))
+    path = tmp_path / "input.txt"
+    path.write_text(text)
+    chars = sorted(set(text))
+    meta = {
+        "vocab_size": len(chars),
+        "itos": dict(enumerate(chars)),
+        "stoi": {c: i for i, c in enumerate(chars)},
+    }
+    return path, meta
+
+
+def _nanogpt_made_checkpoint(tmp_path: Path) -> tuple[Path, torch.nn.Module, Path]:
+    """A ckpt.pt as nanoGPT's train.py saves it after a step (compiled: '_orig_mod.'
+    names; best_val_loss a tensor), and meta.pkl beside it as prepare.py writes it."""
+    data, meta = _text_file(tmp_path)
+    torch.manual_seed(0)
+    args = dict(
+        n_layer=2,
+        n_head=2,
+        n_embd=16,
+        block_size=16,
+        bias=False,
+        vocab_size=meta["vocab_size"],
+        dropout=0.0,
+    )
+    model = nanogpt_gpt(args)
+    optimizer = model.configure_optimizers(0.1, 1e-3, (0.9, 0.99))
+    x = torch.randint(0, meta["vocab_size"], (2, 16))
+    LT.loss(model, x.numpy(), x.roll(-1, 1).numpy()).backward()
+    optimizer.step()
+    folder = tmp_path / "out"
+    folder.mkdir()
+    checkpoint = {
+        "model": {f"_orig_mod.{k}": v for k, v in model.state_dict().items()},
+        "optimizer": optimizer.state_dict(),
+        "model_args": args,
+        "iter_num": 250,
+        "best_val_loss": torch.tensor(2.5),
+        "config": {"dataset": "input_char", "batch_size": 8, "learning_rate": 1e-3},
+    }
+    torch.save(checkpoint, folder / "ckpt.pt")
+    with open(folder / "meta.pkl", "wb") as f:
+        pickle.dump(meta, f)
+    return folder / "ckpt.pt", model, data
+
+
+def test_a_nanogpt_checkpoint_imports_and_samples_and_evaluates_as_torch(tmp_path, capsys):
+    ckpt, model, data = _nanogpt_made_checkpoint(tmp_path)
+    run = tmp_path / "imported"
+    assert cli.main(["import", str(ckpt), "--data", str(data), "--out", str(run)]) == 0
+    assert "from nanogpt's" in capsys.readouterr().out
+    idx = np.random.default_rng(1).integers(0, model.lm_head.weight.shape[0], (3, 16))
+    np.testing.assert_allclose(_ours(run, idx), _theirs(model, idx), rtol=0, atol=1e-5)
+    imported = load_checkpoint(run / "model.json").metadata["imported"]
+    assert imported["iter_num"] == 250 and imported["best_val_loss"] == 2.5
+    assert cli.main(["sample", str(run), "--tokens", "30", "--num", "2"]) == 0
+    assert len(capsys.readouterr().out) > 60
+    assert cli.main(["evaluate", str(run), "--eval-iters", "3"]) == 0
+    printed = capsys.readouterr().out
+    val = float(printed.split("val    loss ")[1].split()[0])
+    # evaluate's batches: nanoGPT's get_batch on the last 10%, seeded 1337 + 1, batch 8
+    text = data.read_text()
+    vocab = C.Vocabulary.of(text, False, "input")
+    ids = vocab.encode(text)[int(len(text) * 0.9) :]
+    rng = np.random.default_rng(1338)
+    losses = [LT.loss(model, *C.text_batch(ids, 16, 8, rng)).item() for _ in range(3)]
+    assert abs(val - np.mean(losses)) <= 5e-5
+
+
+@pytest.mark.slow  # about 2-4 s: a run on the whole corpus
+def test_a_makemore_model_pt_imports_with_its_names_file(tmp_path, capsys):
+    words = [w.strip() for w in C.builtin_path("names").read_text().splitlines() if w.strip()]
+    block, vocab = max(map(len, words)) + 1, len(set("".join(words))) + 1
+    cfg = {"kind": "transformer", "vocab_size": vocab, "block_size": block, "n_layer": 2}
+    cfg.update(n_head=2, n_embd=8, bias=True, dropout=0.0, gelu="tanh", tie_weights=False)
+    torch.manual_seed(0)
+    model = LT.build({**cfg, "init": "torch"}, torch.float32)
+    for layer in model.transformer.h:  # makemore's Transformer holds its masks
+        layer.attn.register_buffer(
+            "bias", torch.tril(torch.ones(block, block)).view(1, 1, block, block)
+        )
+    work = tmp_path / "out"
+    work.mkdir()
+    torch.save(model.state_dict(), work / "model.pt")
+    run = tmp_path / "imported"
+    command = [
+        "import",
+        str(work / "model.pt"),
+        "--dataset",
+        "names",
+        "--n-head",
+        "2",
+        "--out",
+        str(run),
+    ]
+    assert cli.main(command) == 0
+    idx = np.random.default_rng(2).integers(0, vocab, (2, block))
+    np.testing.assert_allclose(_ours(run, idx), _theirs(model, idx), rtol=0, atol=1e-5)
+    assert load_checkpoint(run / "model.json").model.config.gelu == "tanh"
+    capsys.readouterr()
+    assert cli.main(["sample", str(run), "--num", "5"]) == 0
+    assert "samples that are new" in capsys.readouterr().out
+    assert cli.main(["evaluate", str(run)]) == 0
+    assert "test   loss" in capsys.readouterr().out
+
+
+def test_a_plain_state_dict_of_a_bigram_imports(tmp_path):
+    state = {"logits": torch.randn(27, 27, dtype=torch.float64)}
+    torch.save(state, tmp_path / "bigram.pt")
+    run = tmp_path / "run"
+    assert (
+        cli.main(["import", str(tmp_path / "bigram.pt"), "--dataset", "names", "--out", str(run)])
+        == 0
+    )
+    model = load_checkpoint(run / "model.json").model
+    assert model.config.dtype == "float64"
+    np.testing.assert_array_equal(model.logits.data, state["logits"].numpy())
+
+
+def _bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    ckpt, _, _ = _nanogpt_made_checkpoint(tmp_path)
+    good = torch.load(ckpt)
+    cases: dict[str, tuple[Path, str]] = {}
+
+    def save(name: str, obj: object, said: str) -> None:
+        path = tmp_path / "bad" / f"{name}.pt"
+        path.parent.mkdir(exist_ok=True)
+        torch.save(obj, path)
+        cases[name] = (path, said)
+
+    save("code", {"logits": print}, "holds a pickled object (print)")
+    save("string", {"logits": "abc"}, "holds a str under 'logits', not a tensor")
+    save(
+        "integers",
+        {"logits": torch.ones(3, 3, dtype=torch.int64)},
+        "torch.int64 data under 'logits'",
+    )
+    save("unknown", {"encoder.weight": torch.ones(3, 3)}, "not a bigram, MLP, transformer or GPT")
+    save("list", [torch.ones(2)], "holds a list")
+    wrong = dict(good["model"])
+    wrong["_orig_mod.transformer.h.0.attn.c_attn.weight"] = torch.ones(48, 15)
+    save("shape", {**good, "model": wrong}, "size mismatch for transformer.h.0.attn.c_attn.weight")
+    extra = {**good["model"], "_orig_mod.transformer.h.0.attn.rotary": torch.ones(2)}
+    save("extra", {**good, "model": extra}, "unexpected keys ['transformer.h.0.attn.rotary']")
+    save("args", {**good, "model_args": {"n_layer": 2}}, "'model_args' must hold")
+    gpt2 = {**good["model_args"], "vocab_size": 50304}  # GPT-2's tokens: not characters
+    save("vocab", {**good, "model_args": gpt2}, "vocab_size must be at most 256")
+    empty = tmp_path / "bad" / "empty.pt"
+    empty.write_bytes(b"")
+    cases["empty"] = (empty, "the file is empty")
+    junk = tmp_path / "bad" / "junk.pt"
+    junk.write_bytes(b"PK\x03\x04" + bytes(range(256)) * 4)
+    cases["junk"] = (junk, "not a file torch.save wrote")
+    cases["missing"] = (tmp_path / "bad" / "nothing.pt", "no such file")
+    return cases
+
+
+def test_bad_files_for_import_are_one_line_and_exit_2(tmp_path, capsys):
+    for name, (path, said) in _bad_files(tmp_path).items():
+        out = tmp_path / f"run-{name}"
+        code = cli.main(["import", str(path), "--dataset", "names", "--out", str(out)])
+        captured = capsys.readouterr()
+        assert code == 2, name
+        assert captured.err.count("\n") == 1 and said in captured.err, (name, captured.err)
+        assert "Traceback" not in captured.err and captured.out == ""
+        assert not out.exists(), name  # nothing written
+
+
+def test_a_meta_pkl_that_is_not_plain_data_is_refused_unread(tmp_path, capsys):
+    ckpt, _, _ = _nanogpt_made_checkpoint(tmp_path)
+    (ckpt.parent / "meta.pkl").write_bytes(pickle.dumps({"itos": {0: "a"}, "f": print}))
+    assert cli.main(["import", str(ckpt), "--out", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "builtins.print, not only plain data" in err
+
+
+def test_import_without_torch_is_one_line(tmp_path):
+    hide_torch = (
+        "import sys; sys.modules['torch'] = None; from modelwright_autograd import cli; "
+        "sys.exit(cli.main(sys.argv[1:]))"
+    )
+    (tmp_path / "m.pt").write_bytes(b"x")
+    result = subprocess.run(
+        [sys.executable, "-c", hide_torch, "import", "m.pt", "--out", "run"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "PyTorch is not installed" in result.stderr
+    assert not (tmp_path / "run").exists()
