@@ -148,20 +148,29 @@ def _fresh_adamw(torch: Any, state: Mapping[str, Any], config: M.LMConfig, train
         for name, t in state.items()
         if not (config.tie_weights and name == "lm_head.weight")
     ]
-    betas = training.get("betas", (0.9, 0.99))
+    decayed = {"params": [p for p in params if p.dim() >= 2]}
+    decayed["weight_decay"] = _setting(training, "weight_decay", 0.1)
     optimizer = torch.optim.AdamW(
-        [
-            {
-                "params": [p for p in params if p.dim() >= 2],
-                "weight_decay": training.get("weight_decay", 0.1),
-            },
-            {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-        ],
-        lr=training.get("lr", 1e-3),
-        betas=tuple(betas),
+        [decayed, {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
+        lr=_setting(training, "lr", 1e-3),
+        betas=_betas(training),
         eps=1e-8,
     )
     return optimizer.state_dict()
+
+
+def _setting(training: dict, key: str, default: float) -> float:
+    """A number from the run's stored settings, or ``default`` if it holds none."""
+    value = training.get(key)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+    return float(value) if ok else default
+
+
+def _betas(training: dict) -> tuple[float, float]:
+    betas = training.get("betas")
+    if isinstance(betas, list) and len(betas) == 2:
+        return (_setting({"b": betas[0]}, "b", 0.9), _setting({"b": betas[1]}, "b", 0.99))
+    return (0.9, 0.99)
 
 
 def _nanogpt_config(run: language.LMRun) -> dict[str, Any]:
@@ -175,7 +184,7 @@ def _nanogpt_config(run: language.LMRun) -> dict[str, Any]:
         else "data"
     )
     lr, min_lr, steps = t.get("lr"), t.get("min_lr"), t.get("steps")
-    betas = t.get("betas") or (0.9, 0.99)
+    beta1, beta2 = _betas(t)
     config = {
         "dataset": f"{label}_char",
         "batch_size": t.get("batch_size"),
@@ -188,8 +197,8 @@ def _nanogpt_config(run: language.LMRun) -> dict[str, Any]:
         "learning_rate": lr,
         "max_iters": steps,
         "weight_decay": t.get("weight_decay"),
-        "beta1": betas[0],
-        "beta2": betas[1],
+        "beta1": beta1,
+        "beta2": beta2,
         "grad_clip": t.get("grad_clip"),
         "decay_lr": min_lr != lr or bool(t.get("warmup")),
         "warmup_iters": t.get("warmup"),
