@@ -8,6 +8,7 @@ as nanoGPT's model.py and makemore.py write them."""
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import shutil
 import subprocess
@@ -305,9 +306,16 @@ def test_a_makemore_model_pt_imports_with_its_names_file(tmp_path, capsys):
     assert "test   loss" in capsys.readouterr().out
 
 
-def test_a_plain_state_dict_of_a_bigram_imports(tmp_path):
+def test_a_plain_state_dict_of_a_bigram_imports_into_a_new_folder_only(tmp_path, capsys):
     state = {"logits": torch.randn(27, 27, dtype=torch.float64)}
     torch.save(state, tmp_path / "bigram.pt")
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit) as info:
+        cli.main(["import", str(tmp_path / "bigram.pt"), "--dataset", "names", "--out", str(taken)])
+    assert info.value.code == 2 and "already holds files" in capsys.readouterr().err
+    assert os.listdir(taken) == ["notes.txt"]
     run = tmp_path / "run"
     assert (
         cli.main(["import", str(tmp_path / "bigram.pt"), "--dataset", "names", "--out", str(run)])
@@ -338,6 +346,8 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     )
     save("unknown", {"encoder.weight": torch.ones(3, 3)}, "not a bigram, MLP, transformer or GPT")
     save("list", [torch.ones(2)], "holds a list")
+    twice = {"logits": torch.ones(27, 27), "_orig_mod.logits": torch.ones(27, 27)}
+    save("twice", twice, "holds 'logits' twice")
     wrong = dict(good["model"])
     wrong["_orig_mod.transformer.h.0.attn.c_attn.weight"] = torch.ones(48, 15)
     save("shape", {**good, "model": wrong}, "size mismatch for transformer.h.0.attn.c_attn.weight")

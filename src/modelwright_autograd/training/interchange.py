@@ -332,18 +332,20 @@ def import_model(
     if isinstance(payload, dict) and "model" in payload and "model_args" in payload:
         fmt, state = "nanogpt", _tensors(path, payload["model"], "'model'")
         config = _nanogpt_model_args(path, payload["model_args"], state)
-        details = {
-            k: float(payload[k]) if k == "best_val_loss" else int(payload[k])
-            for k in ("iter_num", "best_val_loss")
-            if k in payload and _is_number(payload[k])
-        }
+        details = {}  # kept when they are numbers (a JSON checkpoint holds no NaN)
+        iter_num, best = payload.get("iter_num"), payload.get("best_val_loss")
+        if isinstance(iter_num, int) and not isinstance(iter_num, bool) and iter_num >= 0:
+            details["iter_num"] = iter_num
+        if _is_number(best) and np.isfinite(float(best)):
+            details["best_val_loss"] = float(best)
         batch = (
             payload.get("config", {}).get("batch_size")
             if isinstance(payload.get("config"), dict)
             else None
         )
-        if isinstance(batch, int) and not isinstance(batch, bool):
-            details["batch_size"] = batch
+        tokens = batch * config.block_size if isinstance(batch, int) else 0
+        if not isinstance(batch, bool) and 0 < tokens <= language.MAX_STEP_TOKENS:
+            details["batch_size"] = batch  # evaluate's batch, if it is one train would take
     elif isinstance(payload, dict):
         state = _tensors(path, payload, "the state_dict")
         config = _inferred_config(path, state, kind, n_head)
@@ -388,7 +390,14 @@ def _tensors(path: Path, state: Any, where: str) -> dict[str, np.ndarray]:
                 path, f"{where} holds {value.dtype} data under {shown(name)}, not weights"
             )
         dtype = torch.float64 if value.dtype == torch.float64 else torch.float32
-        out[name.removeprefix(COMPILED_PREFIX)] = value.detach().to(dtype).numpy()
+        plain = name.removeprefix(COMPILED_PREFIX)
+        if plain in out:
+            raise CheckpointError(
+                path,
+                f"{where} holds {shown(plain)} twice (with and without "
+                f"{COMPILED_PREFIX!r}); keep one",
+            )
+        out[plain] = value.detach().to(dtype).numpy()
     return out
 
 
@@ -505,6 +514,10 @@ def _vocabulary(
     """The model's characters: from meta.pkl for a GPT (or the text, as nanoGPT's
     prepare.py makes them), from the names file for makemore's models."""
     names = config.kind in language.NAMES_MODELS
+    if names and meta is not None:
+        raise CheckpointError(
+            meta, f"a {config.kind}'s characters come from its names file (--data or --dataset)"
+        )
     beside = path.parent / "meta.pkl"
     if meta is None and not names and beside.is_file():
         meta = beside
