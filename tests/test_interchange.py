@@ -363,6 +363,7 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     junk.write_bytes(b"PK\x03\x04" + bytes(range(256)) * 4)
     cases["junk"] = (junk, "not a file torch.save wrote")
     cases["missing"] = (tmp_path / "bad" / "nothing.pt", "no such file")
+    cases["meta"] = (ckpt.parent / "meta.pkl", "not a file torch.save wrote: torch.load")
     return cases
 
 

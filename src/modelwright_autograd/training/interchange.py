@@ -269,10 +269,13 @@ def read_torch_file(path: Path) -> Any:
             return torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as e:
         found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
-        what = f" ({found.group(1)})" if found else ""
+        if found is None:  # a plain pickle (meta.pkl) or another pickled stream
+            raise CheckpointError(
+                path, "not a file torch.save wrote: torch.load(weights_only=True) cannot read it"
+            ) from None
         raise CheckpointError(
             path,
-            f"holds a pickled object{what}, not only tensors and plain data: "
+            f"holds a pickled object ({found.group(1)}), not only tensors and plain data: "
             "torch.load(weights_only=True) refuses it",
         ) from None
     except (RuntimeError, EOFError, KeyError, ValueError, TypeError, AttributeError, IndexError):
