@@ -384,6 +384,12 @@ def test_a_meta_pkl_that_is_not_plain_data_is_refused_unread(tmp_path, capsys):
     assert cli.main(["import", str(ckpt), "--out", str(tmp_path / "run")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "builtins.print, not only plain data" in err
+    for meta in ({"itos": {0: "a", "x": "b"}, "stoi": {}, "vocab_size": 2}, [1, 2]):
+        (ckpt.parent / "meta.pkl").write_bytes(pickle.dumps(meta))
+        assert cli.main(["import", str(ckpt), "--out", str(tmp_path / "run")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "not a character meta.pkl" in err
+    assert not (tmp_path / "run").exists()
 
 
 def test_import_without_torch_is_one_line(tmp_path):

@@ -114,8 +114,8 @@ def _nanogpt_files(torch: Any, run: language.LMRun) -> dict[str, tuple[bytes, st
         "model": state,
         "optimizer": _fresh_adamw(torch, state, config, training),
         "model_args": {k: getattr(config, k) for k in NANOGPT_ARGS},
-        "iter_num": int(best.get("step", 0)),
-        "best_val_loss": float(best.get("val", best.get("test", 1e9))),
+        "iter_num": int(_setting(best, "step", 0)),
+        "best_val_loss": _setting(best, "val", _setting(best, "test", 1e9)),  # train.py's 1e9
         "config": _nanogpt_config(run),
     }
     tokens = run.vocab.tokens
@@ -298,7 +298,8 @@ def read_meta(path: Path) -> C.Vocabulary:
     n = len(itos) if isinstance(itos, dict) else 0
     if not (
         n
-        and sorted(itos) == list(range(n))
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in itos)
+        and set(itos) == set(range(n))
         and all(isinstance(c, str) and len(c) == 1 for c in itos.values())
         and len(set(itos.values())) == n
         and meta.get("stoi") == {c: i for i, c in itos.items()}
