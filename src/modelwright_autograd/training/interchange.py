@@ -401,7 +401,11 @@ def _tensors(path: Path, state: Any, where: str) -> dict[str, np.ndarray]:
                 f"{where} holds {shown(plain)} twice (with and without "
                 f"{COMPILED_PREFIX!r}); keep one",
             )
-        out[plain] = value.detach().to(dtype).numpy()
+        out[plain] = array = value.detach().to(dtype).numpy()
+        if not np.isfinite(array).all():
+            raise CheckpointError(
+                path, f"{where} holds NaN or infinite numbers under {shown(name)} (corrupt?)"
+            )
     return out
 
 
