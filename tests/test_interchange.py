@@ -187,7 +187,8 @@ def test_export_refuses_a_format_the_model_has_not_and_a_file_name_for_a_folder(
     for options, said in (
         (["--format", "nanogpt", str(tmp_path / "x")], "nanoGPT has no bigram"),
         ([str(tmp_path / "model.pt")], "looks like a file"),
-        ([str(run)], "is the checkpoint itself"),
+        ([str(run)], "is the run's own folder"),
+        ([str(run / "model.json")], "is the checkpoint itself"),
     ):
         with pytest.raises(SystemExit) as info:
             cli.main(["export", str(run), *options])

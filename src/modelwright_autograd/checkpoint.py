@@ -29,7 +29,7 @@ import numpy as np
 
 from .checks import MAX_PARAMETERS, is_json_int, is_json_positive_int, shown_path
 from .files import UnreadableFile, atomic_write, read_bounded, write_json
-from .lm.models import NANOGPT_ARGS, LanguageModel, LMArchitecture
+from .lm.models import LanguageModel, LMArchitecture
 from .scalar.nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
 from .tensor import nn as tensor_nn
 
@@ -678,8 +678,10 @@ def export_torch(source: Any, out: str | os.PathLike[str]) -> None:
 
     model = load_checkpoint(source).model if isinstance(source, (str, os.PathLike)) else source
     arch = architecture_of(model)
-    if isinstance(arch, LMArchitecture):
-        doc = _lm_export(torch, model, arch)
+    if isinstance(arch, LMArchitecture):  # nanoGPT's names: the formats of training/
+        from .training.interchange import state_dict_doc
+
+        doc = state_dict_doc(torch, model)
     else:
         doc = {
             "format": "modelwright-autograd torch export",
@@ -692,19 +694,3 @@ def export_torch(source: Any, out: str | os.PathLike[str]) -> None:
     buffer = io.BytesIO()
     torch.save(doc, buffer)
     atomic_write(out, lambda f: f.write(buffer.getbuffer()), binary=True)
-
-
-def _lm_export(torch: Any, model: Any, arch: LMArchitecture) -> dict[str, Any]:
-    """A language model for torch: its state_dict under nanoGPT's (and makemore's) names,
-    its config, and for the GPT nanoGPT's ``model_args`` (GPTConfig's fields), so that
-    ``GPT(GPTConfig(**doc["model_args"])).load_state_dict(doc["state_dict"])`` rebuilds it
-    in nanoGPT's model.py (docs/language-models.md)."""
-    config = arch.config
-    doc: dict[str, Any] = {
-        "format": "modelwright-autograd torch export",
-        "architecture": {"engine": "tensor", **arch.to_dict()},
-        "state_dict": {k: torch.tensor(np.asarray(v)) for k, v in model.state_dict().items()},
-    }
-    if config.kind == "gpt":
-        doc["model_args"] = {k: getattr(config, k) for k in NANOGPT_ARGS}
-    return doc

@@ -84,6 +84,23 @@ def _torch_state(torch: Any, model: Any) -> dict[str, Any]:
     return state
 
 
+def state_dict_doc(torch: Any, model: M.LanguageModel) -> dict[str, Any]:
+    """``--format state_dict`` for a language model (``checkpoint.export_torch`` saves it):
+    its state_dict under nanoGPT's (and makemore's) names, its config, and for the GPT
+    nanoGPT's ``model_args`` (GPTConfig's fields), so that
+    ``GPT(GPTConfig(**doc["model_args"])).load_state_dict(doc["state_dict"])`` rebuilds it
+    in nanoGPT's model.py (docs/language-models.md)."""
+    arch = M.LMArchitecture(model.config)
+    doc: dict[str, Any] = {
+        "format": "modelwright-autograd torch export",
+        "architecture": {"engine": "tensor", **arch.to_dict()},
+        "state_dict": _torch_state(torch, model),
+    }
+    if model.config.kind == "gpt":
+        doc["model_args"] = {k: getattr(model.config, k) for k in NANOGPT_ARGS}
+    return doc
+
+
 def _save_bytes(torch: Any, obj: Any) -> bytes:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
