@@ -29,7 +29,7 @@ import numpy as np
 
 from .checks import MAX_PARAMETERS, is_json_int, is_json_positive_int, shown_path
 from .files import UnreadableFile, atomic_write, read_bounded, write_json
-from .lm.models import LanguageModel, LMArchitecture
+from .lm.models import LanguageModel, LMArchitecture, state_dict_doc
 from .scalar.nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
 from .tensor import nn as tensor_nn
 
@@ -678,9 +678,7 @@ def export_torch(source: Any, out: str | os.PathLike[str]) -> None:
 
     model = load_checkpoint(source).model if isinstance(source, (str, os.PathLike)) else source
     arch = architecture_of(model)
-    if isinstance(arch, LMArchitecture):  # nanoGPT's names: the formats of training/
-        from .training.interchange import state_dict_doc
-
+    if isinstance(arch, LMArchitecture):  # under nanoGPT's names
         doc = state_dict_doc(torch, model)
     else:
         doc = {

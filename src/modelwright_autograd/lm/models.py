@@ -358,3 +358,29 @@ class LMArchitecture:
 
     def build(self) -> LanguageModel:
         return build(self.config, seed=0)
+
+
+def torch_state(torch: Any, model: Any) -> dict[str, Any]:
+    """The model's state_dict as torch tensors; a tied head is the token embedding's
+    tensor under both names, as torch.save stores nanoGPT's."""
+    state = {name: torch.tensor(np.asarray(v)) for name, v in model.state_dict().items()}
+    if model.config.tie_weights and "lm_head.weight" in state:
+        state["lm_head.weight"] = state["transformer.wte.weight"]
+    return state
+
+
+def state_dict_doc(torch: Any, model: LanguageModel) -> dict[str, Any]:
+    """``--format state_dict`` for a language model (``checkpoint.export_torch`` writes it):
+    its state_dict under nanoGPT's (and makemore's) names, its config, and for the GPT
+    nanoGPT's ``model_args`` (GPTConfig's fields), so that
+    ``GPT(GPTConfig(**doc["model_args"])).load_state_dict(doc["state_dict"])`` rebuilds it
+    in nanoGPT's model.py (docs/language-models.md)."""
+    arch = LMArchitecture(model.config)
+    doc: dict[str, Any] = {
+        "format": "modelwright-autograd torch export",
+        "architecture": {"engine": "tensor", **arch.to_dict()},
+        "state_dict": torch_state(torch, model),
+    }
+    if model.config.kind == "gpt":
+        doc["model_args"] = {k: getattr(model.config, k) for k in NANOGPT_ARGS}
+    return doc

@@ -34,7 +34,6 @@ from ..checkpoint import (
 from ..files import UnreadableFile, atomic_write, read_bounded
 from ..lm import corpus as C
 from ..lm import models as M
-from ..lm.models import NANOGPT_ARGS
 from . import language
 from .outputs import RunFolder
 
@@ -75,32 +74,6 @@ def format_problem(model: Any, fmt: str) -> str | None:
     return None
 
 
-def _torch_state(torch: Any, model: Any) -> dict[str, Any]:
-    """The model's state_dict as torch tensors; a tied head is the token embedding's
-    tensor under both names, as torch.save stores nanoGPT's."""
-    state = {name: torch.tensor(np.asarray(v)) for name, v in model.state_dict().items()}
-    if model.config.tie_weights and "lm_head.weight" in state:
-        state["lm_head.weight"] = state["transformer.wte.weight"]
-    return state
-
-
-def state_dict_doc(torch: Any, model: M.LanguageModel) -> dict[str, Any]:
-    """``--format state_dict`` for a language model (``checkpoint.export_torch`` saves it):
-    its state_dict under nanoGPT's (and makemore's) names, its config, and for the GPT
-    nanoGPT's ``model_args`` (GPTConfig's fields), so that
-    ``GPT(GPTConfig(**doc["model_args"])).load_state_dict(doc["state_dict"])`` rebuilds it
-    in nanoGPT's model.py (docs/language-models.md)."""
-    arch = M.LMArchitecture(model.config)
-    doc: dict[str, Any] = {
-        "format": "modelwright-autograd torch export",
-        "architecture": {"engine": "tensor", **arch.to_dict()},
-        "state_dict": _torch_state(torch, model),
-    }
-    if model.config.kind == "gpt":
-        doc["model_args"] = {k: getattr(model.config, k) for k in NANOGPT_ARGS}
-    return doc
-
-
 def _save_bytes(torch: Any, obj: Any) -> bytes:
     buffer = io.BytesIO()
     torch.save(obj, buffer)
@@ -126,11 +99,11 @@ def _nanogpt_files(torch: Any, run: language.LMRun) -> dict[str, tuple[bytes, st
     config, training = run.model.config, run.training
     best = run.checkpoint.metadata.get("best")
     best = best if isinstance(best, dict) else {}
-    state = _torch_state(torch, run.model)
+    state = M.torch_state(torch, run.model)
     ckpt = {
         "model": state,
         "optimizer": _fresh_adamw(torch, state, config, training),
-        "model_args": {k: getattr(config, k) for k in NANOGPT_ARGS},
+        "model_args": {k: getattr(config, k) for k in M.NANOGPT_ARGS},
         "iter_num": int(_setting(best, "step", 0)),
         "best_val_loss": _setting(best, "val", _setting(best, "test", 1e9)),  # train.py's 1e9
         "config": _nanogpt_config(run),
@@ -231,7 +204,7 @@ def _nanogpt_config(run: language.LMRun) -> dict[str, Any]:
 def _makemore_files(torch: Any, run: language.LMRun, out: Path) -> dict[str, tuple[bytes, str]]:
     """model.pt, makemore's bare state_dict, with its transformer's causal masks."""
     config = run.model.config
-    state = _torch_state(torch, run.model)
+    state = M.torch_state(torch, run.model)
     if config.kind == "transformer":
         t = config.block_size
         mask = torch.tril(torch.ones(t, t)).view(1, 1, t, t)
@@ -427,9 +400,9 @@ def _tensors(path: Path, state: Any, where: str) -> dict[str, np.ndarray]:
 
 
 def _nanogpt_model_args(path: Path, args: Any, state: Mapping[str, np.ndarray]) -> M.LMConfig:
-    if not isinstance(args, dict) or set(args) != set(NANOGPT_ARGS):
+    if not isinstance(args, dict) or set(args) != set(M.NANOGPT_ARGS):
         got = sorted(args) if isinstance(args, dict) else type(args).__name__
-        raise CheckpointError(path, f"'model_args' must hold {NANOGPT_ARGS}, got {shown(got)}")
+        raise CheckpointError(path, f"'model_args' must hold {M.NANOGPT_ARGS}, got {shown(got)}")
     values = dict(args)
     values["dropout"] = (
         float(values["dropout"]) if _is_number(values["dropout"]) else values["dropout"]

@@ -573,17 +573,18 @@ def load_lm_run(run: Path, checkpoint: Checkpoint | None = None) -> LMRun:
         raise CheckpointError(path, "no 'data' and 'training' settings (was it written by train?)")
     tokens, boundary = vocab_doc["tokens"], vocab_doc["boundary"]
     vocab = C.Vocabulary(tokens[1:] if boundary else tokens, boundary)
-    corpus, missing = _find_corpus(data, vocab, config)
+    corpus, missing = _find_corpus(data, vocab, config, "imported" in checkpoint.metadata)
     return LMRun(checkpoint, vocab, training, corpus, missing)
 
 
 def _find_corpus(
-    data: dict[str, Any], vocab: C.Vocabulary, config: M.LMConfig
+    data: dict[str, Any], vocab: C.Vocabulary, config: M.LMConfig, imported: bool
 ) -> tuple[C.Names | C.Text | None, str | None]:
-    """The corpus split exactly as in training, if its file is there and unchanged."""
+    """The corpus split exactly as in training, if its file is there and unchanged (an
+    imported run may have none)."""
     dataset, path, digest, seed = (data.get(k) for k in ("dataset", "path", "sha256", "seed"))
     problem = None
-    if dataset is None and path is None:
+    if imported and dataset is None and path is None:
         return None, "it was imported without its data (import it with --data or --dataset)"
     if dataset not in (None, *C.BUILTIN):
         problem = f"'data.dataset' is {describe(dataset)}, not one of {tuple(C.BUILTIN)}"
