@@ -104,11 +104,11 @@ def _no_cross_entropy(*args: Any) -> Any:
     raise NameError("name 'cross_entropy' is not defined")
 
 
-def _forward(program: dict[str, Any]) -> list[Any]:
-    """The program's slots and its loss with the learner's Tensor, checking that each op
-    returns a Tensor of the engine's class."""
+def _forward(program: dict[str, Any], leaves: list[Any] | None = None) -> list[Any]:
+    """The program's slots and its loss with the learner's Tensor (from new leaves, or from
+    ``leaves``), checking that each op returns a Tensor of the engine's class."""
     tensor = engine["Value"]
-    slots = [_leaf(x) for x in program["inputs"]]
+    slots = [_leaf(x) for x in program["inputs"]] if leaves is None else list(leaves)
     for step in program["steps"]:
         out = programs.evaluate_step(step, slots, _env())
         if not isinstance(out, tensor):
@@ -128,6 +128,34 @@ def _rule_location(node: Any) -> str:
     return f"{Path(code.co_filename).name}:{code.co_firstlineno}"
 
 
+def _helper_location(node: Any) -> str:
+    """'unbroadcast (engine.py:230)': the first function of the learner's files that the
+    node's _backward calls by name (a helper the rules share), or ''."""
+    rule = getattr(node, "_backward", None)
+    code = getattr(rule, "__code__", None)
+    if code is None or code.co_filename not in engine["files"]:
+        return ""
+    for name in code.co_names:
+        helper = getattr(rule, "__globals__", {}).get(name) or getattr(type(node), name, None)
+        called = getattr(helper, "__code__", None)
+        if called is not None and called.co_filename in engine["files"]:
+            return f"{name} ({Path(called.co_filename).name}:{called.co_firstlineno})"
+    return ""
+
+
+def _shared(leaves: list[Any]) -> list[list[int]]:
+    """The pairs of leaves whose gradients are one array (or views of one)."""
+    arrays = [getattr(t.grad, "data", t.grad) for t in leaves]
+    return [
+        [i, j]
+        for i in range(len(arrays))
+        for j in range(i + 1, len(arrays))
+        if isinstance(arrays[i], np.ndarray)
+        and isinstance(arrays[j], np.ndarray)
+        and np.shares_memory(arrays[i], arrays[j])
+    ]
+
+
 def run_programs(request: dict[str, Any]) -> dict[str, Any]:
     """Build each program, backward() from its loss, report the output, the loss's grad
     and every input's grad (or where it failed)."""
@@ -135,18 +163,28 @@ def run_programs(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_program(program: dict[str, Any]) -> dict[str, Any]:
-    stage, rules = "forward", []
+    stage, rules, helpers = "forward", [], []
     try:
         slots = _forward(program)
         n = len(program["inputs"])
         rules = [_rule_location(node) for node in slots[n:-1]]
+        helpers = [_helper_location(node) for node in slots[n:-1]]
         out = _send(slots[-2].data)
         stage = "backward"
         slots[-1].backward()
+        for _ in range(program.get("repeat", 1) - 1):  # a new graph from the same leaves
+            _forward(program, slots[:n])[-1].backward()
         grads = [_grad_of(t) for t in slots[:n]]
-        return {"out": out, "loss_grad": _grad_of(slots[-1]), "grads": grads, "rules": rules}
+        return {
+            "out": out,
+            "loss_grad": _grad_of(slots[-1]),
+            "grads": grads,
+            "rules": rules,
+            "helpers": helpers,
+            "shared": _shared(slots[:n]),
+        }
     except BaseException as error:
-        result = {"stage": stage, "error": describe(error), "rules": rules}
+        result = {"stage": stage, "error": describe(error), "rules": rules, "helpers": helpers}
         if isinstance(error, NotImplementedError) and stage == "backward":
             result["alone"] = _rules_alone(program)
         return result
@@ -230,6 +268,7 @@ def network(request: dict[str, Any]) -> dict[str, Any]:
             model.zero_grad()
         loss().backward()
         grads = [_grad_of(p) for p in params]
+        unlisted = _unlisted(model, params, name.split("(")[0])
         differences = []
         for p in params:
             saved = np.array(p.data, dtype=float)
@@ -266,8 +305,32 @@ def network(request: dict[str, Any]) -> dict[str, Any]:
             "differences": best,
             "distinct": len({id(p) for p in params}),
             "zeroed": zeroed,
+            "unlisted": unlisted,
         }
     return {"layers": layers}
+
+
+def _unlisted(model: Any, params: list[Any], name: str) -> list[str]:
+    """The model's own tensors, found through its attributes ('Linear.b',
+    'MLP.layers[0].W'), that got a gradient from the loss but are not in ``params``."""
+    listed, seen, found = {id(p) for p in params}, set(), []
+    stack = [(name, model)]
+    while stack and len(seen) < 2000:
+        path, obj = stack.pop()
+        if id(obj) in seen or isinstance(obj, (type, type(sys))):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, engine["Value"]):
+            grad = obj.grad
+            if id(obj) not in listed and grad is not None and np.any(_as_array(grad)):
+                found.append(path)
+        elif isinstance(obj, (list, tuple)):
+            stack.extend((f"{path}[{i}]", x) for i, x in enumerate(obj))
+        elif isinstance(obj, dict):
+            stack.extend((f"{path}[{k!r}]", x) for k, x in obj.items())
+        elif isinstance(getattr(obj, "__dict__", None), dict):
+            stack.extend((f"{path}.{k}", x) for k, x in vars(obj).items())
+    return sorted(found)
 
 
 def _linear_forward(model: Any, params: list[Any], x: np.ndarray) -> bool | None:

@@ -157,15 +157,20 @@ def to_code(
         if requires_grad:
             lines.append(f"{name}.requires_grad = True")
     steps = program["steps"]
-    for i, step in enumerate(steps):
-        name = "out" if i == len(steps) - 1 else f"v{i + 1}"
-        lines.append(f"{name} = {step_expression(step, names)}")
-        names.append(name)
-    if program.get("weight") is None:
-        lines.append("out.backward()")
-    else:
-        lines.append(f"W = {literal(program['weight'])}")
-        lines.append("(out * W).sum().backward()  # out.grad becomes W")
+    for again in range(program.get("repeat", 1)):
+        if again:
+            lines.append("# a new graph from the same leaves: their grads add (as torch's)")
+        shown = input_names(program)
+        for i, step in enumerate(steps):
+            name = "out" if i == len(steps) - 1 else f"v{i + 1}"
+            lines.append(f"{name} = {step_expression(step, shown)}")
+            shown.append(name)
+        if program.get("weight") is None:
+            lines.append("out.backward()")
+        else:
+            if not again:
+                lines.append(f"W = {literal(program['weight'])}")
+            lines.append("(out * W).sum().backward()  # out.grad becomes W")
     for name in input_names(program):
         lines.append(f"print({name}.grad)")
     for label, text in expected.items():
@@ -220,13 +225,21 @@ def _result(program: Program, r: Any) -> bool:
     rules = r.get("rules")
     if not (isinstance(rules, list) and all(isinstance(w, str) for w in rules)):
         return False
+    helpers = r.get("helpers", [])
+    if not (isinstance(helpers, list) and all(isinstance(w, str) for w in helpers)):
+        return False
     if "error" in r:
         alone = r.get("alone")
         alone_ok = alone is None or (
             isinstance(alone, dict) and (_error(alone.get("error")) or _grads(alone, n))
         )
         return r.get("stage") in ("forward", "backward") and _error(r["error"]) and alone_ok
-    return _array(r.get("out")) and _array(r.get("loss_grad")) and _grads(r, n)
+    shared = r.get("shared", [])
+    pairs = isinstance(shared, list) and all(
+        isinstance(p, list) and len(p) == 2 and all(isinstance(i, int) and 0 <= i < n for i in p)
+        for p in shared
+    )
+    return pairs and _array(r.get("out")) and _array(r.get("loss_grad")) and _grads(r, n)
 
 
 def well_formed_tensor(request: dict[str, Any], reply: dict[str, Any]) -> bool:
@@ -258,6 +271,8 @@ def well_formed_tensor(request: dict[str, Any], reply: dict[str, Any]) -> bool:
             and isinstance(entry.get("distinct"), int)
             and isinstance(entry.get("zeroed"), bool)
             and entry.get("forward") in (True, False, None)
+            and isinstance(entry.get("unlisted", []), list)
+            and all(isinstance(n, str) for n in entry.get("unlisted", []))
             for name, entry in layers.items()
         )
     if do == "tensor_affine":
