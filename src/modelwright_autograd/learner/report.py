@@ -69,13 +69,20 @@ class Report:
     def to_text(self) -> str:
         """The report as a learner reads it. Neighbouring rows saying the same thing with
         nothing to reproduce (the ops that pass, the rows failing because of one cause)
-        share one line."""
+        share one line; when a check fails, the rows that pass are named only (the JSON
+        keeps their words), so a report for one cause stays short."""
         width = max(len(row.name) for row in self.rows) + 1  # a shared line's comma
         lines = [f"checking {printable(self.path)}", f"oracle: {self.oracle}"]
         if self.isolation and not self.isolated:  # a layer is missing: say which
             lines.extend(textwrap.wrap(f"isolation: {printable(self.isolation)}", WIDTH))
         lines.append("")
-        for names, row in _groups(self.rows):
+        terse = self.failed > 0
+        for names, row in _groups(self.rows, terse):
+            if terse and row.status == PASS:
+                named = textwrap.wrap(", ".join(names), WIDTH - 6)
+                lines.append(f"{_LABEL[PASS]}  {named[0]}")
+                lines.extend(f"      {more}" for more in named[1:])
+                continue
             shown = _pack(names, width)
             indent = " " * (len(_LABEL[row.status]) + width + 4)
             text = textwrap.wrap(printable(row.diagnosis), max(40, WIDTH - len(indent))) or [""]
@@ -112,14 +119,15 @@ class Report:
         return json.dumps(data, indent=2, allow_nan=True)
 
 
-def _groups(rows: list[Row]) -> list[tuple[list[str], Row]]:
+def _groups(rows: list[Row], passes: bool = False) -> list[tuple[list[str], Row]]:
     """Runs of neighbouring rows with the same status and diagnosis and no reproduce
-    block, as (their names, the first row)."""
+    block (any that pass, with ``passes``), as (their names, the first row)."""
     groups: list[tuple[list[str], Row]] = []
     for row in rows:
         if groups and not row.reproduce:
             names, first = groups[-1]
             same = (first.status, first.diagnosis) == (row.status, row.diagnosis)
+            same = same or (passes and first.status == row.status == PASS)
             if same and not first.reproduce:
                 names.append(row.name)
                 continue

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..report import FAIL
-from ..words import TODO, _array_text, _error_text
+from ..words import TODO, _array_text, _error_text, _failure_text
 from .cases import OP_SPECS
 from .oracle import agree, array_of, tensor_oracle
 from .programs import Program, input_names, to_code
@@ -30,12 +30,16 @@ class TensorBase:
         self._answers: dict[str, tuple[np.ndarray, list[np.ndarray]]] = {}
         self.status = grader.status
         self.loss_ops_wrong: list[str] = []  # "a * b", "sum": wrong on their first case
+        self.broadcast_helper: dict[str, str] = {}  # op -> the helper its broadcast bug is in
+        self.broadcast_first: dict[str, str] = {}  # helper -> the first row naming it
 
     # ------------------------------------------------------------------ plumbing
     def want(self, program: Program) -> tuple[np.ndarray, list[np.ndarray]]:
         key = json.dumps(program, sort_keys=True)
         if key not in self._answers:
-            self._answers[key] = self.evaluate(program)
+            out, grads = self.evaluate(program)
+            times = program.get("repeat", 1)  # each backward adds into the leaves' grads
+            self._answers[key] = out, [g * times for g in grads]
         return self._answers[key]
 
     def results(self, programs: list[Program]) -> list[dict[str, Any]] | dict[str, Any]:
@@ -56,6 +60,19 @@ class TensorBase:
     def right(self, program: Program, result: dict[str, Any]) -> bool:
         _, grads = self.want(program)
         return all(agree(array_of(got), w) for got, w in zip(result["grads"], grads))
+
+    def shared_text(self, program: Program, result: dict[str, Any]) -> str:
+        """Words for two leaves holding one gradient array after backward() ('' if none)."""
+        if not result.get("shared"):
+            return ""
+        names = input_names(program)
+        i, j = result["shared"][0]
+        return (
+            f"after backward(), {names[i]}.grad and {names[j]}.grad are one array: a rule "
+            "stored out.grad itself (or a view of it) as an input's gradient, so an in-place "
+            "+= into one changes the other (and out.grad). Add into each tensor's own array "
+            "(self.grad += g) or store a copy; torch never shares a leaf's gradient"
+        )
 
     def _cause(self) -> str:
         """Why an op's row may fail without a bug of its own: the seed, or the loss's ops."""
@@ -80,6 +97,17 @@ class TensorBase:
         if not failing:
             return ""
         return f" (probably because of {', '.join(repr(n) for n in failing)} above)"
+
+    def failed_text(self, reply: dict[str, Any], what: str, program: Program | None = None) -> str:
+        """Words for ``what`` that hung, crashed or raised; briefly, naming where, when op
+        rows failed above (their block shows the cause)."""
+        text = _failure_text(reply, what) if program is None else self.result_text(program, reply)
+        because = self._ops_cause(text)
+        error = reply.get("error")
+        if because and error:
+            where = f" ({error['where']})" if error["where"] else ""
+            return f"{what} raised {error['type']}{where}{because}"
+        return text + because
 
     def todo_text(self, program: Program, result: dict[str, Any]) -> str:
         """A TODO's words, and whether the op's own rule is right already (checked with

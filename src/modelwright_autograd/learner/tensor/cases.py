@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .oracle import forward
+from .oracle import array_of, forward
 from .programs import OPS, Program
 
 Shape = tuple[int, ...]
@@ -68,7 +68,7 @@ class Case:
     program: Program
     leading: bool = False  # an input broadcast by adding axes on the left
     stretched: bool = False  # an input broadcast by stretching an axis of size 1
-    kind: str = ""  # matmul: 1-D, 2-D, square, batch, batch-broadcast; sum: axis words
+    kind: str = ""  # matmul: 1-D, 2-D, ...; sum: "dropped"; relu: "zeros" (torch's oracle only)
 
 
 @dataclass(frozen=True)
@@ -162,13 +162,21 @@ def _reduction_cases(op: str, seed: int) -> Callable[[], list[Case]]:
 
 
 def _unary_cases(
-    op: str, seed: int, positive: bool = False, shapes: tuple[Shape, ...] = ((2, 3), (4, 2, 3))
+    op: str,
+    seed: int,
+    positive: bool = False,
+    shapes: tuple[Shape, ...] = ((2, 3), (4, 2, 3)),
+    zeros: bool = False,
 ) -> Callable[[], list[Case]]:
     def cases() -> list[Case]:
         made = []
         for i, shape in enumerate(shapes):
             pos = (0,) if positive else ()
             made.append(Case(_program(seed + i, [shape], [[op, 0]], positive=pos)))
+        if zeros:  # exact zeros: where relu's mask must say 0, as torch's does
+            program = _program(seed + len(shapes), [(2, 3)], [[op, 0]])
+            program["inputs"][0]["data"][::2] = [0.0, 0.0, 0.0]
+            made.append(Case(program, kind="zeros"))
         return made
 
     return cases
@@ -255,13 +263,18 @@ OP_SPECS = [
         "relu",
         "relu",
         False,
-        _unary_cases("relu", 96),
+        _unary_cases("relu", 96, zeros=True),
         [
             (
                 "relu passes gradient where its output is 0: the gradient flows only where "
                 "out.data > 0, self.grad += (out.data > 0) * out.grad",
                 lambda a, g: [g],
-            )
+            ),
+            (
+                "relu's mask is wrong at exactly 0: torch's relu passes no gradient where its "
+                "input is 0, so the mask is self.data > 0 (or out.data > 0), not >= 0",
+                lambda a, g: [(a >= 0) * g],
+            ),
         ],
     ),
     OpSpec(
@@ -284,6 +297,102 @@ OP_SPECS = [
     ),
     OpSpec("cross_entropy", "cross_entropy", False, _cross_entropy_cases),
 ]
+# A tensor used twice, one row per op whose rule it exercises: (the op, the ops it needs
+# passing on their own, the input's shape, the steps). Each rule must add (+=) into its
+# inputs' gradients; one that assigns (=) loses the other path's share.
+REUSES: list[tuple[str, tuple[str, ...], Shape, list[list[Any]]]] = [
+    ("add", ("add",), (3, 3), [["add", 0, 0]]),
+    ("sub", ("sub",), (3, 3), [["sub", 0, 0]]),
+    ("mul", ("mul",), (3, 3), [["mul", 0, 0]]),
+    ("div", ("div",), (3, 3), [["div", 0, 0]]),
+    ("matmul", ("matmul",), (3, 3), [["matmul", 0, 0]]),
+    ("transpose", ("transpose", "matmul"), (2, 3), [["transpose", 0], ["matmul", 1, 0]]),
+    ("sum", ("sum", "add"), (2, 3), [["sum", 0, 0, False], ["add", 0, 1]]),
+    ("mean", ("mean", "add"), (2, 3), [["mean", 0, 1, True], ["add", 0, 1]]),
+    ("reshape", ("reshape", "add"), (1, 6), [["reshape", 0, [6]], ["add", 0, 1]]),
+    ("exp", ("exp", "add"), (2, 3), [["exp", 0], ["add", 1, 0]]),
+    ("log", ("log", "add"), (2, 3), [["log", 0], ["add", 1, 0]]),
+    ("tanh", ("tanh", "add"), (2, 3), [["tanh", 0], ["add", 1, 0]]),
+    ("relu", ("relu", "add"), (2, 3), [["relu", 0], ["add", 1, 0]]),
+    ("log_softmax", ("log_softmax", "add"), (2, 3), [["log_softmax", 0], ["add", 1, 0]]),
+]
+REUSE_BASIC = ("add", "sub", "mul", "div", "matmul")  # `a op a`: the op's own rule alone
+
+
+def reuse_programs(passing: set[str]) -> list[tuple[str, Program]]:
+    """The reuse row's programs whose ops pass on their own."""
+    return [
+        (op, _program(110 + i, [shape], steps, positive=(0,) if op in ("div", "log") else ()))
+        for i, (op, needs, shape, steps) in enumerate(REUSES)
+        if set(needs) <= passing
+    ]
+
+
+def twice_program() -> Program:
+    """a * b, backward(), then a new graph from the same leaves and backward() again."""
+    return {**_program(130, [(2, 3), (2, 3)], [["mul", 0, 1]]), "repeat": 2}
+
+
+# Random expressions of 3-6 steps over the shape table: each step reads the step before and
+# maybe an earlier slot (that slot, or the same one twice, is then used twice).
+COMPOSITE_OPS = ("add", "sub", "mul", "matmul", "sum", "mean", "transpose", "reshape")
+COMPOSITE_OPS += ("exp", "tanh", "relu", "log_softmax")
+COMPOSITES = 12
+
+
+def _composite_step(rng: np.random.RandomState, values: list[np.ndarray]) -> list[Any] | None:
+    """One random step reading the last slot, or None when the op does not fit its shape."""
+    last, x = len(values) - 1, values[-1]
+    op = COMPOSITE_OPS[rng.randint(len(COMPOSITE_OPS))]
+    other = rng.randint(len(values))
+    if op in ("add", "sub", "mul"):
+        try:
+            shape = np.broadcast_shapes(x.shape, values[other].shape)
+        except ValueError:
+            return None
+        pair = [last, other] if rng.randint(2) else [other, last]
+        return [op, *pair] if len(shape) <= 3 and np.prod(shape) <= 24 else None
+    if op == "matmul":
+        y = values[other]
+        if x.ndim == 2 and y.ndim in (1, 2) and x.shape[-1] == y.shape[0]:
+            return [op, last, other]
+        return None
+    if op in ("sum", "mean"):
+        if x.ndim == 0:
+            return None
+        axis = rng.randint(-1, x.ndim)
+        return [op, last, None if axis < 0 else axis, bool(rng.randint(2))]
+    if op == "transpose":
+        return [op, last] if x.ndim == 2 else None
+    if op == "reshape":
+        return [op, last, [x.size] if x.ndim > 1 else [1, x.size]] if x.size > 1 else None
+    if op == "exp":
+        return [op, last] if np.all(np.abs(x) < 3) else None
+    if op == "log_softmax":
+        return [op, last] if x.ndim >= 1 else None
+    return [op, last]
+
+
+def composite_programs() -> list[tuple[set[str], Program]]:
+    """COMPOSITES random expressions (seeded: the same every run), with the ops each uses."""
+    made = []
+    for seed in range(COMPOSITES):
+        rng = np.random.RandomState(200 + seed)
+        a, b = BROADCASTS[rng.randint(len(BROADCASTS))]
+        program = _program(200 + seed, [a, b], [["add", 0, 1]], weighted=False)
+        program["steps"] = [[("add", "sub", "mul")[rng.randint(3)], 0, 1]]
+        values = [*(array_of(x) for x in program["inputs"]), forward(program)]
+        for _ in range(rng.randint(2, 6)):
+            step = None
+            while step is None:
+                step = _composite_step(rng, values)
+            program["steps"].append(step)
+            values.append(forward(program))
+        program["weight"] = _weight(rng, values[-1].shape)
+        made.append(({step[0] for step in program["steps"]}, program))
+    return made
+
+
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@"}
 _METHOD = {"add": "__add__", "sub": "__sub__", "mul": "__mul__", "div": "__truediv__"}
 _METHOD |= {"matmul": "__matmul__"}
@@ -303,7 +412,7 @@ NUMBER_FORMS = [
 _COVERS = {
     "add": ": scalar, row, column, 3-D batch",
     "matmul": ": 1-D, 2-D, batched, b over a batch",
-    "sum": ": axis None/0/1/-1, 3-D; keepdims",
+    "sum": ": axis None/0/1/-1, 3-D, keepdims",
 }
 for _op in ("sub", "mul", "div"):
     _COVERS[_op] = _COVERS["add"]

@@ -50,7 +50,9 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
             self.check_numbers,
             self.check_nonlinearity,
             self.check_reuse,
+            self.check_twice,
             self.check_order,
+            self.check_composites,
             self.check_network_gradients,
             self.check_affine,
             self.check_training,
@@ -140,6 +142,8 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
             )
         elif self.g.failed("reuse"):
             text = "wrong gradients on a diamond graph (probably because of 'reuse' above)"
+            self.g.add(Row(name, FAIL, text))  # the cause's block is above
+            return
         elif all(not np.any(array_of(g)) for g in result["grads"]):
             text = (
                 "the inputs got no gradient: backward() must call every node's _backward, "

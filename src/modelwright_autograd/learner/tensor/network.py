@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..report import ABSENT, FAIL, PASS, Row
-from ..words import _array_text, _failure_text, training_verdict
+from ..words import _array_text, training_verdict
 from .base import TensorBase
 from .cases import AFFINE_GAP, EPOCHS, TARGET_ACCURACY
 from .oracle import agree, array_of
@@ -28,15 +28,21 @@ class TensorNetworkChecks(TensorBase):
             return
         reply = self.g.ask({"do": "tensor_network"})
         if "failure" in reply or "error" in reply:
-            text = _failure_text(reply, "Linear(4, 3) and MLP(4, [5, 3])")
-            self.g.add(Row(name, FAIL, text + self._ops_cause(text)))
+            self.g.add(Row(name, FAIL, self.failed_text(reply, "Linear(4, 3) and MLP(4, [5, 3])")))
             return
         problems, passed, formula = [], [], ""
         for layer, entry in reply["layers"].items():
             grads = [array_of(g) for g in entry["grads"]]
             differences = [array_of(d) for d in entry["differences"]]
             n = len(grads)
-            if entry["forward"] is False:
+            if entry.get("unlisted"):
+                unlisted = entry["unlisted"]
+                problems.append(
+                    f"{' and '.join(unlisted)} get{'s' if len(unlisted) == 1 else ''} a gradient "
+                    "but parameters() does not return it: no optimizer step updates it "
+                    "(parameters() must list every tensor the forward uses)"
+                )
+            elif entry["forward"] is False:
                 problems.append(
                     f"{layer}'s output is not x @ W + b with its own parameters W and b (3,): "
                     "is the bias added?"
@@ -83,8 +89,7 @@ class TensorNetworkChecks(TensorBase):
             return
         reply = self.g.ask({"do": "tensor_affine"})
         if "failure" in reply or "error" in reply:
-            text = _failure_text(reply, "MLP(64, [32, 10])")
-            self.g.add(Row(name, FAIL, text + self._ops_cause(text)))
+            self.g.add(Row(name, FAIL, self.failed_text(reply, "MLP(64, [32, 10])")))
             return
         gaps = reply["gaps"]
         if all(gap < AFFINE_GAP for gap in gaps):
@@ -97,8 +102,8 @@ class TensorNetworkChecks(TensorBase):
             self.g.add(Row(name, FAIL, text))
         else:
             text = (
-                f"MLP(64, [32, 10]) is not affine: f at midpoints off by up to "
-                f"{max(gaps):.2g} of |f| ({len(gaps)} pairs)"
+                f"not affine: f at midpoints off by up to {max(gaps):.2g} of |f| "
+                f"({len(gaps)} pairs)"
             )
             self.g.add(Row(name, PASS, text))
 
@@ -122,16 +127,14 @@ class TensorNetworkChecks(TensorBase):
         }
         reply = self.g.ask(request, self.g.train_timeout)
         if "failure" in reply or "error" in reply:
-            text = _failure_text(reply, "training MLP(64, [32, 10])")
-            self.g.add(Row(name, FAIL, text + self._ops_cause(text)))
+            self.g.add(Row(name, FAIL, self.failed_text(reply, "training MLP(64, [32, 10])")))
             return
         history = reply["history"]
         (loss0, _), (loss1, accuracy) = history[0], history[-1]
         text = (
-            f"MLP(64, [32, 10]) on the digits ({len(digits.y_train)} train, "
-            f"{len(digits.y_test)} test), {reply['loss']}, SGD lr 0.1, batches of 32, its own "
-            f"parameters()/zero_grad(): loss {loss0:.4g} -> {loss1:.4g} in "
-            f"{len(history) - 1} epochs, test accuracy {accuracy:.1%}"
+            f"MLP(64, [32, 10]) on {len(digits.y_train)} digits ({len(digits.y_test)} held "
+            f"out), {reply['loss']}, SGD 0.1 on its parameters(): loss {loss0:.4g} -> "
+            f"{loss1:.4g} in {len(history) - 1} epochs, test accuracy {accuracy:.1%}"
         )
         ok, why = training_verdict(
             loss0, loss1, accuracy >= TARGET_ACCURACY, f"{TARGET_ACCURACY:.0%} test accuracy"

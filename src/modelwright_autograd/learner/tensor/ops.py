@@ -27,6 +27,7 @@ from .cases import (
     _METHOD,
     _SYMBOL,
     NUMBER_FORMS,
+    REUSE_BASIC,
     Case,
     OpSpec,
     _array,
@@ -34,6 +35,9 @@ from .cases import (
     _program,
     _reduced,
     _softmax,
+    composite_programs,
+    reuse_programs,
+    twice_program,
 )
 from .oracle import agree, array_of
 from .programs import OPS, Program, input_names
@@ -48,7 +52,8 @@ class TensorOpChecks(TensorBase):
     """The op rows of the report."""
 
     def check_op(self, spec: OpSpec) -> None:
-        cases = spec.cases()
+        torch = self.g.oracle.name == "torch"  # differences cannot see relu's kink at 0
+        cases = [c for c in spec.cases() if c.kind != "zeros" or torch]
         results = self.results([c.program for c in cases])
         name = spec.label
         if isinstance(results, dict):
@@ -90,18 +95,29 @@ class TensorOpChecks(TensorBase):
                 )
                 self.g.add(Row(name, FAIL, text, self.code(case.program)))
                 return
+            shared = self.shared_text(case.program, result)
+            if shared:
+                self.status[spec.op] = FAIL
+                self.g.add(Row(name, FAIL, shared + _look(result), self.code(case.program)))
+                return
             if not self.right(case.program, result):
                 wrong.append((case, result))
         if not wrong:
             self.status[spec.op] = PASS
-            text = f"forward and gradients match on {len(cases)} shapes"
+            shapes = sum(c.kind != "zeros" for c in cases)  # relu's zeros: one more input
+            text = f"out and grads match on {shapes} shapes"
             self.g.add(Row(name, PASS, text + _COVERS.get(spec.op, "")))
             return
         self.status[spec.op] = FAIL
         text, program = self.diagnose(spec, cases, wrong)
         if spec.op in ("mul", "sum") and wrong[0][0] is cases[0]:
             self.loss_ops_wrong.append(spec.label)  # the loss's own op, on its basic case
-        self.g.add(Row(name, FAIL, text, self.code(program)))
+        helper = self.broadcast_helper.get(spec.op, "")
+        first = self.broadcast_first.setdefault(helper, spec.label) if helper else spec.label
+        if first != spec.label:  # one block per cause: the helper's, shown once
+            self.g.add(Row(name, FAIL, f"the same cause as '{first}' above, in {helper}"))
+        else:
+            self.g.add(Row(name, FAIL, text, self.code(program)))
 
     def diagnose(
         self, spec: OpSpec, cases: list[Case], wrong: list[tuple[Case, dict[str, Any]]]
@@ -159,11 +175,23 @@ class TensorOpChecks(TensorBase):
             return None
         case, result = wrong[0]
         symbol = _SYMBOL[spec.op]
+        helper = (result.get("helpers") or [""])[0]
+        if helper:  # the rule calls a helper of the learner's to reduce the gradient
+            self.broadcast_helper[spec.op] = helper
         a, b = (tuple(x["shape"]) for x in case.program["inputs"])
         out = tuple(np.broadcast_shapes(a, b))
         small = a if a != out else b
         how = self._shape_trouble(case.program, result)
-        if all(c.stretched and not c.leading for c, _ in wrong):
+        failing = [c for c, _ in wrong]
+        stretched_only = all(c.stretched and not c.leading for c in failing)
+        if stretched_only and any(c.stretched and c not in failing for c in cases):
+            # (1, 3)'s gradient summed to (3,) still adds into (1, 3); (2, 1)'s, as (2,), not
+            text = (
+                f"the axes of size 1 were summed without keepdims=True, which drops them: in "
+                f"{a} {symbol} {b}, the {small} input was stretched to {out}, so its gradient "
+                f"is out.grad.sum(axis, keepdims=True) over those axes, shape {small}; {how}"
+            )
+        elif stretched_only:
             text = (
                 f"the gradient was summed over the axes broadcasting added on the left, but "
                 f"not over the axes of size 1 it stretched: in {a} {symbol} {b}, the {small} "
@@ -177,6 +205,9 @@ class TensorOpChecks(TensorBase):
                 f"out.grad summed back to {small} (over the axes added on the left, and over "
                 f"the axes of size 1, keepdims=True); {how}"
             )
+        if helper:
+            look = f" (look at {helper}: the helper this rule calls to sum the gradient back)"
+            return text + look, case.program
         return text + _look(result), case.program
 
     def _shape_trouble(self, program: Program, result: dict[str, Any]) -> str:
@@ -383,8 +414,9 @@ class TensorOpChecks(TensorBase):
                 self.g.add(Row(name, FAIL, words, self.code(program)))
                 return
             if "error" in result:
-                text = self.result_text(program, result)
-                self.g.add(Row(name, FAIL, text + self._ops_cause(text), self.code(program)))
+                text = self.failed_text(result, f"{example}'s {result['stage']}", program)
+                code = [] if text.endswith(" above)") else self.code(program)  # the cause's is
+                self.g.add(Row(name, FAIL, text, code))
                 return
             out, _ = self.want(program)
             if not agree(array_of(result["out"]), out):
@@ -410,15 +442,10 @@ class TensorOpChecks(TensorBase):
             self.g.add(Row(name, FAIL, "the gate needs at least one: define tanh() or relu()"))
 
     def check_reuse(self) -> None:
-        """A tensor used twice receives the sum of both paths' gradients."""
-        cases = []
-        for op, seed in (("add", 110), ("mul", 111), ("matmul", 112)):
-            if self.status.get(op) == PASS:
-                shape = (3, 3)
-                cases.append((op, _program(seed, [shape], [[op, 0, 0]])))
-        for op, seed in (("exp", 113), ("tanh", 114), ("relu", 115)):
-            if self.status.get(op) == PASS and self.status.get("add") == PASS:
-                cases.append((op, _program(seed, [(2, 3)], [[op, 0], ["add", 1, 0]])))
+        """A tensor used twice receives the sum of both paths' gradients, through every op
+        that passes on its own."""
+        passing = {op for op, status in self.status.items() if status == PASS}
+        cases = reuse_programs(passing)
         name = "reuse"
         if not cases:
             self.g.add(Row(name, FAIL, "not run: neither + nor * passes on its own yet"))
@@ -436,9 +463,85 @@ class TensorOpChecks(TensorBase):
                 overwritten.append(op)
                 first = first or (program, result)
         if not overwritten:
-            shown = ", ".join(_symbol(op) for op, _ in cases)
-            self.g.add(Row(name, PASS, f"a tensor used twice accumulates, through {shown}"))
+            text = f"a tensor used twice accumulates through {len(cases)} ops (a + a, a.T @ a, ...)"
+            self.g.add(Row(name, PASS, text))
             return
-        text = overwritten_text(overwritten, ("add", "mul", "matmul"), _symbol, "tensor")
+        text = overwritten_text(overwritten, REUSE_BASIC, _symbol, "tensor")
         program, result = first
-        self.g.add(Row(name, FAIL, text + (self._cause() or _look(result)), self.code(program)))
+        step = len(program["steps"]) - 1 if overwritten[0] in REUSE_BASIC else 0
+        look = self._cause() or _look(result, step)
+        self.g.add(Row(name, FAIL, text + look, self.code(program)))
+
+    def check_twice(self) -> None:
+        """Two backward() calls on two graphs from the same leaves add, as torch's leaves do."""
+        name = "second backward"
+        if self.status.get("mul") != PASS:
+            self.g.add(Row(name, ABSENT, "not run: a * b does not pass on its own yet"))
+            return
+        program = twice_program()
+        results = self.results([program])
+        if isinstance(results, dict):
+            self.g.add(Row(name, FAIL, _failure_text(results, "a second backward()")))
+            return
+        result = results[0]
+        if "error" in result:
+            self.g.add(Row(name, FAIL, self.result_text(program, result), self.code(program)))
+            return
+        if self.right(program, result):
+            text = "backward() of a new graph adds into the leaves' grads (torch's do)"
+            self.g.add(Row(name, PASS, text))
+            return
+        _, once = self.want({k: v for k, v in program.items() if k != "repeat"})
+        if self.g.failed("reuse"):  # a rule that assigns (=) replaces on the second graph too
+            text = "two backward() calls on new graphs from the same leaves: a.grad is wrong"
+            self.g.add(Row(name, FAIL, text + " (probably because of 'reuse' above)"))
+            return
+        if all(agree(array_of(got), g) for got, g in zip(result["grads"], once)):
+            text = (
+                "a second backward() on a new graph from the same leaves replaced their "
+                "gradients: torch's leaves add across separate graphs (a.grad is the sum of "
+                "both), so backward() must set only the output's seed and never reset another "
+                "tensor's grad; zero_grad() is where a training step starts fresh"
+            )
+        else:
+            text = "two backward() calls on new graphs from the same leaves: a.grad is wrong"
+            text += _look(result)
+        self.g.add(Row(name, FAIL, text, self.code(program)))
+
+    def check_composites(self) -> None:
+        """Random expressions of 3-6 ops that pass on their own, compared with the oracle."""
+        name = "random expressions"
+        passing = {op for op, status in self.status.items() if status == PASS}
+        chosen = [program for ops, program in composite_programs() if ops <= passing]
+        if not chosen:
+            self.g.add(Row(name, ABSENT, "not run: their ops do not pass on their own yet"))
+            return
+        results = self.results(chosen)
+        if isinstance(results, dict):
+            self.g.add(Row(name, FAIL, _failure_text(results, "a random expression")))
+            return
+        wrong = [
+            (p, r)
+            for p, r in zip(chosen, results)
+            if "error" in r or r.get("shared") or not self.right(p, r)
+        ]
+        if not wrong:
+            text = f"{len(chosen)} seeded expressions of 3-6 ops over the shapes match"
+            self.g.add(Row(name, PASS, text))
+            return
+        program, result = min(wrong, key=lambda w: len(w[0]["steps"]))
+        earlier = [n for n in ("reuse", "second backward", "order") if self.g.failed(n)]
+        if earlier:
+            text = f"{len(wrong)} of {len(chosen)} seeded expressions give wrong gradients"
+            because = " and ".join(repr(n) for n in earlier)
+            self.g.add(Row(name, FAIL, f"{text} (probably because of {because} above)"))
+            return
+        if "error" in result:
+            text = self.result_text(program, result)
+        else:
+            text = self.shared_text(program, result) or (
+                f"{len(wrong)} of {len(chosen)} seeded expressions of ops that pass on their "
+                "own give wrong gradients: the rules are right alone but not together (a rule "
+                "that writes into out.grad or another tensor's array in place?)"
+            )
+        self.g.add(Row(name, FAIL, text, self.code(program)))

@@ -145,7 +145,9 @@ def _helper_location(node: Any) -> str:
 
 def _shared(leaves: list[Any]) -> list[list[int]]:
     """The pairs of leaves whose gradients are one array (or views of one)."""
-    arrays = [getattr(t.grad, "data", t.grad) for t in leaves]
+    arrays = [
+        t.grad if isinstance(t.grad, np.ndarray) else getattr(t.grad, "data", 0) for t in leaves
+    ]
     return [
         [i, j]
         for i in range(len(arrays))
