@@ -1,4 +1,5 @@
-"""The solved tensor starter with one classic bug: MLP's parameters() lists only its last layer's.
+"""The solved tensor starter with one classic bug: MLP's parameters() lists only its last
+layer's, so the first layer gets gradients that no step uses.
 """
 
 import numpy as np
