@@ -23,7 +23,7 @@ from test_learner import CALM, TIMEOUT, _grade_all, _row
 
 import modelwright_autograd
 from modelwright_autograd.cli import main
-from modelwright_autograd.learner.report import FAIL, PASS
+from modelwright_autograd.learner.report import FAIL, PASS, Report, Row
 from modelwright_autograd.learner.scalar.oracle import finite_difference_oracle, torch_oracle
 from modelwright_autograd.learner.starter import TEMPLATES, write_starter
 from modelwright_autograd.learner.tensor.cases import (
@@ -379,6 +379,21 @@ def test_the_tensor_starter_notebook_runs_on_the_solved_engine(tmp_path, monkeyp
     epochs = [line.split() for line in text.splitlines() if line.startswith("epoch")]
     assert len(epochs) == 10
     assert float(epochs[-1][5].rstrip("%")) >= 95.0
+
+
+def test_a_terse_failing_report_names_its_passing_rows_and_keeps_their_words_in_json():
+    rows = [Row(f"check {i}", PASS, "a long explanation of what passed " * 3) for i in range(30)]
+    rows.insert(10, Row("reuse", FAIL, "the cause", ["print(a.grad)"]))
+    report = Report("engine.py", "torch", rows, terse=True)
+    lines = report.to_text().splitlines()
+    assert len(lines) <= 16, lines
+    assert lines[3].startswith("pass  check 0, check 1,") and "explanation" not in lines[3]
+    assert all(f"check {i}" in report.to_text() for i in range(30))  # every row is named
+    assert "FAIL  reuse" in report.to_text() and "print(a.grad)" in report.to_text()
+    assert json.loads(report.to_json())["checks"][0]["diagnosis"] == rows[0].diagnosis
+    # a report that passes, or one not terse (the scalar grader's), keeps every row's words
+    assert "explanation" in Report("e.py", "torch", rows[:3], terse=True).to_text()
+    assert "explanation" in Report("e.py", "torch", rows).to_text()
 
 
 def test_a_forged_tensor_reply_is_refused():

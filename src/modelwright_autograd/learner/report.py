@@ -43,6 +43,7 @@ class Report:
     seconds: float = 0.0
     isolation: str = ""  # what kept the learner's processes apart (see child.EngineProcess)
     isolated: bool = False  # every layer of it was there: the text report leaves it out
+    terse: bool = False  # a failing text report names its passing rows only (the tensor's)
 
     @property
     def failed(self) -> int:
@@ -69,17 +70,17 @@ class Report:
     def to_text(self) -> str:
         """The report as a learner reads it. Neighbouring rows saying the same thing with
         nothing to reproduce (the ops that pass, the rows failing because of one cause)
-        share one line; when a check fails, the rows that pass are named only (the JSON
-        keeps their words), so a report for one cause stays short."""
+        share one line; with ``terse``, when a check fails, the rows that pass are named only
+        (the JSON keeps their words), so a report for one cause stays short."""
         width = max(len(row.name) for row in self.rows) + 1  # a shared line's comma
         lines = [f"checking {printable(self.path)}", f"oracle: {self.oracle}"]
         if self.isolation and not self.isolated:  # a layer is missing: say which
             lines.extend(textwrap.wrap(f"isolation: {printable(self.isolation)}", WIDTH))
         lines.append("")
-        terse = self.failed > 0
+        terse = self.terse and self.failed > 0
         for names, row in _groups(self.rows, terse):
             if terse and row.status == PASS:
-                named = textwrap.wrap(", ".join(names), WIDTH - 6)
+                named = _pack(names, WIDTH - 6)
                 lines.append(f"{_LABEL[PASS]}  {named[0]}")
                 lines.extend(f"      {more}" for more in named[1:])
                 continue

@@ -463,7 +463,7 @@ class TensorOpChecks(TensorBase):
                 overwritten.append(op)
                 first = first or (program, result)
         if not overwritten:
-            text = f"a tensor used twice accumulates through {len(cases)} ops (a + a, a.T @ a, ...)"
+            text = f"a tensor used twice adds up, through {len(cases)} ops (a + a, a.T @ a, ...)"
             self.g.add(Row(name, PASS, text))
             return
         text = overwritten_text(overwritten, REUSE_BASIC, _symbol, "tensor")
