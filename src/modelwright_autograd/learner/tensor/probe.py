@@ -263,14 +263,17 @@ def network(request: dict[str, Any]) -> dict[str, Any]:
         for p in params:  # zero biases put a relu exactly on its kink, where differences lie
             p.data = p.data + rng.uniform(-0.2, 0.2, np.shape(p.data))
 
-        def loss(model: Any = model) -> Any:
-            return (model(engine["Value"](x)) * weight).sum()
+        inputs: list[Any] = []  # the x tensors: a model may keep the last one
+
+        def loss(model: Any = model, inputs: list[Any] = inputs) -> Any:
+            inputs.append(engine["Value"](x))
+            return (model(inputs[-1]) * weight).sum()
 
         if hasattr(model, "zero_grad"):
             model.zero_grad()
         loss().backward()
         grads = [_grad_of(p) for p in params]
-        unlisted = _unlisted(model, params, name.split("(")[0])
+        unlisted = _unlisted(model, [*params, *inputs], name.split("(")[0])
         differences = []
         for p in params:
             saved = np.array(p.data, dtype=float)
@@ -313,8 +316,9 @@ def network(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _unlisted(model: Any, params: list[Any], name: str) -> list[str]:
-    """The model's own tensors, found through its attributes ('Linear.b',
-    'MLP.layers[0].W'), that got a gradient from the loss but are not in ``params``."""
+    """The model's own leaf tensors, found through its attributes ('Linear.b',
+    'MLP.layers[0].W'), that got a gradient from the loss but are not in ``params`` (an
+    output the model keeps, which has children, is not one)."""
     listed, seen, found = {id(p) for p in params}, set(), []
     stack = [(name, model)]
     while stack and len(seen) < 2000:
@@ -324,7 +328,8 @@ def _unlisted(model: Any, params: list[Any], name: str) -> list[str]:
         seen.add(id(obj))
         if isinstance(obj, engine["Value"]):
             grad = obj.grad
-            if id(obj) not in listed and grad is not None and np.any(_as_array(grad)):
+            leaf = not children_of(obj)
+            if leaf and id(obj) not in listed and grad is not None and np.any(_as_array(grad)):
                 found.append(path)
         elif isinstance(obj, (list, tuple)):
             stack.extend((f"{path}[{i}]", x) for i, x in enumerate(obj))
