@@ -64,6 +64,7 @@ BROKEN = {
     "overwrite_mean": ("reuse", "`=` where `+=` belongs in the backward of mean."),
     "overwrite_log_softmax": ("reuse", "`=` where `+=` belongs in the backward of log_softmax."),
     "shared_grad": ("a + b", "a.grad and b.grad are one array"),
+    "relu_in_place": ("reuse", "relu's forward changed its input's data in place"),
     "relu_mask_at_zero": ("relu", "relu's mask is wrong at exactly 0"),
     "backward_resets_leaves": ("second backward", "replaced their gradients"),
     "linear_bias_not_listed": (

@@ -459,6 +459,10 @@ class TensorOpChecks(TensorBase):
             if "error" in result:
                 self.g.add(Row(name, FAIL, self.result_text(program, result), self.code(program)))
                 return
+            changed = self.changed_text(program, result, op)
+            if changed:
+                self.g.add(Row(name, FAIL, changed, self.code(program)))
+                return
             if not self.right(program, result):
                 overwritten.append(op)
                 first = first or (program, result)
@@ -471,6 +475,21 @@ class TensorOpChecks(TensorBase):
         step = len(program["steps"]) - 1 if overwritten[0] in REUSE_BASIC else 0
         look = self._cause() or _look(result, step)
         self.g.add(Row(name, FAIL, text + look, self.code(program)))
+
+    def changed_text(self, program: Program, result: dict[str, Any], op: str = "") -> str:
+        """Words for a program of ops that are right alone whose output is wrong: ``op``
+        (or one of them) changed an input's data in place ('' when the output is right)."""
+        out, _ = self.want(program)
+        if agree(array_of(result["out"]), out):
+            return ""
+        shown = " then ".join(_symbol(step[0]) for step in program["steps"])
+        who = f"{_symbol(op)}'s forward" if op else "an op"
+        return (
+            f"the output of {shown} is wrong with a tensor used twice, though each op's is "
+            f"right alone: {who} changed its input's data in place (np.maximum(x, 0, "
+            "out=x), x.data += ...), so the input's other use saw the changed numbers. "
+            "Compute the output into a new array"
+        )
 
     def check_twice(self) -> None:
         """Two backward() calls on two graphs from the same leaves add, as torch's leaves do."""
@@ -539,9 +558,13 @@ class TensorOpChecks(TensorBase):
         if "error" in result:
             text = self.result_text(program, result)
         else:
-            text = self.shared_text(program, result) or (
-                f"{len(wrong)} of {len(chosen)} seeded expressions of ops that pass on their "
-                "own give wrong gradients: the rules are right alone but not together (a rule "
-                "that writes into out.grad or another tensor's array in place?)"
+            text = (
+                self.changed_text(program, result)
+                or self.shared_text(program, result)
+                or (
+                    f"{len(wrong)} of {len(chosen)} seeded expressions of ops that pass on their "
+                    "own give wrong gradients: the rules are right alone but not together (a rule "
+                    "that writes into out.grad or another tensor's array in place?)"
+                )
             )
         self.g.add(Row(name, FAIL, text, self.code(program)))
