@@ -415,7 +415,7 @@ class TensorOpChecks(TensorBase):
                 return
             if "error" in result:
                 text = self.failed_text(result, f"{example}'s {result['stage']}", program)
-                code = [] if text.endswith(" above)") else self.code(program)  # the cause's is
+                code = [] if self._ops_cause(text) else self.code(program)  # the cause's
                 self.g.add(Row(name, FAIL, text, code))
                 return
             out, _ = self.want(program)
