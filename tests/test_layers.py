@@ -28,6 +28,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "gradcheck",
             "scalar.nn",
             "scalar.losses",
+            "scalar.compiler",
             "tensor.nn",
             "tensor.conv",
             "tensor.nn_ops",

@@ -38,6 +38,7 @@ from .collector import collection_paused
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import enable_grad, is_grad_enabled, no_grad
 from .optim import SGD, Adam, AdamW, LambdaLR, WarmupCosineLR, clip_grad_norm_
+from .scalar.compiler import compiled
 from .scalar.engine import Value, sum_values
 from .scalar.losses import binary_cross_entropy_with_logits, cross_entropy, mse_loss, svm_loss
 from .scalar.nn import MLP, Layer, Module, Neuron
@@ -124,6 +125,7 @@ __all__ = [
     "cat",
     "clip_grad_norm_",
     "collection_paused",
+    "compiled",
     "cross_entropy",
     "cumsum",
     "draw_graph",

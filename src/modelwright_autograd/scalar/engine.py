@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
-from typing import Union
+from typing import NamedTuple, Union
 
 from ..checks import as_float, describe
 from ..graph import GradMode, GraphCycleError, caught_up, enable_grad
@@ -201,6 +201,57 @@ def _is_zero_safe(rule: Callable[..., Grads]) -> bool:
     return getattr(rule, "zero_safe", False) is True
 
 
+# ---------------------------------------------------------------------- source templates
+# The compiler (scalar/compiler.py) writes a graph out as Python. Each rule carries its
+# forward and its gradients as source, written beside it with ``@emits``, on the names the
+# compiler gives the values: the same formula as the rule's float pass, with the float
+# helpers it calls there (``_ieee_div`` for ``_div_any`` on floats, and so on).
+# tests/test_compiler_sources.py checks, op by op, that a template computes the rule's own
+# numbers bit for bit, specials included.
+
+
+class Grad(NamedTuple):
+    """One input's gradient as source: ``expr``, or no gradient where ``zero_if`` holds
+    (the rule's ``None``; None: never)."""
+
+    expr: str
+    zero_if: str | None = None
+
+
+class Source(NamedTuple):
+    """An op as source. ``forward(*inputs)`` is the output's expression, or a list of terms
+    added left to right (an n-ary op); ``grads(g, out, *inputs)`` gives each input's
+    gradient: a str, a ``Grad``, or None (no gradient at all). ``relu``: the output is relu
+    of the forward, and the gradient reaching the rule is relu's (dot_relu)."""
+
+    forward: Callable[..., str | list[str]]
+    grads: Callable[..., Sequence[str | Grad | None]]
+    relu: bool = False
+
+
+def emits(
+    forward: Callable[..., str | list[str]],
+    grads: Callable[..., Sequence[str | Grad | None]],
+    relu: bool = False,
+) -> Callable[[Callable[..., Grads]], Callable[..., Grads]]:
+    """Attach the op's source templates to its rule (as ``rule.source``)."""
+
+    def mark(rule: Callable[..., Grads]) -> Callable[..., Grads]:
+        rule.source = Source(forward, grads, relu)  # type: ignore[attr-defined]
+        return rule
+
+    return mark
+
+
+def source_of(node: Value) -> Source | None:
+    """The source templates of the op that made ``node`` (None for a leaf or an op made by
+    hand). An inactive ReLU neuron records no rule, but is still a dot_relu."""
+    rule = node._backward
+    if rule is None and node._op == "dot_relu":
+        rule = _dot_relu_backward
+    return getattr(rule, "source", None)
+
+
 # ---------------------------------------------------------------------- the operations
 # Each forward is followed by its backward rule ``rule(g, out, *inputs)``: given the
 # upstream gradient ``g`` = dL/dout, the result ``out`` and the inputs, it returns one
@@ -215,6 +266,7 @@ def _add(a: Value, b: Operand) -> Value:
 
 
 @zero_safe
+@emits(lambda a, b: f"{a} + {b}", lambda g, out, a, b: (g, g))
 def _add_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a + b:  dc/da = 1, dc/db = 1."""
     return g, g
@@ -226,6 +278,7 @@ def _mul(a: Value, b: Operand) -> Value:
 
 
 @zero_safe
+@emits(lambda a, b: f"{a} * {b}", lambda g, out, a, b: (f"{g} * {b}", f"{g} * {a}"))
 def _mul_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a * b:  dc/da = b, dc/db = a."""
     return g * b, g * a
@@ -237,6 +290,7 @@ def _sub(a: Value, b: Operand) -> Value:
 
 
 @zero_safe
+@emits(lambda a, b: f"{a} - {b}", lambda g, out, a, b: (g, f"-{g}"))
 def _sub_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a - b:  dc/da = 1, dc/db = -1."""
     return g, -g
@@ -247,6 +301,10 @@ def _div(a: Value, b: Operand) -> Value:
     return _node(_ieee_div(a.data, b.data), a, b, "/", _div_backward)
 
 
+@emits(
+    lambda a, b: f"_ieee_div({a}, {b})",
+    lambda g, out, a, b: (f"_ieee_div({g}, {b})", f"-({g} * _ieee_div({out}, {b}))"),
+)
 def _div_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a / b:  dc/da = 1/b, dc/db = -a/b**2, computed as torch does, -(a/b)/b = -c/b,
     because b*b underflows to 0 (or overflows) where c/b is still a normal float."""
@@ -258,6 +316,7 @@ def _neg(a: Value) -> Value:
 
 
 @zero_safe
+@emits(lambda a: f"-{a}", lambda g, out, a: (f"-{g}",))
 def _neg_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = -a:  dc/da = -1."""
     return (-g,)
@@ -272,12 +331,23 @@ def _pow(a: Value, b: Operand) -> Value:
     return _node(_const_pow(a.data, n.data), a, n, "**", _powc_backward)
 
 
+@emits(
+    lambda a, n: f"_const_pow({a}, {n})",
+    lambda g, out, a, n: (Grad(f"{n} * _const_pow({a}, {n} - 1.0) * {g}", f"{n} == 0.0"), None),
+)
 def _powc_backward(g: Num, out: Num, a: Num, n: Num) -> Grads:
     """c = a ** n for a constant n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
     n = _raw(n)  # a constant: a plain float in both passes
     return (None if n == 0.0 else n * _const_pow_any(a, n - 1.0) * g), None
 
 
+@emits(
+    lambda a, b: f"_ieee_pow({a}, {b})",
+    lambda g, out, a, b: (
+        Grad(f"{b} * _ieee_pow({a}, {b} - 1.0) * {g}", f"{b} == 0.0"),
+        Grad(f"{out} * _ieee_log({a}) * {g}", f"{a} == 0.0 and {b} >= 0.0"),
+    ),
+)
 def _pow_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a ** b:  dc/da = b * a**(b-1), dc/db = a**b * ln(a) (0 where a = 0 and b >= 0,
     torch's convention: the limit of a**b * ln a)."""
@@ -292,6 +362,7 @@ def _exp(a: Value) -> Value:
 
 
 @zero_safe
+@emits(lambda a: f"_ieee_exp({a})", lambda g, out, a: (f"{out} * {g}",))
 def _exp_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = e**a:  dc/da = e**a, which is c itself."""
     return (out * g,)
@@ -303,6 +374,7 @@ def _log(a: Value) -> Value:
 
 
 @zero_safe
+@emits(lambda a: f"_ieee_log({a})", lambda g, out, a: (f"_ieee_div({g}, {a})",))
 def _log_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = ln a:  dc/da = 1/a."""
     return (_div_any(g, a),)
@@ -314,6 +386,7 @@ def _tanh(a: Value) -> Value:
 
 
 @zero_safe
+@emits(lambda a: f"_tanh({a})", lambda g, out, a: (f"(1.0 - {out} * {out}) * {g}",))
 def _tanh_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = tanh a:  dc/da = 1 - tanh(a)**2 = 1 - c**2."""
     return ((1.0 - out * out) * g,)
@@ -326,6 +399,7 @@ def _relu(a: Value) -> Value:
 
 
 @zero_safe
+@emits(lambda a: f"0.0 if {a} < 0.0 else {a}", lambda g, out, a: (Grad(g, f"{out} <= 0.0"),))
 def _relu_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = max(0, a):  dc/da = 0 where c <= 0 (so 0 at a = 0), else 1, as in torch; the
     test is ``c <= 0`` so that nan passes its gradient on, as torch's does."""
@@ -338,6 +412,7 @@ def _sigmoid(a: Value) -> Value:
 
 
 @zero_safe
+@emits(lambda a: f"_ieee_sigmoid({a})", lambda g, out, a: (f"{out} * (1.0 - {out}) * {g}",))
 def _sigmoid_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = 1/(1 + e**-a):  dc/da = c * (1 - c)."""
     return (out * (1.0 - out) * g,)
@@ -360,6 +435,7 @@ def sum_values(values: Iterable[Operand]) -> Value:
 
 
 @zero_safe
+@emits(lambda *xs: ["0.0", *xs], lambda g, out, *xs: (g,) * len(xs))
 def _sum_backward(g: Num, out: Num, *xs: Num) -> Grads:
     """c = x1 + ... + xn:  dc/dxi = 1 for every i."""
     return (g,) * len(xs)
@@ -374,7 +450,19 @@ def dot_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
     return _node(total, None, (*ws, *xs, b), "dot", _dot_backward)
 
 
+def _dot_forward_source(*inputs: str) -> list[str]:
+    """b + w1*x1 + ... + wn*xn as terms, for inputs laid out as (w1..wn, x1..xn, b)."""
+    n = len(inputs) // 2
+    return [inputs[-1], *(f"{w} * {x}" for w, x in zip(inputs[:n], inputs[n : 2 * n]))]
+
+
+def _dot_grads_source(g: str, out: str, *inputs: str) -> list[str]:
+    n = len(inputs) // 2
+    return [*(f"{v} * {g}" for v in inputs[n : 2 * n] + inputs[:n]), g]
+
+
 @zero_safe
+@emits(_dot_forward_source, _dot_grads_source)
 def _dot_backward(g: Num, out: Num, *inputs: Num) -> Grads | list[Num]:
     """c = b + sum_i wi*xi:  dc/dwi = xi, dc/dxi = wi, dc/db = 1.
 
@@ -407,6 +495,7 @@ def dot_relu_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Va
 
 
 @zero_safe
+@emits(_dot_forward_source, _dot_grads_source, relu=True)
 def _dot_relu_backward(g: Num, out: Num, *inputs: Num) -> Grads | list[Num]:
     """c = relu(b + sum_i wi*xi):  the dot's gradients times relu's, 1 where c > 0 (or nan)
     and 0 where c <= 0. An inactive node reaches this rule only with an infinite input,

@@ -1,0 +1,466 @@
+"""Compile a scalar graph once into straight-line Python, forward and backward.
+
+``compiled(fn, inputs)`` calls ``fn(*inputs)`` once on Values, walks the graph it builds,
+and writes it out as Python: one local variable per node, each op's forward and each
+rule's gradients from the templates registered beside the rule in engine.py (``@emits``),
+constants folded, every gradient the sum of its contributions in the order ``backward()``
+adds them. The result is a function ``(floats) -> (loss, grads)`` with the interpreter's
+numbers bit for bit. docs/performance.md ("The compiled path") shows an emitted function
+and explains the guards and the chunking.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Callable, Sequence
+from itertools import count
+from typing import Any
+
+from ..checks import as_float, describe
+from ..graph import enable_grad, topological_order
+from . import engine
+from .engine import Grad, Value, source_of
+
+#: Statements per emitted function: a long graph becomes several functions, so no code
+#: object grows past what CPython compiles quickly (values crossing a boundary go through
+#: the list ``x``).
+CHUNK = 10000
+#: Terms per statement in a long sum (a fused sum or dot, a gradient with many uses):
+#: longer sums continue on the next line, so no expression nests deeply.
+TERMS = 32
+
+#: What the emitted source may call: the float helpers the rules use on floats.
+NAMESPACE: dict[str, Any] = {
+    "_ieee_div": engine._ieee_div,
+    "_ieee_pow": engine._ieee_pow,
+    "_const_pow": engine._const_pow,
+    "_ieee_exp": engine._ieee_exp,
+    "_ieee_log": engine._ieee_log,
+    "_ieee_sigmoid": engine._ieee_sigmoid,
+    "_tanh": math.tanh,
+    "_inf": math.inf,
+    "_nan": math.nan,
+}
+
+_COMPARISONS = {"__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">=", "__eq__": "=="}
+_COMPARISONS["__ne__"] = "!="
+
+
+class CompileError(ValueError):
+    """``fn`` builds a graph that cannot be compiled (the message says why, in one line)."""
+
+
+def _literal(x: float) -> str:
+    """A float as source that reads back as the same float (sign of zero included)."""
+    if x != x:
+        return "_nan"
+    if x in (math.inf, -math.inf):
+        return "_inf" if x > 0 else "(-_inf)"
+    return repr(x) if math.copysign(1.0, x) > 0 else f"({x!r})"
+
+
+class _Trace:
+    """What ``fn`` did besides building the graph: the Value comparisons it made (each a
+    guard) and the ``.data`` it read outside the engine (each a refusal, if the value
+    depends on the inputs). Installed on the Value class only while ``fn`` runs."""
+
+    def __init__(self) -> None:
+        self.comparisons: list[tuple[Value, str, Value | float, bool]] = []
+        self.reads: list[tuple[Value, str]] = []
+
+    def __enter__(self) -> _Trace:
+        self.saved = {name: Value.__dict__[name] for name in (*_COMPARISONS, "data")}
+        for name, op in _COMPARISONS.items():
+            setattr(Value, name, self._recording(self.saved[name], op))
+        Value.data = _DataReads(self.saved["data"], self.reads)  # type: ignore[misc]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for name, attr in self.saved.items():
+            setattr(Value, name, attr)
+
+    def _recording(self, method: Callable[..., Any], op: str) -> Callable[..., Any]:
+        comparisons = self.comparisons
+
+        def compare(self: Value, other: object) -> Any:
+            result = method(self, other)
+            if result is not NotImplemented:
+                comparisons.append((self, op, other, result))  # type: ignore[arg-type]
+            return result
+
+        return compare
+
+
+class _DataReads:
+    """``Value.data`` while tracing: the slot itself, noting each read made outside the
+    engine (a loss reading ``z.data`` to branch on it)."""
+
+    def __init__(self, slot: Any, reads: list[tuple[Value, str]]) -> None:
+        self.slot = slot
+        self.reads = reads
+
+    def __get__(self, obj: Value | None, cls: type | None = None) -> Any:
+        if obj is None:
+            return self
+        caller = sys._getframe(1)
+        if caller.f_code.co_filename != engine.__file__:
+            where = f"{caller.f_code.co_filename.rpartition('/')[2]}:{caller.f_lineno}"
+            self.reads.append((obj, where))
+        return self.slot.__get__(obj, cls)
+
+    def __set__(self, obj: Value, value: float) -> None:
+        self.slot.__set__(obj, value)
+
+
+class Compiled:
+    """A graph written out as Python. Call it with the inputs' numbers (floats, in the
+    order of the example inputs): it returns ``(loss, grads)``, the loss a float (a list of
+    floats, the loss first, when ``fn`` returned several Values) and ``grads`` d loss /
+    d input for each input. ``source`` is the emitted code."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        inputs: list[Value],
+        source: str,
+        nodes: int,
+        guards: int,
+        many: bool,
+    ) -> None:
+        self.fn = fn
+        self.inputs = inputs
+        self.source = source
+        self.nodes = nodes
+        self.guards = guards
+        self.many = many
+        self.fallbacks = 0
+        namespace = dict(NAMESPACE)
+        exec(compile(source, "<compiled scalar graph>", "exec"), namespace)
+        self._run: Callable[[list[float]], Any] = namespace["run"]
+
+    def __call__(self, inputs: Sequence[float]) -> tuple[float | list[float], list[float]]:
+        if len(inputs) != len(self.inputs):
+            raise ValueError(f"compiled: {len(self.inputs)} inputs expected, got {len(inputs)}")
+        xs = [
+            v if type(v) is float else as_float(v, f"compiled input {i}")
+            for i, v in enumerate(inputs)
+        ]
+        result = self._run(xs)
+        if result is False:
+            return self._interpret(xs)
+        return result
+
+    def _interpret(self, xs: list[float]) -> tuple[float | list[float], list[float]]:
+        """A guard failed: the graph would be another one. Run ``fn`` and ``backward()``
+        on the example inputs set to ``xs`` (put back afterwards)."""
+        self.fallbacks += 1
+        if self.fallbacks == 1:
+            print(
+                "compiled: a guard failed (a comparison went the other way), so this call "
+                "ran the interpreter; later ones that fail do so silently",
+                file=sys.stderr,
+            )
+        saved = [(v.data, v.grad) for v in self.inputs]
+        try:
+            for v, x in zip(self.inputs, xs):
+                v.data, v.grad = x, 0.0
+            with enable_grad():
+                outs = _outputs(self.fn(*self.inputs))
+            outs[0].backward()
+            grads = [float(v.grad) for v in self.inputs]
+        finally:
+            for v, (data, grad) in zip(self.inputs, saved):
+                v.data, v.grad = data, grad
+        loss = [o.data for o in outs] if self.many else outs[0].data
+        return loss, grads
+
+
+def compiled(
+    fn: Callable[..., Any], example_inputs: Sequence[Value], create_graph: bool = False
+) -> Compiled:
+    """Trace ``fn(*example_inputs)`` once and compile its graph (see the module's doc).
+
+    ``example_inputs`` are leaf Values; every other leaf the graph reaches (a parameter
+    not among them, a number) is a constant, folded into the code. ``fn`` returns the loss
+    Value, or a sequence of Values whose first is the loss (the others are returned as
+    numbers too). The Value comparisons ``fn`` makes are guards, checked on each call.
+    """
+    if create_graph:
+        raise CompileError(
+            "compiled: create_graph is not supported (the compiled function returns floats); "
+            "use backward(create_graph=True) on Values"
+        )
+    inputs = _check_inputs(example_inputs)
+    with _Trace() as trace, enable_grad():
+        result = fn(*inputs)
+    outs = _outputs(result)
+    many = isinstance(result, (list, tuple))
+    writer = _Writer(inputs, outs, trace)
+    return Compiled(fn, inputs, writer.source(), writer.nodes, writer.guards, many)
+
+
+def _check_inputs(example_inputs: Sequence[Value]) -> list[Value]:
+    if not isinstance(example_inputs, (list, tuple)):
+        raise CompileError(
+            f"compiled: example_inputs must be a list of Values, got {describe(example_inputs)}"
+        )
+    seen = set()
+    for i, v in enumerate(example_inputs):
+        if not isinstance(v, Value):
+            raise CompileError(f"compiled: input {i} is {describe(v)}, not a Value")
+        if v._a is not None or v._b is not None:
+            raise CompileError(
+                f"compiled: input {i} was computed from other Values; inputs are leaves"
+            )
+        if id(v) in seen:
+            raise CompileError(f"compiled: input {i} appears twice")
+        seen.add(id(v))
+    return list(example_inputs)
+
+
+def _outputs(result: Any) -> list[Value]:
+    outs = list(result) if isinstance(result, (list, tuple)) else [result]
+    if not outs or not all(isinstance(o, Value) for o in outs):
+        raise CompileError(
+            f"compiled: fn must return a Value or a list of Values, got {describe(result)}"
+        )
+    return outs
+
+
+class _Writer:
+    """Writes one traced graph as the source of ``run(x)`` and its chunk functions."""
+
+    def __init__(self, inputs: list[Value], outs: list[Value], trace: _Trace) -> None:
+        self.statements: list[tuple[str, str | None, list[str]]] = []  # text, target, reads
+        self.names: dict[int, str] = {}  # id(node) -> its value's name or literal
+        self.n_inputs = len(inputs)
+        self.slot_of = {f"v{i}": i for i in range(len(inputs))}
+        for i, v in enumerate(inputs):
+            self.names[id(v)] = f"v{i}"
+        self.fresh = count(len(inputs))
+        compared = [v for c in trace.comparisons for v in (c[0], c[2]) if isinstance(v, Value)]
+        order = _forward_order([*outs, *compared])
+        varying = self._varying(order)
+        guards = [c for c in trace.comparisons if id(c[0]) in varying or id(c[2]) in varying]
+        self.guards = len(guards)
+        for node, where in trace.reads:
+            if id(node) in varying:
+                raise CompileError(
+                    f"compiled: fn reads .data of a value that depends on the inputs ({where}); "
+                    "a compiled graph cannot follow it: compare Values instead (v > 0 is a guard)"
+                )
+        self.nodes = len(order)
+        self.statements.append(("# forward", None, []))
+        for node in order:
+            if id(node) not in self.names:
+                self._forward(node, id(node) in varying)
+        for node, op, other, result in guards:
+            test = f"{self.names[id(node)]} {op} {self._name(other)}"
+            reads = [n for n in (self.names[id(node)], self._name(other)) if n[0] == "v"]
+            self.statements.append(
+                (f"if {'not ' if result else ''}{test}: return False", None, reads)
+            )
+        self.loss = self.names[id(outs[0])]
+        self.extra = [self.names[id(o)] for o in outs[1:]]
+        self.grads = self._backward(outs[0], inputs, varying)
+
+    def _name(self, v: Value | float) -> str:
+        return self.names[id(v)] if isinstance(v, Value) else _literal(float(v))  # type: ignore[arg-type]
+
+    def _varying(self, order: list[Value]) -> set[int]:
+        """The nodes that depend on an input (all others are constants)."""
+        varying = set(self.names)
+        for node in order:
+            if any(id(p) in varying for p in node._prev):
+                varying.add(id(node))
+        return varying
+
+    def _new(self, prefix: str) -> str:
+        return f"{prefix}{next(self.fresh)}"
+
+    def _emit_sum(self, target: str, terms: list[str], reads: list[str]) -> None:
+        """target = t1 + t2 + ..., left to right, TERMS to a statement."""
+        first = True
+        for start in range(0, len(terms), TERMS):
+            part = terms[start : start + TERMS]
+            if not first:
+                part = [target, *part]
+            self.statements.append(
+                (f"{target} = {' + '.join(part)}", target, reads if first else [target, *reads])
+            )
+            first = False
+
+    def _forward(self, node: Value, varying: bool) -> None:
+        if not varying:  # a constant: a leaf, or computed from constants only
+            self.names[id(node)] = _literal(node.data)
+            return
+        source = source_of(node)
+        if source is None:
+            raise CompileError(
+                f"compiled: a node of op {node._op!r} has no source template (only the engine's "
+                "ops compile)"
+            )
+        args = [self.names[id(p)] for p in node._prev]
+        reads = [a for a in args if a[0] == "v"]
+        name = self._new("v")
+        expr = source.forward(*args)
+        terms = expr if isinstance(expr, list) else [expr]
+        pre = self._new("t") if source.relu else name
+        self._emit_sum(pre, terms, reads)
+        if source.relu:
+            relu = engine._relu_backward.source
+            self.statements.append((f"{name} = {relu.forward(pre)}", name, [pre]))
+        self.names[id(node)] = name
+
+    def _backward(self, loss: Value, inputs: list[Value], varying: set[int]) -> list[str]:
+        """Each gradient as one sum of its contributions, written when its node's rule
+        runs, in ``backward()``'s order (so in its order of addition)."""
+        self.statements.append(("# backward", None, []))
+        terms: dict[int, list[str]] = {id(loss): ["1.0"]}
+        reads: dict[int, list[str]] = {id(loss): []}
+        order = engine._interior_order(loss) if id(loss) in varying else []
+        for node in reversed(order):
+            if id(node) not in varying or not node._prev:  # a constant, or a leaf root
+                continue
+            g = self._gradient(terms.pop(id(node), ["0.0"]), reads.pop(id(node), []))
+            source = source_of(node)
+            out = self.names[id(node)]
+            if source.relu:
+                gate = engine._relu_backward.source.grads(g, out, out)[0]
+                d = self._new("d")
+                self.statements.append(
+                    (f"{d} = 0.0 if {gate.zero_if} else {gate.expr}", d, [g, out])
+                )
+                g = d
+            args = [self.names[id(p)] for p in node._prev]
+            for p, grad in zip(node._prev, source.grads(g, out, *args)):
+                if id(p) not in varying or grad is None:
+                    continue
+                term = self._term(grad if isinstance(grad, Grad) else Grad(grad))
+                if term is not None:
+                    terms.setdefault(id(p), []).append(term)
+                    reads.setdefault(id(p), []).extend(_NAME.findall(term))
+        grads = []
+        for v in inputs:
+            if id(v) not in terms:
+                grads.append("0.0")
+                continue
+            g = self._new("g")
+            self._emit_sum(g, ["0.0", *terms[id(v)]], reads[id(v)])  # a leaf's grad starts at 0.0
+            grads.append(g)
+        return grads
+
+    def _gradient(self, terms: list[str], reads: list[str]) -> str:
+        """A node's gradient: the sum of its terms in a new variable, or the one term itself
+        when it is a name or a number (one use, no arithmetic)."""
+        if len(terms) == 1 and _NAME.fullmatch(terms[0]):
+            return terms[0]
+        if len(terms) == 1 and not _has_name(terms[0]):
+            return _folded(terms[0])
+        g = self._new("g")
+        self._emit_sum(g, terms, reads)
+        return g
+
+    def _term(self, grad: Grad) -> str | None:
+        """A contribution as source, its condition decided now when it involves constants
+        only (a constant exponent); None when it never contributes."""
+        expr = grad.expr if _has_name(grad.expr) else _folded(grad.expr)
+        if grad.zero_if is None:
+            return expr
+        if not _has_name(grad.zero_if):
+            return None if _folded(grad.zero_if, literal=False) else expr
+        return f"(0.0 if {grad.zero_if} else {expr})"
+
+    def source(self) -> str:
+        """The chunk functions ``part0``, ``part1``, ... and ``run``, which calls them in
+        turn on the list ``x`` (the inputs, then a slot per value crossing a boundary)."""
+        loss = f"[{', '.join([self.loss, *self.extra])}]" if self.extra else self.loss
+        final = f"return {loss}, [{', '.join(self.grads)}]"
+        self.statements.append((final, None, [self.loss, *self.extra, *self.grads]))
+        chunks = [self.statements[i : i + CHUNK] for i in range(0, len(self.statements), CHUNK)]
+        imports, exports = _crossings(chunks)
+        slot_of = self.slot_of
+        for names in imports:
+            for n in sorted(names, key=_order_key):
+                slot_of.setdefault(n, len(slot_of))
+        lines = []
+        for i, chunk in enumerate(chunks):
+            lines.append(f"def part{i}(x):")
+            lines.extend(f"    {n} = x[{slot_of[n]}]" for n in sorted(imports[i], key=_order_key))
+            lines.extend(f"    {text}" for text, _, _ in chunk)
+            lines.extend(f"    x[{slot_of[n]}] = {n}" for n in sorted(exports[i], key=_order_key))
+            lines.append("")
+        lines += [
+            "def run(x):",
+            f'    """{self.nodes} nodes: (loss, grads), or False when a guard fails."""',
+        ]
+        if len(slot_of) > self.n_inputs:
+            lines.append(f"    x = x + [0.0] * {len(slot_of) - self.n_inputs}")
+        if len(chunks) == 1:
+            lines.append("    return part0(x)")
+        else:
+            lines += [
+                f"    for part in ({', '.join(f'part{i}' for i in range(len(chunks)))}):",
+                "        result = part(x)",
+                "        if result is not None:",
+                "            return result",
+            ]
+        return "\n".join(lines) + "\n"
+
+
+_NAME = re.compile(r"\b[vgdt]\d+\b")
+
+
+def _has_name(expr: str) -> bool:
+    """Whether ``expr`` reads a variable (else it involves constants only)."""
+    return _NAME.search(expr) is not None
+
+
+def _folded(expr: str, literal: bool = True) -> Any:
+    """An expression of constants only, computed now (as the emitted code would compute
+    it, with the same helpers): as a literal, or (``literal=False``) as its value."""
+    value = eval(expr, dict(NAMESPACE))  # a template of ours, on our literals
+    return _literal(value) if literal else value
+
+
+def _order_key(name: str) -> tuple[str, int]:
+    return name[0], int(name[1:])
+
+
+def _forward_order(roots: list[Value]) -> list[Value]:
+    """Every node the roots depend on, each after its inputs, each once."""
+    seen: set[int] = set()
+    order = []
+    for root in roots:
+        if id(root) in seen:
+            continue
+        for node in topological_order(root):
+            if id(node) not in seen:
+                seen.add(id(node))
+                order.append(node)
+    return order
+
+
+def _crossings(
+    chunks: list[list[tuple[str, str | None, list[str]]]],
+) -> tuple[list[set[str]], list[set[str]]]:
+    """For each chunk, the names it reads from before it (imports) and the names it defines
+    that a later chunk reads (exports)."""
+    imports, defined = [], []
+    for chunk in chunks:
+        local: set[str] = set()
+        needed: set[str] = set()
+        for _, target, reads in chunk:
+            needed.update(r for r in reads if r not in local and _NAME.fullmatch(r))
+            if target is not None:
+                local.add(target)
+        imports.append(needed)
+        defined.append(local)
+    exports: list[set[str]] = [set() for _ in chunks]
+    later: set[str] = set()
+    for i in range(len(chunks) - 1, -1, -1):
+        exports[i] = defined[i] & later
+        later = (later - defined[i]) | imports[i]
+    return imports, exports

@@ -1,0 +1,347 @@
+"""The scalar compiler (scalar/compiler.py): a graph written out as Python gives the
+interpreter's loss and gradients bit for bit (float64, the same operations in the same
+order, zero signs and nan included), on every op, on random graphs, on data other than the
+traced data, and in training; it matches torch; guards fall back to the interpreter; what
+cannot be compiled is refused in one line."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from modelwright_autograd import MLP, Value, compiled, sum_values
+from modelwright_autograd.scalar import losses
+from modelwright_autograd.scalar.compiler import CompileError
+
+SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.0, 1e-310, 1e308, math.inf, -math.inf, math.nan]
+
+
+def same(x: float, y: float) -> bool:
+    """Bit for bit, as far as floats can tell: equal with the same sign of zero, or both nan."""
+    if x != x or y != y:
+        return x != x and y != y
+    return x == y and math.copysign(1.0, x) == math.copysign(1.0, y)
+
+
+def interpreted(fn, data: list[float]) -> tuple[float, list[float]]:
+    """The interpreter's loss and gradients for fn at data, on fresh leaves."""
+    leaves = [Value(d) for d in data]
+    loss = fn(*leaves)
+    loss.backward()
+    return loss.data, [v.grad for v in leaves]
+
+
+def assert_same(got: tuple[float, list[float]], want: tuple[float, list[float]]) -> None:
+    assert same(got[0], want[0]), (got[0], want[0])
+    for i, (a, b) in enumerate(zip(got[1], want[1])):
+        assert same(a, b), f"grad {i}: compiled {a!r}, interpreter {b!r}"
+
+
+def compile_at(fn, data: list[float]):
+    return compiled(fn, [Value(d) for d in data])
+
+
+# ------------------------------------------------------------------ every op, specials
+UNARY = {
+    "neg": lambda a: -a,
+    "exp": lambda a: a.exp(),
+    "log": lambda a: a.log(),
+    "tanh": lambda a: a.tanh(),
+    "relu": lambda a: a.relu(),
+    "sigmoid": lambda a: a.sigmoid(),
+    "pow 2": lambda a: a**2,
+    "pow 0.5": lambda a: a**0.5,
+    "pow -0.5": lambda a: a**-0.5,
+    "pow -1.5": lambda a: a**-1.5,
+    "pow 0": lambda a: a**0,
+    "const / a": lambda a: 2.0 / a,
+}
+BINARY = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,
+    "**": lambda a, b: a**b,
+    "sum": lambda a, b: sum_values([a, b, a]),
+    "dot": lambda a, b: Value.dot([a, b], [b, a], a),
+    "dot_relu": lambda a, b: Value.dot([a, b], [b, b], a, relu=True),
+}
+
+
+@pytest.mark.parametrize("op", UNARY)
+def test_each_unary_op_at_special_values(op):
+    f = UNARY[op]
+    for x in SPECIALS:
+        fn = lambda a, f=f: f(a) * a  # noqa: E731 (the op's output used again downstream)
+        assert_same(compile_at(fn, [x])([x]), interpreted(fn, [x]))
+
+
+@pytest.mark.parametrize("op", BINARY)
+def test_each_binary_op_at_special_values(op):
+    f = BINARY[op]
+    compiled_once = compile_at(lambda a, b: f(a, b) * b, [0.5, 2.0])
+    for x in SPECIALS:
+        for y in SPECIALS:
+            fn = lambda a, b: f(a, b) * b  # noqa: E731
+            assert_same(compile_at(fn, [x, y])([x, y]), interpreted(fn, [x, y]))
+            # compiled at other numbers: the relu branches and specials follow the data
+            assert_same(compiled_once([x, y]), interpreted(fn, [x, y]))
+
+
+# ------------------------------------------------------------------ random graphs
+_OPS = [*UNARY.values(), *BINARY.values()]
+
+
+@st.composite
+def programs(draw, max_steps: int = 12):
+    n_inputs = draw(st.integers(1, 4))
+    steps = draw(
+        st.lists(
+            st.tuples(st.integers(0, len(_OPS) - 1), st.integers(0, 99), st.integers(0, 99)),
+            min_size=1,
+            max_size=max_steps,
+        )
+    )
+    number = st.one_of(st.floats(-4.0, 4.0), st.sampled_from(SPECIALS), st.floats(allow_nan=True))
+    traced = draw(st.lists(number, min_size=n_inputs, max_size=n_inputs))
+    other = draw(st.lists(number, min_size=n_inputs, max_size=n_inputs))
+    tail = draw(st.integers(1, 3))
+    return steps, tail, traced, other
+
+
+def build(steps, tail):
+    """The program as a function of its inputs: each step applies an op to earlier nodes
+    chosen by index (so nodes are reused on several paths); the loss sums the last few."""
+
+    def fn(*xs):
+        nodes = list(xs)
+        for op, i, j in steps:
+            f = _OPS[op]
+            a, b = nodes[i % len(nodes)], nodes[j % len(nodes)]
+            nodes.append(f(a) if f in UNARY.values() else f(a, b))
+        return sum_values(nodes[-tail:]) if tail > 1 else nodes[-1]
+
+    return fn
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_random_graphs_bit_for_bit(program):
+    steps, tail, traced, other = program
+    fn = build(steps, tail)
+    cf = compile_at(fn, traced)
+    assert_same(cf(traced), interpreted(fn, traced))
+    assert_same(cf(other), interpreted(fn, other))
+
+
+@pytest.mark.slow
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(max_steps=40))
+def test_random_graphs_bit_for_bit_many(program):
+    steps, tail, traced, other = program
+    fn = build(steps, tail)
+    cf = compile_at(fn, traced)
+    assert_same(cf(traced), interpreted(fn, traced))
+    assert_same(cf(other), interpreted(fn, other))
+
+
+# ------------------------------------------------------------------ against torch
+def expression(a, b, c):
+    """One function for Values and torch tensors alike."""
+    h = (a * b + c).tanh() * a + (b * b + 0.5) ** 0.5 - a / (c * c + 1.0)
+    return (h.relu() + (a * c).sigmoid() + (b * b + 1.0).log() + (a * 0.3).exp()) * h
+
+
+def test_matches_torch_to_1e_12():
+    rng = random.Random(3)
+    for _ in range(20):
+        data = [rng.uniform(-2.0, 2.0) for _ in range(3)]
+        loss, grads = compile_at(expression, [1.0, 2.0, 3.0])(data)
+        ts = [torch.tensor(d, dtype=torch.float64, requires_grad=True) for d in data]
+        out = expression(*ts)
+        out.backward()
+        assert abs(loss - out.item()) <= 1e-12 * max(1.0, abs(out.item()))
+        for g, t in zip(grads, ts):
+            assert abs(g - t.grad.item()) <= 1e-12 * max(1.0, abs(t.grad.item()))
+
+
+# ------------------------------------------------------------------ training
+def _train(n_points: int, sizes: list[int], steps: int, use_compiled: bool) -> list[float]:
+    rng = random.Random(0)
+    X = [[rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5)] for _ in range(n_points)]
+    y = [1.0 if x0 * x1 > 0 else -1.0 for x0, x1 in X]
+    model = MLP(2, sizes, seed=1)
+    params = model.parameters()
+
+    def loss_fn(*_):
+        scores = [model(x) for x in X]
+        data = losses.svm_loss(scores, y)
+        return data + 1e-4 * Value.dot(params, params)
+
+    cf = compiled(loss_fn, params) if use_compiled else None
+    curve = []
+    for k in range(steps):
+        if cf is not None:
+            loss, grads = cf([p.data for p in params])
+        else:
+            out = loss_fn()
+            model.zero_grad()
+            out.backward()
+            loss, grads = out.data, [p.grad for p in params]
+        lr = 1.0 - 0.9 * k / steps
+        for p, g in zip(params, grads):
+            p.data -= lr * g
+        curve.append(loss)
+    return curve
+
+
+def _assert_same_curves(a: list[float], b: list[float]) -> None:
+    assert len(a) == len(b)
+    for k, (x, y) in enumerate(zip(a, b)):
+        assert same(x, y), f"step {k}: compiled {x!r}, interpreter {y!r}"
+
+
+def test_compiled_training_gives_the_interpreters_losses():
+    _assert_same_curves(_train(20, [6, 6, 1], 100, True), _train(20, [6, 6, 1], 100, False))
+
+
+@pytest.mark.slow
+def test_compiled_moons_training_100_steps_bit_for_bit():
+    _assert_same_curves(_train(100, [16, 16, 1], 100, True), _train(100, [16, 16, 1], 100, False))
+
+
+# ------------------------------------------------------------------ guards and refusals
+def test_a_comparison_is_a_guard_and_a_failed_guard_runs_the_interpreter(capsys):
+    def fn(a, b):
+        return a * b if a > b else a + b * b
+
+    cf = compile_at(fn, [3.0, 1.0])
+    assert cf.guards == 1
+    assert_same(cf([5.0, 2.0]), interpreted(fn, [5.0, 2.0]))
+    assert cf.fallbacks == 0
+    assert_same(cf([1.0, 2.0]), interpreted(fn, [1.0, 2.0]))  # the other branch
+    assert cf.fallbacks == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "guard failed" in err
+    assert_same(cf([1.0, 4.0]), interpreted(fn, [1.0, 4.0]))
+    assert cf.fallbacks == 2 and capsys.readouterr().err == ""  # the note once
+
+
+def test_fallback_leaves_the_example_inputs_as_they_were():
+    a, b = Value(3.0), Value(1.0)
+    a.grad = 7.0
+    cf = compiled(lambda a, b: a * b if a > b else a - b, [a, b])
+    cf([0.0, 2.0])
+    assert (a.data, a.grad, b.data, b.grad) == (3.0, 7.0, 1.0, 0.0)
+
+
+def test_reading_data_that_depends_on_the_inputs_is_refused():
+    with pytest.raises(CompileError, match=r"reads \.data .*losses\.py:\d+"):
+        compile_at(lambda z: losses.binary_cross_entropy_with_logits([z], [1.0]), [0.3])
+
+
+def test_reading_a_constants_data_is_fine():
+    c = Value(2.0)
+    cf = compile_at(lambda a: a * c.data, [1.5])
+    assert_same(cf([4.0]), (8.0, [2.0]))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: compiled(lambda a: a * a, [Value(1.0)], create_graph=True), "create_graph"),
+        (lambda: compiled(lambda a: a, [1.0]), "input 0 is float 1.0, not a Value"),
+        (lambda: compiled(lambda a: a, [Value(1.0) * 2]), "input 0 was computed"),
+        (lambda: compiled(lambda a: "x", [Value(1.0)]), "must return a Value"),
+        (lambda: compiled(lambda a: a, Value(1.0)), "must be a list"),
+    ],
+)
+def test_refusals_are_one_line(call, message):
+    with pytest.raises(CompileError, match=message) as err:
+        call()
+    assert "\n" not in str(err.value)
+
+
+def test_an_op_made_by_hand_is_refused():
+    a = Value(1.0)
+    with pytest.raises(CompileError, match="op 'spy' has no source"):
+        compiled(lambda a: Value(2.0, (a,), "spy", lambda g, out, a: (g,)), [a])
+
+
+def test_wrong_number_of_inputs_is_refused():
+    cf = compile_at(lambda a, b: a * b, [1.0, 2.0])
+    with pytest.raises(ValueError, match="2 inputs expected, got 1"):
+        cf([1.0])
+
+
+def test_several_outputs_return_the_loss_first_and_differentiate_the_loss():
+    def fn(a, b):
+        s = a * b
+        return [s.tanh(), s, b.exp()]  # b.exp() is not on the loss's graph
+
+    (loss, s, e), grads = compile_at(fn, [0.5, 2.0])([0.3, -1.2])
+    want_loss, want_grads = interpreted(lambda a, b: (a * b).tanh(), [0.3, -1.2])
+    assert same(loss, want_loss) and same(s, 0.3 * -1.2) and same(e, math.exp(-1.2))
+    assert all(same(g, w) for g, w in zip(grads, want_grads))
+
+
+# ------------------------------------------------------------------ the emitted source
+def test_the_emitted_source_is_the_hand_written_backward():
+    source = compile_at(lambda a, b, c: (a * b + c).tanh() * 2.0, [1.0, 2.0, 3.0]).source
+    body = [line.strip() for line in source.splitlines()]
+    for line in [
+        "v3 = v0 * v1",
+        "v4 = v3 + v2",
+        "v5 = _tanh(v4)",
+        "v6 = v5 * 2.0",
+        "g7 = (1.0 - v5 * v5) * 2.0",  # the root's 1.0 times the constant 2.0, then tanh's rule
+        "g8 = 0.0 + g7 * v1",  # + and the product pass g7 on: a's grad starts at 0.0
+        "g9 = 0.0 + g7 * v0",
+        "g10 = 0.0 + g7",
+        "return v6, [g8, g9, g10]",
+    ]:
+        assert line in body, f"{line!r} not in\n{source}"
+
+
+def test_a_gradient_used_on_several_paths_is_one_sum():
+    source = compile_at(lambda a: a * a + a, [1.0]).source
+    assert "g3 = 0.0 + 1.0 + 1.0 * v0 + 1.0 * v0" in source
+
+
+# ------------------------------------------------------------------ size
+def _wide_graph(n: int):
+    """About n nodes: a chain with shared values, every op kind along it."""
+
+    def fn(a, b):
+        h = a
+        nodes = []
+        for i in range(n // 4):
+            h = (h * b + 0.001 * i).tanh() + a
+            nodes.append(h.relu())
+        return sum_values(nodes)
+
+    return fn
+
+
+@pytest.mark.slow
+def test_a_20000_node_graph_compiles_in_parts_and_is_exact():
+    fn = _wide_graph(20_000)
+    cf = compile_at(fn, [0.3, 0.9])
+    assert cf.nodes >= 20_000
+    assert cf.source.count("def part") >= 2
+    assert_same(cf([0.2, -0.7]), interpreted(fn, [0.2, -0.7]))
+
+
+def test_a_graph_of_several_parts_is_exact(monkeypatch):
+    from modelwright_autograd.scalar import compiler
+
+    monkeypatch.setattr(compiler, "CHUNK", 7)
+    fn = _wide_graph(200)
+    cf = compile_at(fn, [0.3, 0.9])
+    assert cf.source.count("def part") > 10
+    assert_same(cf([0.2, -0.7]), interpreted(fn, [0.2, -0.7]))
