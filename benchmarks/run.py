@@ -1,6 +1,7 @@
 """The benchmark runner: ``python -m benchmarks`` or ``python benchmarks/run.py``.
 
-Runs the sections in order (scalar vs micrograd, graph scale, tensor engine), prints the
+Runs the sections in order (scalar vs micrograd, the compiled path, graph scale, tensor
+engine), prints the
 Markdown report on stdout (progress goes to stderr) and writes every figure to a JSON
 file, atomically. Targets that are missed are marked MISS; they never fail the run.
 """
@@ -17,12 +18,17 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks import graph_scale, report, scalar, targets, tensor_engine
+from benchmarks import compiled, graph_scale, report, scalar, targets, tensor_engine
 from benchmarks.common import Sizes, log, write_json_atomic
 from benchmarks.machine import load_average, machine_facts
 
 DEFAULT_JSON = Path(__file__).resolve().parent / "results" / "latest.json"
-SECTIONS = {"scalar": scalar.run, "graph": graph_scale.run, "tensor": tensor_engine.run}
+SECTIONS = {
+    "scalar": scalar.run,
+    "compiled": compiled.run,
+    "graph": graph_scale.run,
+    "tensor": tensor_engine.run,
+}
 
 
 def _positive(text: str) -> int:

@@ -82,6 +82,7 @@ def evaluate(sections: dict[str, Any]) -> list[dict[str, Any]]:
                 1.1,
             ),
         ]
+    checks += _compiled_targets(sections.get("compiled"))
     graph = sections.get("graph")
     if graph:
         rows = graph["rows"]
@@ -134,3 +135,31 @@ def evaluate(sections: dict[str, Any]) -> list[dict[str, Any]]:
             )
         )
     return checks
+
+
+def _compiled_targets(sec: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Issue 33's: the compiled demo step under 0.8x the floor, the interpreter's losses to
+    the bit, growth no steeper than the floor's, no more bytes per node than a Value."""
+    if not sec:
+        return []
+    row = _find(sec["rows"], engine="compiled")
+    sweep = sec["sweep"]
+    return [
+        _check("compiled demo: compiled / floor", row and row["ratio_vs_floor"], 0.8, unit="x"),
+        _check(
+            f"compiled demo: steps whose loss is not the interpreter's ({sec['steps']} steps)",
+            sec["steps_with_other_loss_than_interpreter"],
+            0,
+        ),
+        _check(
+            "compiled sweep: exponent of time vs nodes, compiled minus floor",
+            sweep["exponent_compiled"] - sweep["exponent_floor"],
+            0.05,
+        ),
+        _check(
+            "compiled: bytes kept per node, unfused demo graph (a Value: 112)",
+            sec["memory"]["unfused"]["compiled_bytes_per_node"],
+            112,
+            unit="B",
+        ),
+    ]

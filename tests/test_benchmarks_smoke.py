@@ -99,6 +99,22 @@ def test_smoke_sweep_covers_every_size_and_agrees_with_the_floor(
 
 
 @pytest.mark.slow
+def test_smoke_compiled_section_has_the_interpreters_losses(smoke: tuple[str, dict, Path]) -> None:
+    markdown, data, _ = smoke
+    sec = data["sections"]["compiled"]
+    engines = ["pure-Python floor", "interpreter (fused, loss helpers, collector paused)"]
+    assert [r["engine"] for r in sec["rows"]] == [*engines, "compiled"]
+    assert [row[0] for row in _table_rows(markdown, "## 1b.")] == [*engines, "compiled"]
+    assert sec["steps_with_other_loss_than_interpreter"] == 0 and sec["fallbacks"] == 0
+    assert sec["compile_seconds"] > 0 and sec["nodes"] > 0
+    for graph in ("fused", "unfused"):
+        assert sec["memory"][graph]["compiled_bytes_per_node"] > 0
+    config = data["config"]
+    sizes = [(p["samples"], p["width"]) for p in sec["sweep"]["points"]]
+    assert sizes == [(n, w) for n in config["sweep_samples"] for w in config["sweep_widths"]]
+
+
+@pytest.mark.slow
 def test_smoke_graph_section_has_every_graph(smoke: tuple[str, dict, Path]) -> None:
     markdown, data, _ = smoke
     rows = data["sections"]["graph"]["rows"]
@@ -148,7 +164,7 @@ def test_smoke_header_targets_and_atomic_json(smoke: tuple[str, dict, Path]) -> 
     assert "threadpoolctl: kernel" in markdown and "SMOKE sizes" in markdown
     assert data["machine"]["blas"]["threads"] >= 1
     assert {c["status"] for c in data["targets"]} <= {"PASS", "MISS", "n/a"}
-    assert len(data["targets"]) == len(_table_rows(markdown, "## Targets")) == 18
+    assert len(data["targets"]) == len(_table_rows(markdown, "## Targets")) == 22
     assert sorted(p.name for p in out.parent.iterdir()) == ["smoke.json"]  # no temp left
 
 

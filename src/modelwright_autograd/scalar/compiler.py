@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 import sys
+import zlib
 from collections.abc import Callable, Sequence
 from itertools import count
 from typing import Any
@@ -131,14 +132,22 @@ class Compiled:
     ) -> None:
         self.fn = fn
         self.inputs = inputs
-        self.source = source
+        self._source = zlib.compress(source.encode(), 1)  # a tenth of the size, kept to print
         self.nodes = nodes
         self.guards = guards
         self.many = many
         self.fallbacks = 0
         namespace = dict(NAMESPACE)
         exec(compile(source, "<compiled scalar graph>", "exec"), namespace)
+        for name, part in namespace.items():
+            if name.startswith("part"):  # the table of line and column numbers: half the
+                part.__code__ = part.__code__.replace(co_linetable=b"")  # memory, unused
         self._run: Callable[[list[float]], Any] = namespace["run"]
+
+    @property
+    def source(self) -> str:
+        """The emitted code: the functions ``part0``, ... and ``run``."""
+        return zlib.decompress(self._source).decode()
 
     def __call__(self, inputs: Sequence[float]) -> tuple[float | list[float], list[float]]:
         if len(inputs) != len(self.inputs):
