@@ -12,6 +12,7 @@ examples:
   modelwright-autograd explain "tanh(w*x + b)" w=-3 x=2 b=6.88 --graph neuron.svg
   modelwright-autograd explain "tanh(a*b + c) * a" a=2 b=-0.5 c=0.3 --html page.html
   modelwright-autograd explain "a*a + a" a=3 --json
+  modelwright-autograd explain "tanh(a*b + c) * a" a=2 b=-0.5 c=0.3 --compiled
   modelwright-autograd explain -- "-a*b" a=2 b=3     (an expression starting with '-')
 """
 
@@ -54,6 +55,12 @@ def add_explain(subparsers: Subparsers) -> None:
         "--html",
         metavar="PAGE",
         help="also write PAGE (.html): a self-contained page that steps through the pass",
+    )
+    parser.add_argument(
+        "--compiled",
+        action="store_true",
+        help="print the expression's graph written out as straight-line Python, forward and "
+        "backward, as the compiler emits it (docs/performance.md), instead of the narration",
     )
     parser.add_argument(
         "--torch",

@@ -109,6 +109,14 @@ def add_train(subparsers: Subparsers) -> None:
         help="scalar (Value graph) or tensor (NumPy arrays); default scalar, digits needs tensor",
     )
     p.add_argument(
+        "--compile",
+        action="store_true",
+        default=None,
+        help="write the scalar engine's full-batch step out as straight-line Python once, "
+        "then train through it: the same losses, bit for bit, in a fraction of the time "
+        "(svm or mse loss; docs/performance.md)",
+    )
+    p.add_argument(
         "--out",
         type=file_path,
         metavar="DIR",

@@ -13,6 +13,8 @@ from ..checks import shown_path
 from ..files import check_writable
 from ..graph import topological_order
 from ..printing import emit
+from ..scalar.compiler import CompileError, compiled
+from ..scalar.engine import Value
 from .expr import ExpressionError, parse_assignments, parse_expression
 from .narrate import explain
 from .page import write_page
@@ -34,6 +36,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.torch and args.json:
         print(f"{_PROG} --torch prints text; use it without --json", file=sys.stderr)
+        return 2
+    if args.compiled and (args.json or args.torch):
+        print(f"{_PROG} --compiled prints code; use it without --json and --torch",
+              file=sys.stderr)  # fmt: skip
         return 2
     if args.torch:
         try:
@@ -57,7 +63,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"{_PROG} {e}", file=sys.stderr)
         return 2
     trace = explain(out, variables)
-    texts = [trace.to_json() if args.json else trace.to_text()]
+    if args.compiled:
+        try:
+            texts = [compiled_source(args.expression, variables)]
+        except CompileError as e:
+            print(f"{_PROG} {e}", file=sys.stderr)
+            return 2
+    else:
+        texts = [trace.to_json() if args.json else trace.to_text()]
     if args.torch:
         texts.append("\n" + torch_view(trace))
     if emit(texts):
@@ -80,6 +93,22 @@ def run(args: argparse.Namespace) -> int:
             return 1
         print(f"page written to {shown_path(args.html)}", file=sys.stderr)
     return 0
+
+
+def compiled_source(expression: str, variables: dict[str, Value]) -> str:
+    """The expression's graph written out as Python by the compiler (scalar/compiler.py),
+    with a header naming the inputs."""
+    names = list(variables)
+    program = compiled(
+        lambda *values: parse_expression(expression, dict(zip(names, values))),
+        list(variables.values()),
+    )
+    inputs = ", ".join(names)
+    return (
+        f"# {expression} written out as Python, forward and backward (scalar/compiler.py).\n"
+        f"# run([{inputs}]) returns (value, [{', '.join(f'd/d{n}' for n in names)}]).\n\n"
+        + program.source
+    )
 
 
 def _write(write: Callable[[], Path], path: str) -> Path | None:

@@ -118,7 +118,17 @@ TRAINING_DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 #: The train options that only the 2-D and digits models take.
-_CLASSIC_OPTIONS = ("samples", "noise", "hidden", "activation", "loss", "optimizer", "l2", "engine")
+_CLASSIC_OPTIONS = (
+    "samples",
+    "noise",
+    "hidden",
+    "activation",
+    "loss",
+    "optimizer",
+    "l2",
+    "engine",
+    "compile",
+)
 #: The train options that only the language models take.
 LM_OPTIONS = (
     "data",

@@ -7,6 +7,7 @@ score), ``TensorLearner`` a ``tensor_nn.MLP``; the loop only sees the ``Learner`
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 from ..data import Dataset
 from ..graph import no_grad
 from ..scalar import losses
+from ..scalar.compiler import compiled
 from ..scalar.engine import Value
 from ..scalar.nn import MLP
 from ..tensor import Tensor
@@ -67,12 +69,36 @@ class ScalarLearner:
         """The loss graph on a batch (data loss + l2 * sum of squared weights) and the
         predicted classes, with micrograd's arithmetic: one Value per score."""
         scores = [self.model(row) for row in X.tolist()]
-        loss = self._loss_fn(scores, self.targets(y))
+        loss = self._objective(scores, self.targets(y))
+        return loss, _classes([s.data for s in scores])
+
+    def _objective(self, scores: list[Value], targets: list[float]) -> Value:
+        loss = self._loss_fn(scores, targets)
         if self.l2:
             params = self.model.parameters()
             loss = loss + self.l2 * Value.dot(params, params)
-        predicted = np.fromiter((s.data > 0.0 for s in scores), dtype=np.int64, count=len(scores))
-        return loss, predicted
+        return loss
+
+    def compiled_step(self, X: np.ndarray, y: np.ndarray) -> Callable[[], tuple[float, np.ndarray]]:
+        """The batch's loss and gradient as one compiled function (scalar/compiler.py),
+        its numbers the same as ``forward`` and ``backward()`` give, bit for bit. Each call
+        sets every parameter's grad and returns the loss and the predicted classes."""
+        rows, targets = X.tolist(), self.targets(y)
+        params = self.parameters()
+
+        def loss_and_scores(*_: Value) -> list[Value]:
+            scores = [self.model(row) for row in rows]
+            return [self._objective(scores, targets), *scores]
+
+        step = compiled(loss_and_scores, params)
+
+        def run() -> tuple[float, np.ndarray]:
+            (loss, *scores), grads = step([p.data for p in params])
+            for p, g in zip(params, grads):
+                p.grad = g
+            return loss, _classes(scores)
+
+        return run
 
     def loss_value(self, loss: Value) -> float:
         return loss.data
@@ -84,6 +110,11 @@ class ScalarLearner:
         """The raw score of every row, without recording a graph."""
         with no_grad():
             return np.array([self.model(row).data for row in X.tolist()], dtype=np.float64)
+
+
+def _classes(scores: list[float]) -> np.ndarray:
+    """Class 1 where the score is positive."""
+    return np.fromiter((s > 0.0 for s in scores), dtype=np.int64, count=len(scores))
 
 
 class TensorLearner:

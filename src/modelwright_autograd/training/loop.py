@@ -53,12 +53,18 @@ def fit(learner: Learner, data: Dataset, config: TrainConfig, progress: Any) -> 
     history = History([], [], 0.0)
     learner.train(True)
     start = time.perf_counter()
+    compiled_step = None
+    if config.compile:  # one full batch: the same graph every step (settings.py checks)
+        compiled_step = learner.compiled_step(data.X_train, data.y_train)  # type: ignore[attr-defined]
     for step in range(config.steps):
         idx = next(batches)
         yb = data.y_train[idx]
         with collection_paused():  # the step builds no cycles: see collector.py
-            loss, predicted = learner.forward(data.X_train[idx], yb)
-            loss_value = learner.loss_value(loss)
+            if compiled_step is not None:  # the loss, and every parameter's grad set
+                loss, (loss_value, predicted) = None, compiled_step()
+            else:
+                loss, predicted = learner.forward(data.X_train[idx], yb)
+                loss_value = learner.loss_value(loss)
             if not math.isfinite(loss_value):
                 raise TrainingDiverged(
                     f"training diverged: the loss is {loss_value} at step {step}; "
@@ -67,8 +73,9 @@ def fit(learner: Learner, data: Dataset, config: TrainConfig, progress: Any) -> 
             accuracy = float(np.mean(predicted == yb))
             history.loss.append(loss_value)
             history.accuracy.append(accuracy)
-            optimizer.zero_grad()
-            loss.backward()
+            if loss is not None:
+                optimizer.zero_grad()
+                loss.backward()
             for group in optimizer.param_groups:
                 group["lr"] = config.lr_at(step)
             optimizer.step()

@@ -112,6 +112,7 @@ class TrainConfig:
     seed: int = 1337
     engine: str = "scalar"
     model: str = "mlp"  # "cnn": tensor_nn.CNN with ``hidden`` as its two channel counts
+    compile: bool = False  # the scalar step as one compiled function (scalar/compiler.py)
 
     @property
     def lr_decay(self) -> bool:
@@ -170,6 +171,8 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
         raise UsageError(
             "--loss", f"ce is for digits; {args.dataset} has two classes (use {binary})"
         )
+    if args.compile:
+        _check_compile(args, digits)
     optimizer = args.optimizer or ("adam" if digits else "sgd")
     loss = args.loss or ("ce" if digits else "svm")
     config = TrainConfig(
@@ -191,9 +194,22 @@ def resolve_config(args: argparse.Namespace) -> TrainConfig:
         seed=args.seed,
         engine=args.engine or ("tensor" if digits else "scalar"),
         model=model,
+        compile=bool(args.compile),
     )
     check_work(config)
     return config
+
+
+def _check_compile(args: argparse.Namespace, digits: bool) -> None:
+    """--compile writes out the scalar engine's one full-batch graph (scalar/compiler.py)."""
+    if digits or args.engine == "tensor":
+        raise UsageError("--compile", "compiles the scalar engine's graph: use --engine scalar")
+    if args.batch_size is not None:
+        raise UsageError("--compile", "compiles one full-batch graph: drop --batch-size")
+    if args.loss == "bce":
+        raise UsageError(
+            "--compile", "bce reads the scores' numbers to choose its formula: use svm or mse"
+        )
 
 
 def _lr_family(dataset: str, loss: str, model: str) -> str:
