@@ -289,7 +289,7 @@ class _Writer:
     def _new(self, prefix: str) -> str:
         return f"{prefix}{next(self.fresh)}"
 
-    def _emit_sum(self, target: str, terms: list[str], reads: list[str]) -> None:
+    def _emit_sum(self, target: str, terms: list[str]) -> None:
         """target = t1 + t2 + ..., left to right, TERMS to a statement."""
         first = True
         for start in range(0, len(terms), TERMS):
@@ -297,7 +297,7 @@ class _Writer:
             if not first:
                 part = [target, *part]
             self.statements.append(
-                (f"{target} = {' + '.join(part)}", target, reads if first else [target, *reads])
+                (f"{target} = {' + '.join(part)}", target, _NAME.findall(" ".join(part)))
             )
             first = False
 
@@ -312,12 +312,11 @@ class _Writer:
                 "ops compile)"
             )
         args = [self.names[id(p)] for p in node._prev]
-        reads = [a for a in args if a[0] == "v"]
         name = self._new("v")
         expr = source.forward(*args)
         terms = expr if isinstance(expr, list) else [expr]
         pre = self._new("t") if source.relu else name
-        self._emit_sum(pre, terms, reads)
+        self._emit_sum(pre, terms)
         if source.relu:
             relu = engine._relu_backward.source
             self.statements.append((f"{name} = {relu.forward(pre)}", name, [pre]))
@@ -328,12 +327,11 @@ class _Writer:
         runs, in ``backward()``'s order (so in its order of addition)."""
         self.statements.append(("# backward", None, []))
         terms: dict[int, list[str]] = {id(loss): ["1.0"]}
-        reads: dict[int, list[str]] = {id(loss): []}
         order = engine._interior_order(loss) if id(loss) in varying else []
         for node in reversed(order):
             if id(node) not in varying or not node._prev:  # a constant, or a leaf root
                 continue
-            g = self._gradient(terms.pop(id(node), ["0.0"]), reads.pop(id(node), []))
+            g = self._gradient(terms.pop(id(node), ["0.0"]))
             source = source_of(node)
             out = self.names[id(node)]
             if source.relu:
@@ -350,18 +348,17 @@ class _Writer:
                 term = self._term(grad if isinstance(grad, Grad) else Grad(grad))
                 if term is not None:
                     terms.setdefault(id(p), []).append(term)
-                    reads.setdefault(id(p), []).extend(_NAME.findall(term))
         grads = []
         for v in inputs:
             if id(v) not in terms:
                 grads.append("0.0")
                 continue
             g = self._new("g")
-            self._emit_sum(g, ["0.0", *terms[id(v)]], reads[id(v)])  # a leaf's grad starts at 0.0
+            self._emit_sum(g, ["0.0", *terms[id(v)]])  # a leaf's grad starts at 0.0
             grads.append(g)
         return grads
 
-    def _gradient(self, terms: list[str], reads: list[str]) -> str:
+    def _gradient(self, terms: list[str]) -> str:
         """A node's gradient: the sum of its terms in a new variable, or the one term itself
         when it is a name or a number (one use, no arithmetic)."""
         if len(terms) == 1 and _NAME.fullmatch(terms[0]):
@@ -369,7 +366,7 @@ class _Writer:
         if len(terms) == 1 and not _has_name(terms[0]):
             return _folded(terms[0])
         g = self._new("g")
-        self._emit_sum(g, terms, reads)
+        self._emit_sum(g, terms)
         return g
 
     def _term(self, grad: Grad) -> str | None:
