@@ -11,7 +11,6 @@ CPU time; the compiled loss curve must equal the interpreter's bit for bit.
 from __future__ import annotations
 
 import gc
-import itertools
 import time
 import tracemalloc
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from .scalar import (
     ours_loss,
     ours_model,
     sgd_stepper,
+    sweep_workloads,
 )
 from .scalar import interleaved_steps as interleaved
 
@@ -141,40 +141,29 @@ def run(sizes: Sizes) -> dict[str, Any]:
 def sweep(sizes: Sizes) -> dict[str, Any]:
     """Compiled against the floor over sample counts and widths (section 1's sweep), and
     the exponent of time against nodes for each."""
-    import random
-
-    from sklearn.datasets import make_moons
-
-    X_all, y_all = make_moons(n_samples=max(sizes.sweep_samples), noise=0.1, random_state=0)
-    rng = random.Random(1337)
     points = []
-    for n in sizes.sweep_samples:
-        X = X_all[:n].tolist()
-        y = [float(v) * 2.0 - 1.0 for v in y_all[:n]]
-        for width in sizes.sweep_widths:
-            shape = (2, width, width, 1)
-            n_params = sum((a + 1) * b for a, b in itertools.pairwise(shape))
-            weights = [rng.uniform(-1.0, 1.0) for _ in range(n_params)]
-            model = ours_model(weights, True, shape)
-            cf, seconds = compile_model(model, X, y)
-            steppers = {
-                FLOOR: floor_stepper(weights, shape, X, y),
-                COMPILED: compiled_stepper(cf, model),
+    for n, width, X, y, weights in sweep_workloads(sizes):
+        shape = (2, width, width, 1)
+        model = ours_model(weights, True, shape)
+        cf, seconds = compile_model(model, X, y)
+        steppers = {
+            FLOOR: floor_stepper(weights, shape, X, y),
+            COMPILED: compiled_stepper(cf, model),
+        }
+        log(f"compiled: sweep n={n} width={width}, {sizes.sweep_rounds} interleaved steps")
+        times, _ = interleaved(steppers, sizes.sweep_rounds)
+        ours, floor = summarize(times[COMPILED]), summarize(times[FLOOR])
+        points.append(
+            {
+                "samples": n,
+                "width": width,
+                "nodes": cf.nodes,
+                "compile_seconds": seconds,
+                "compiled_seconds": ours,
+                "floor_seconds": floor,
+                "ratio_vs_floor": ours["median"] / floor["median"],
             }
-            log(f"compiled: sweep n={n} width={width}, {sizes.sweep_rounds} interleaved steps")
-            times, _ = interleaved(steppers, sizes.sweep_rounds)
-            ours, floor = summarize(times[COMPILED]), summarize(times[FLOOR])
-            points.append(
-                {
-                    "samples": n,
-                    "width": width,
-                    "nodes": cf.nodes,
-                    "compile_seconds": seconds,
-                    "compiled_seconds": ours,
-                    "floor_seconds": floor,
-                    "ratio_vs_floor": ours["median"] / floor["median"],
-                }
-            )
+        )
     return {
         "points": points,
         "exponent_compiled": _growth_exponent(points, "compiled_seconds"),

@@ -16,7 +16,7 @@ import math
 import random
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -313,38 +313,29 @@ def sweep(sizes: Sizes) -> dict[str, Any]:
     """The fast path (fused, loss helpers, collector paused) against the floor over sample
     counts and widths (MLP 2-w-w-1 on the first n of 400 noisy moons), and how time grows
     with the graph: the exponent b of a least-squares fit time = a * nodes**b."""
-    from sklearn.datasets import make_moons
-
-    X_all, y_all = make_moons(n_samples=max(sizes.sweep_samples), noise=0.1, random_state=0)
-    rng = random.Random(DEMO_SEED)
     points = []
-    for n in sizes.sweep_samples:
-        X = X_all[:n].tolist()
-        y = [float(v) * 2.0 - 1.0 for v in y_all[:n]]
-        for width in sizes.sweep_widths:
-            shape = (2, width, width, 1)
-            n_params = sum((a + 1) * b for a, b in itertools.pairwise(shape))
-            weights = [rng.uniform(-1.0, 1.0) for _ in range(n_params)]
-            model = ours_model(weights, True, shape)
-            steppers = {
-                FLOOR: floor_stepper(weights, shape, X, y),
-                "ours": sgd_stepper(model, ours_loss, X, y, True),
+    for n, width, X, y, weights in sweep_workloads(sizes):
+        shape = (2, width, width, 1)
+        model = ours_model(weights, True, shape)
+        steppers = {
+            FLOOR: floor_stepper(weights, shape, X, y),
+            "ours": sgd_stepper(model, ours_loss, X, y, True),
+        }
+        log(f"scalar: sweep n={n} width={width}, {sizes.sweep_rounds} interleaved steps")
+        times, curves = interleaved_steps(steppers, sizes.sweep_rounds)
+        nodes = len(topological_order(ours_loss(model, X, y)))
+        ours, floor = summarize(times["ours"]), summarize(times[FLOOR])
+        points.append(
+            {
+                "samples": n,
+                "width": width,
+                "nodes": nodes,
+                "ours_seconds": ours,
+                "floor_seconds": floor,
+                "ratio_vs_floor": ours["median"] / floor["median"],
+                "max_abs_loss_diff": max_abs_diff(curves["ours"], curves[FLOOR]),
             }
-            log(f"scalar: sweep n={n} width={width}, {sizes.sweep_rounds} interleaved steps")
-            times, curves = interleaved_steps(steppers, sizes.sweep_rounds)
-            nodes = len(topological_order(ours_loss(model, X, y)))
-            ours, floor = summarize(times["ours"]), summarize(times[FLOOR])
-            points.append(
-                {
-                    "samples": n,
-                    "width": width,
-                    "nodes": nodes,
-                    "ours_seconds": ours,
-                    "floor_seconds": floor,
-                    "ratio_vs_floor": ours["median"] / floor["median"],
-                    "max_abs_loss_diff": max_abs_diff(curves["ours"], curves[FLOOR]),
-                }
-            )
+        )
     fit = {
         name: _growth_exponent(points, key)
         for name, key in (("ours", "ours_seconds"), ("floor", "floor_seconds"))
@@ -355,6 +346,24 @@ def sweep(sizes: Sizes) -> dict[str, Any]:
         "exponent_floor": fit["floor"],
         "max_ratio_vs_floor": max(p["ratio_vs_floor"] for p in points),
     }
+
+
+def sweep_workloads(
+    sizes: Sizes,
+) -> Iterator[tuple[int, int, list[list[float]], list[float], list[float]]]:
+    """The sweep's points: (samples n, width, X, y, starting weights) for MLP 2-w-w-1 on
+    the first n of the noisy moons, weights drawn from one seeded generator in order."""
+    from sklearn.datasets import make_moons
+
+    X_all, y_all = make_moons(n_samples=max(sizes.sweep_samples), noise=0.1, random_state=0)
+    rng = random.Random(DEMO_SEED)
+    for n in sizes.sweep_samples:
+        X = X_all[:n].tolist()
+        y = [float(v) * 2.0 - 1.0 for v in y_all[:n]]
+        for width in sizes.sweep_widths:
+            shape = (2, width, width, 1)
+            n_params = sum((a + 1) * b for a, b in itertools.pairwise(shape))
+            yield n, width, X, y, [rng.uniform(-1.0, 1.0) for _ in range(n_params)]
 
 
 def _growth_exponent(points: list[dict[str, Any]], key: str) -> float:

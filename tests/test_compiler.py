@@ -129,25 +129,26 @@ def build(steps, tail):
     return fn
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(programs())
-def test_random_graphs_bit_for_bit(program):
+def check_program(program) -> None:
+    """Compiled at the traced numbers, run there and at other numbers: the interpreter's."""
     steps, tail, traced, other = program
     fn = build(steps, tail)
     cf = compile_at(fn, traced)
     assert_same(cf(traced), interpreted(fn, traced))
     assert_same(cf(other), interpreted(fn, other))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs())
+def test_random_graphs_bit_for_bit(program):
+    check_program(program)
 
 
 @pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(max_steps=40))
 def test_random_graphs_bit_for_bit_many(program):
-    steps, tail, traced, other = program
-    fn = build(steps, tail)
-    cf = compile_at(fn, traced)
-    assert_same(cf(traced), interpreted(fn, traced))
-    assert_same(cf(other), interpreted(fn, other))
+    check_program(program)
 
 
 # ------------------------------------------------------------------ against torch
