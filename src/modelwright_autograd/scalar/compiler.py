@@ -393,11 +393,11 @@ class _Writer:
                 slot_of.setdefault(n, len(slot_of))
         lines = []
         for i, chunk in enumerate(chunks):
-            lines.append(f"def part{i}(x):")
-            lines.extend(f"    {n} = x[{slot_of[n]}]" for n in sorted(imports[i], key=_order_key))
-            lines.extend(f"    {text}" for text, _, _ in chunk)
-            lines.extend(f"    x[{slot_of[n]}] = {n}" for n in sorted(exports[i], key=_order_key))
-            lines.append("")
+            body = [f"    {n} = x[{slot_of[n]}]" for n in sorted(imports[i], key=_order_key)]
+            body.extend(f"    {text}" for text, _, _ in chunk)
+            body.extend(f"    x[{slot_of[n]}] = {n}" for n in sorted(exports[i], key=_order_key))
+            text = "\n".join(body)
+            lines += [f"def part{i}(x):", text if len(chunks) == 1 else _renamed(text), ""]
         lines += [
             "def run(x):",
             f'    """{self.nodes} nodes: (loss, grads), or False when a guard fails."""',
@@ -417,6 +417,22 @@ class _Writer:
 
 
 _NAME = re.compile(r"\b[vgdt]\d+\b")
+
+
+def _renamed(text: str) -> str:
+    """A part's code with its variables numbered from 0 in order of appearance: every part
+    then uses the same names, which CPython keeps once (a name is a str of about 55 bytes,
+    two a node), instead of each part having names of its own."""
+    local: dict[str, str] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        name = match.group()
+        new = local.get(name)
+        if new is None:
+            new = local[name] = f"{name[0]}{len(local)}"
+        return new
+
+    return _NAME.sub(rename, text)
 
 
 def _has_name(expr: str) -> bool:
