@@ -45,8 +45,15 @@ NAMESPACE: dict[str, Any] = {
     "_nan": math.nan,
 }
 
-_COMPARISONS = {"__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">=", "__eq__": "=="}
-_COMPARISONS["__ne__"] = "!="
+#: Value's comparisons, recorded as guards while ``fn`` runs.
+_COMPARISONS = {
+    "__lt__": "<",
+    "__le__": "<=",
+    "__gt__": ">",
+    "__ge__": ">=",
+    "__eq__": "==",
+    "__ne__": "!=",
+}
 
 
 class CompileError(ValueError):
