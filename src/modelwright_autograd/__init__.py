@@ -5,7 +5,8 @@ engine over NumPy arrays (its nets in ``tensor_nn``, its losses in ``functional`
 ``Adam`` and ``AdamW`` update anything with ``.data`` and ``.grad`` (``clip_grad_norm_``,
 ``LambdaLR`` and ``WarmupCosineLR`` as torch's); ``gradcheck`` compares gradients
 with finite differences (``gradgradcheck`` their derivatives); ``grad``, ``jacobian``,
-``hessian``, ``hvp`` and ``jvp`` are torch.autograd's functions; ``draw_graph`` and the
+``hessian``, ``hvp`` and ``jvp`` are torch.autograd's functions; ``compiled`` writes a
+scalar graph out once as straight-line Python, forward and backward; ``draw_graph`` and the
 ``explain`` module show a backward pass at work.
 
 Only the standard-library parts (the scalar engine, its nets, losses, optimisers and
