@@ -346,3 +346,17 @@ def test_a_graph_of_several_parts_is_exact(monkeypatch):
     cf = compile_at(fn, [0.3, 0.9])
     assert cf.source.count("def part") > 10
     assert_same(cf([0.2, -0.7]), interpreted(fn, [0.2, -0.7]))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a, b: a,  # the loss is an input: d a/d a = 1, b unused
+        lambda a, b: Value(2.0) * 3.0 + 1.0,  # no input reaches the loss: constants only
+        lambda a, b: (a * 0.0) ** 0 + b**0,  # a gradient that is never passed on (n = 0)
+        lambda a, b: (a - a) * (b / b),  # a node on two paths, divided by itself
+    ],
+)
+def test_edge_graphs_are_the_interpreters(fn):
+    for data in ([1.5, -2.0], [0.0, -0.0], [math.inf, math.nan]):
+        assert_same(compile_at(fn, [0.5, 0.25])(data), interpreted(fn, data))
