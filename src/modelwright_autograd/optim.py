@@ -293,6 +293,74 @@ class Adam(Optimizer):
     def _new_state(self, params: list[Any]) -> _AdamState:
         return _AdamState(params)
 
+    def state_dict(self) -> dict[str, Any]:
+        """torch's layout: ``{"state": {i: {"step", "exp_avg", "exp_avg_sq"}},
+        "param_groups": [{settings..., "params": [i, ...]}]}``, each parameter numbered
+        across the groups in order; a parameter that has taken no step has no entry. The
+        moments are copies (NumPy arrays; floats for Values); ``step`` is an int (torch: a
+        0-d float tensor)."""
+        state: dict[int, dict[str, Any]] = {}
+        groups = []
+        first = 0
+        for group, gs in zip(self.param_groups, self._states):
+            for i in range(len(gs.params)):
+                if gs.steps[i]:
+                    state[first + i] = {
+                        "step": gs.steps[i],
+                        "exp_avg": copy.copy(gs.m[i]),
+                        "exp_avg_sq": copy.copy(gs.v[i]),
+                    }
+            settings = {k: v for k, v in group.items() if k != "params"}
+            groups.append({**settings, "params": list(range(first, first + len(gs.params)))})
+            first += len(gs.params)
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Take the state ``state_dict()`` returned (of an optimiser over parameters of the
+        same groups and shapes): the moments, step counts and each group's settings. Every
+        check runs first: a ValueError names the fault and leaves this optimiser as it was."""
+        groups, state = state_dict.get("param_groups"), state_dict.get("state")
+        if not isinstance(groups, list) or not isinstance(state, dict):
+            raise ValueError("optimizer state_dict: needs 'state' and 'param_groups'")
+        sizes = [len(g["params"]) for g in self.param_groups]
+        theirs = [len(g.get("params", ())) for g in groups]
+        if theirs != sizes:
+            raise ValueError(
+                f"optimizer state_dict: its groups hold {theirs} parameters, this "
+                f"optimizer's {sizes}"
+            )
+        params = [p for g in self.param_groups for p in g["params"]]
+        loaded: dict[int, tuple[int, Any, Any]] = {}
+        for i, entry in state.items():
+            if not (isinstance(i, int) and 0 <= i < len(params)):
+                raise ValueError(f"optimizer state_dict: no parameter {i!r}")
+            step, m, v = entry.get("step"), entry.get("exp_avg"), entry.get("exp_avg_sq")
+            if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+                raise ValueError(f"optimizer state_dict: parameter {i} has step {step!r}")
+            shape = getattr(params[i].data, "shape", ())
+            for name, moment in (("exp_avg", m), ("exp_avg_sq", v)):
+                if getattr(moment, "shape", ()) != shape:
+                    raise ValueError(
+                        f"optimizer state_dict: parameter {i}'s {name} has shape "
+                        f"{getattr(moment, 'shape', ())}, the parameter {shape}"
+                    )
+            loaded[i] = (step, m, v)
+        new_groups = [
+            self._checked({**g, **{k: v for k, v in saved.items() if k != "params"}})
+            for g, saved in zip(self.param_groups, groups)
+        ]
+        first = 0
+        for k, gs in enumerate(self._states):
+            self.param_groups[k] = new_groups[k]
+            mine = [loaded.get(first + i, (0, None, None)) for i in range(len(gs.params))]
+            if gs.flat is not None and len({step for step, _, _ in mine}) > 1:
+                gs.unflatten()
+            for i, (step, m, v) in enumerate(mine):
+                gs.steps[i] = step
+                _assign(gs.m, i, m)
+                _assign(gs.v, i, v)
+            first += len(gs.params)
+
     def _update(self, group: dict[str, Any], state: _AdamState) -> None:
         if state.flat is not None:
             if all(p.grad is not None for p in state.params):
@@ -342,6 +410,18 @@ class Adam(Optimizer):
             buffer -= update
         else:
             flat.subtract_from(arrays, update)
+
+
+def _assign(moments: list[Any], i: int, value: Any) -> None:
+    """Set moment ``i`` (zero for None) in place when it is an array, so that a view into
+    the flat state stays one."""
+    current = moments[i]
+    if hasattr(current, "shape"):
+        current[...] = 0.0 if value is None else value
+    elif value is None:
+        moments[i] = 0.0
+    else:
+        moments[i] = copy.copy(value) if hasattr(value, "shape") else float(value)
 
 
 class AdamW(Adam):
