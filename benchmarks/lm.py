@@ -6,7 +6,9 @@ Sections (all by default, or name them):
   float32), one training iteration (forward, backward, clipping, AdamW) of ours and of the
   same GPT in PyTorch (benchmarks/lm_torch.py), with the same number of threads (BLAS for
   NumPy, intra-op for torch), interleaved; median seconds per iteration, tokens/s, and each
-  side's peak memory measured in a child process of its own.
+  side's peak memory measured in a child process of its own. ``--config shakespeare``
+  times nanoGPT's Shakespeare GPT instead (config/train_shakespeare_char.py: 6 layers, 6
+  heads, 384 wide, block 256, batch 64, dropout 0.2; 10.8M weights).
 * ``gpt``: the Shakespeare GPT trained 2,000 iterations per seed (nanoGPT's schedule), ours
   and torch's from the same initial weights on the same batches; the validation loss of
   each over the same 200 random batches (and the first 20, nanoGPT's figure).
@@ -39,6 +41,14 @@ from benchmarks.machine import load_average, machine_facts
 EVAL_BATCHES = 200  # the torch figure in issue 20 came from 200 validation batches
 NANOGPT_EVAL_BATCHES = 20  # nanoGPT's CPU command line: --eval_iters=20
 EVAL_SEED = 1234
+#: The GPTs ``speed`` can time: nanoGPT's CPU run (the CLI's defaults) and its Shakespeare
+#: configuration (config/train_shakespeare_char.py), as changes to the CLI's defaults.
+SPEED_CONFIGS: dict[str, dict[str, Any]] = {
+    "cpu": {},
+    "shakespeare": dict(
+        batch_size=64, model=dict(n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2)
+    ),
+}
 
 
 def _threads(n: int) -> Any:
@@ -81,7 +91,7 @@ def _settings(kind: str, corpus: Any, seed: int, steps: int | None = None, **mod
 
 
 # ---------------------------------------------------------------------- speed
-def _one_side(side: str, iters: int, threads: int, smoke: bool) -> dict[str, Any]:
+def _one_side(side: str, iters: int, threads: int, smoke: bool, config: str) -> dict[str, Any]:
     """Time ``iters`` training iterations of one side in this process (run as a child by
     ``speed``, so that its peak memory is its own)."""
     import torch
@@ -91,14 +101,17 @@ def _one_side(side: str, iters: int, threads: int, smoke: bool) -> dict[str, Any
     from modelwright_autograd.training import language as L
 
     limiter = _threads(threads)
-    corpus = _corpus("shakespeare")
-    settings = _settings("gpt", corpus, seed=1)
+    changes = SPEED_CONFIGS[config]
+    block = changes.get("model", {}).get("block_size", 64)
+    corpus = _corpus("shakespeare", block)
+    settings = _settings("gpt", corpus, seed=1, **changes.get("model", {}))
+    settings = replace(settings, batch_size=changes.get("batch_size", settings.batch_size))
     if smoke:
-        settings = replace(settings, model=replace(settings.model, n_layer=1, n_embd=32))
+        settings = replace(settings, model=replace(settings.model, n_layer=1, n_head=4, n_embd=32))
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     model = M.build(settings.model, seed=1)
     rng = np.random.default_rng(0)
-    batches = [L.C.text_batch(corpus.train, 64, settings.batch_size, rng) for _ in range(iters)]
+    batches = [L.C.text_batch(corpus.train, block, settings.batch_size, rng) for _ in range(iters)]
     times = []
     if side == "ours":
         from modelwright_autograd.optim import clip_grad_norm_
@@ -130,24 +143,25 @@ def _one_side(side: str, iters: int, threads: int, smoke: bool) -> dict[str, Any
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "seconds": times[1:] if len(times) > 1 else times,  # the first warms caches up
-        "tokens_per_iter": settings.batch_size * 64,
+        "tokens_per_iter": settings.batch_size * block,
         "peak_rss_mb": peak / 1024,
         "rss_growth_mb": (peak - baseline) / 1024,
     }
 
 
-def speed(iters: int, rounds: int, threads: int, smoke: bool) -> dict[str, Any]:
+def speed(iters: int, rounds: int, threads: int, smoke: bool, config: str) -> dict[str, Any]:
     """Each side in ``rounds`` child processes, alternating, ``iters`` iterations each."""
     runs: dict[str, list[dict[str, Any]]] = {"ours": [], "torch": []}
     for r in range(rounds):
         for side in ("ours", "torch") if r % 2 == 0 else ("torch", "ours"):
             log(f"speed: {side}, round {r + 1}/{rounds}")
             cmd = [sys.executable, "-m", "benchmarks.lm", "--child", side, "--iters", str(iters)]
-            cmd += ["--threads", str(threads)] + (["--smoke"] if smoke else [])
+            cmd += ["--threads", str(threads), "--config", config] + (["--smoke"] if smoke else [])
             env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads)}
             out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
             runs[side].append(json.loads(out.stdout))
     result: dict[str, Any] = {"threads": threads, "iters": iters, "rounds": rounds}
+    result["config"] = config
     for side, found in runs.items():
         seconds = [s for run in found for s in run["seconds"]]
         med = statistics.median(seconds)
@@ -318,7 +332,9 @@ def gpt_quality(seeds: list[int], steps: int | None, smoke: bool) -> dict[str, A
     for seed in seeds:
         settings = _settings("gpt", corpus, seed=seed, steps=steps)
         if smoke:
-            settings = replace(settings, model=replace(settings.model, n_layer=1, n_embd=32))
+            settings = replace(
+                settings, model=replace(settings.model, n_layer=1, n_head=4, n_embd=32)
+            )
         log(f"gpt: seed {seed}, {settings.steps} steps")
         runs.append(_train_both(settings, corpus, seed, ("ours", "torch")))
         log(f"gpt: seed {seed}: {json.dumps(runs[-1])}")
@@ -369,7 +385,8 @@ def report(results: dict[str, Any]) -> str:
         s = results["speed"]
         lines += [
             "",
-            f"## Speed: nanoGPT's CPU GPT, one training iteration, {s['threads']} thread(s)",
+            f"## Speed: nanoGPT's {s.get('config', 'cpu')} GPT, one training iteration, "
+            f"{s['threads']} thread(s)",
             "",
             "| | s/iteration (median, min-max) | tokens/s | peak RSS (MB) | growth (MB) |",
             "|---|---|---|---|---|",
@@ -422,6 +439,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--iters", type=int, default=12, help="speed: iterations per child")
     parser.add_argument("--rounds", type=int, default=4, help="speed: children per side")
+    parser.add_argument(
+        "--config",
+        choices=tuple(SPEED_CONFIGS),
+        default="cpu",
+        help="speed: nanoGPT's CPU GPT (0.8M weights, the default) or its Shakespeare GPT "
+        "(10.8M weights, batch 64 x 256)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--steps", type=int, help="gpt: iterations (default 2000)")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -438,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", choices=("ours", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(_one_side(args.child, args.iters, args.threads, args.smoke)))
+        print(json.dumps(_one_side(args.child, args.iters, args.threads, args.smoke, args.config)))
         return 0
     sections = args.sections or ["speed", "gpt", "names"]
     unknown = set(sections) - {"speed", "gpt", "names", "torch-curve"}
@@ -450,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         args.steps = args.steps or 6
     limiter = _threads(args.threads)
     if "speed" in sections:
-        results["speed"] = speed(args.iters, args.rounds, args.threads, args.smoke)
+        results["speed"] = speed(args.iters, args.rounds, args.threads, args.smoke, args.config)
     if "gpt" in sections:
         results["gpt"] = gpt_quality(args.seeds, args.steps, args.smoke)
     if "torch-curve" in sections:

@@ -69,7 +69,8 @@ def test_text_split_is_nanogpts():
 def test_a_tiny_run_of_each_model_end_to_end(tmp_path, capsys, model):
     dataset = "shakespeare" if model == "gpt" else "names"
     out = _train(tmp_path, "--dataset", dataset, "--model", model, *TINY[model])
-    assert sorted(p.name for p in out.iterdir()) == ["loss_curve.png", "metrics.json", "model.json"]
+    files = ["last.json", "loss_curve.png", "metrics.json", "model.json"]
+    assert sorted(p.name for p in out.iterdir()) == files
     metrics = json.loads((out / "metrics.json").read_text())
     split = "val" if model == "gpt" else "test"
     assert metrics["config"]["model"]["kind"] == model
@@ -151,7 +152,13 @@ def test_sample_refusals_are_one_line_exit_2(tmp_path, capsys):
     assert "'é'" in _usage_error(capsys, ["sample", str(out), "--prompt", "café"])
     big = str(L.MAX_SAMPLE_TOKENS + 1)
     assert "at most 100,000" in _usage_error(capsys, ["sample", str(out), "--tokens", big])
-    assert "only 65 tokens" in _usage_error(capsys, ["sample", str(out), "--top-k", "66"])
+    capsys.readouterr()
+    # --top-k above the vocabulary keeps every token, as nanoGPT's min(top_k, vocab_size)
+    for k in ("65", "1000"):
+        assert cli.main(["sample", str(out), "--top-k", k, "--tokens", "20", "--seed", "3"]) == 0
+        clamped = capsys.readouterr().out
+        assert cli.main(["sample", str(out), "--tokens", "20", "--seed", "3"]) == 0
+        assert clamped == capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

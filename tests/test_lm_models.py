@@ -91,6 +91,7 @@ def _settings(kind, corpus, steps=10, **changes):
         grad_clip=0.5 if gpt else 0.0,
         eval_interval=1000,
         eval_iters=1,
+        threads=1,
         seed=7,
         source=C.Source(None, "test", "0"),
         **changes,

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .checks import MAX_PARAMETERS, is_json_int, is_json_positive_int, shown_path
+from .checks import MAX_LM_PARAMETERS, MAX_PARAMETERS, is_json_int, is_json_positive_int, shown_path
 from .files import UnreadableFile, atomic_write, read_bounded, write_json
 from .lm.models import LanguageModel, LMArchitecture, state_dict_doc
 from .scalar.nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
@@ -43,13 +43,14 @@ _HEX_FLOAT = re.compile(r"-?(0x[0-9a-f]+(\.[0-9a-f]*)?p[+-]?[0-9]+|inf|nan)")
 #: The deepest this project trains has 3; a thousand loads in well under a second.
 MAX_LAYERS = 1_000
 #: The largest file a load reads: the longest float.hex (24 characters) with its quotes,
-#: comma, newline and indentation, for the most weights, plus a megabyte of the rest.
-MAX_FILE_BYTES = 48 * max(MAX_PARAMETERS.values()) + 2**20
+#: comma, newline and indentation, for the most weights, plus for a language model its
+#: optimiser's two moments in base64 (22 characters a float64 weight), plus a megabyte.
+MAX_FILE_BYTES = max(48 * max(MAX_PARAMETERS.values()), 70 * MAX_LM_PARAMETERS) + 2**20
 #: The most JSON values a load parses (bounded before parsing by the commas, brackets and
 #: braces, which over-count): one a weight, plus room for the names, shapes and metadata.
 #: Bounds the parsed document near 70 bytes a value whatever the file holds (95 MB of
 #: ``[],`` would otherwise become 2.4 GB of empty lists).
-MAX_JSON_VALUES = max(MAX_PARAMETERS.values()) + 2**17
+MAX_JSON_VALUES = max(*MAX_PARAMETERS.values(), MAX_LM_PARAMETERS) + 2**17
 _MAX_PROBLEM_CHARS = 300
 _MAX_PATH_CHARS = 160
 _MAX_DIMS = 32  # NumPy allows 64; no layer has more than 2
@@ -146,6 +147,13 @@ def architecture_of(model: Any) -> Architecture | LMArchitecture:
     raise TypeError(f"cannot checkpoint a {type(model).__name__}; expected an MLP or a CNN")
 
 
+def weight_limit(arch: Architecture | LMArchitecture) -> int:
+    """The most weights a checkpoint of this kind of model may hold (checks.py)."""
+    if isinstance(arch, LMArchitecture):
+        return MAX_LM_PARAMETERS
+    return MAX_PARAMETERS[arch.engine]
+
+
 def build_model(arch: Architecture | LMArchitecture) -> Any:
     """A fresh model of this architecture (its weights are then overwritten by a load)."""
     if isinstance(arch, LMArchitecture):
@@ -173,10 +181,11 @@ def save_checkpoint(
             f"cannot checkpoint an MLP of {len(arch.nouts):,} layers: loading is limited to "
             f"{MAX_LAYERS:,}"
         )
-    if arch.num_parameters() > MAX_PARAMETERS[arch.engine]:
+    limit = weight_limit(arch)
+    if arch.num_parameters() > limit:
         raise ValueError(
             f"cannot checkpoint a {arch.engine} model with {arch.num_parameters():,} weights: "
-            f"loading is limited to {MAX_PARAMETERS[arch.engine]:,}"
+            f"loading is limited to {limit:,}"
         )
     doc: dict[str, Any] = {
         "format": FORMAT,
@@ -212,7 +221,7 @@ def _read_file(path: Path) -> bytes:
             raise CheckpointError(
                 path,
                 f"{e.reason}, more than the {MAX_FILE_BYTES:,} that a checkpoint "
-                f"of at most {max(MAX_PARAMETERS.values()):,} weights can be",
+                f"of at most {MAX_LM_PARAMETERS:,} weights can be",
             ) from None
         raise CheckpointError(path, e.reason) from None
 
@@ -248,7 +257,7 @@ def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
         raise CheckpointError(
             path,
             f"holds about {values:,} JSON values (commas, arrays and objects); a checkpoint "
-            f"of at most {max(MAX_PARAMETERS.values()):,} weights has at most "
+            f"of at most {MAX_LM_PARAMETERS:,} weights has at most "
             f"{MAX_JSON_VALUES:,} (bloated metadata?)",
         )
     try:
@@ -337,11 +346,11 @@ def _read_lm_architecture(path: Path, engine: str, arch: dict[str, Any]) -> LMAr
         raise CheckpointError(path, f"bad language-model architecture: {e}") from None
     if engine != "tensor":
         raise CheckpointError(path, f"a language model needs the tensor engine, not {engine!r}")
-    if found.num_parameters() > MAX_PARAMETERS[engine]:
+    if found.num_parameters() > MAX_LM_PARAMETERS:
         raise CheckpointError(
             path,
             f"architecture has {found.num_parameters():,} weights, more than the "
-            f"{MAX_PARAMETERS[engine]:,} a {engine} checkpoint may hold (corrupt sizes?)",
+            f"{MAX_LM_PARAMETERS:,} a language model's checkpoint may hold (corrupt sizes?)",
         )
     return found
 

@@ -14,6 +14,11 @@ from typing import Any
 #: that loads in about 4 s at a peak of 0.35 GB (see docs/checkpoints.md). The largest
 #: model this project trains (the digits MLP) has 17,226.
 MAX_PARAMETERS = {"scalar": 1_000_000, "tensor": 2_000_000}
+#: The most weights a language model's checkpoint may hold: nanoGPT's Shakespeare GPT (6
+#: layers, 6 heads, 384 wide, block 256: 10.8M) with room to spare. Whether a model this
+#: size can train is decided by a memory estimate (training/language.py); the file, with
+#: the optimiser's state, is ~39 bytes a weight in float32 (docs/checkpoints.md).
+MAX_LM_PARAMETERS = 12_000_000
 
 
 def describe(x: object) -> str:

@@ -66,7 +66,8 @@ class OptimizerStateError(ValueError):
     """An ``"optimizer"`` entry that is malformed or does not fit the model: one line."""
 
     def __init__(self, path: Path, problem: str) -> None:
-        super().__init__(f"{path}: its optimizer state {problem}")
+        self.problem = f"its optimizer state {problem}"
+        super().__init__(f"{path}: {self.problem}")
 
 
 def optimizer_from_json(path: Path, doc: Any, optimizer: AdamW, model: Any) -> None:

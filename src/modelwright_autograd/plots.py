@@ -197,12 +197,13 @@ def plot_lm_curve(
     evals: Sequence[dict[str, float]],
     held_out: str,
     title: str,
+    start: int = 0,
 ) -> None:
     """A language model's training: the loss of every step's batch (faint, with a moving
     average when there are many) and the evaluations of the training and held-out
-    (``held_out``: "test" or "val") loss."""
+    (``held_out``: "test" or "val") loss; ``loss[0]`` is step ``start + 1``'s."""
     values = np.asarray(loss, dtype=np.float64)
-    steps = np.arange(1, len(values) + 1)
+    steps = np.arange(start + 1, start + len(values) + 1)
     fig = _new_figure(7.0, 4.2)
     ax = fig.subplots()
     window = len(values) // 50 if len(values) > 200 else 1

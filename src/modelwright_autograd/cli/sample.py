@@ -60,7 +60,8 @@ def add_sample(subparsers: Subparsers) -> None:
         "--top-k",
         type=whole_number("--top-k", 1),
         metavar="K",
-        help="draw only from the K most likely next characters (default: all)",
+        help="draw only from the K most likely next characters (default: all; a K above "
+        "the vocabulary's size means all, as nanoGPT's min(top_k, vocab_size))",
     )
     p.add_argument(
         "--seed", type=random_seed, default=1337, help="seed for the draws (default 1337)"
@@ -99,8 +100,6 @@ def run_sample(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             f"argument {option}: {num:,} samples of up to {tokens or run.model.block_size:,} "
             f"characters is {total:,}; at most {language.MAX_SAMPLE_TOKENS:,}"
         )
-    if args.top_k is not None and args.top_k > vocab.size:
-        parser.error(f"argument --top-k: the model has only {vocab.size} tokens")
     try:
         samples = language.sample_lm(
             run, num, prompt, tokens, args.temperature, args.top_k, args.seed

@@ -14,6 +14,7 @@ from ..scalar.nn import ACTIVATIONS
 from ..training import language
 from ..training.loop import run_training
 from ..training.outputs import OutputError, RunFolder
+from ..training.resume import resolve_resume
 from ..training.settings import (
     CNN_CHANNELS,
     CNN_STEPS,
@@ -147,7 +148,8 @@ def _add_lm_options(p: argparse.ArgumentParser) -> None:
         "layers, 4 heads, 128 wide, block 64, batch 12, 2,000 steps, lr 1e-3 with 100 "
         "warmup steps and cosine decay to 1e-4, weight decay 0.1 on 2-D weights, clipping at "
         "1.0). A run writes model.json (the best checkpoint so far, kept after Ctrl-C), "
-        "metrics.json and loss_curve.png.",
+        "last.json (the last step's, which --resume continues), metrics.json and "
+        "loss_curve.png, and prints each evaluation with a few samples (not with --quiet).",
     )
     g.add_argument(
         "--data",
@@ -206,6 +208,44 @@ def _add_lm_options(p: argparse.ArgumentParser) -> None:
         "CPU run); the names models score the whole of each split",
     )
     g.add_argument(
+        "--max-iters",
+        type=whole_number("--max-iters", 1, MAX_STEPS),
+        metavar="N",
+        help="nanoGPT's name for --steps: the optimiser steps the run takes in all (give "
+        "one of the two)",
+    )
+    g.add_argument(
+        "--warmup-iters",
+        type=whole_number("--warmup-iters", 0, MAX_STEPS),
+        metavar="N",
+        help="steps of linear warmup before the cosine decay (default: gpt 100, or "
+        "min(100, steps // 20) when --steps is given; the names models 0)",
+    )
+    g.add_argument(
+        "--min-lr",
+        type=real_number("--min-lr", positive=False),
+        metavar="LR",
+        help="the rate the cosine decay ends at, at most --lr (default: a tenth of --lr for "
+        "gpt and transformer, a hundredth for bigram; mlp keeps a constant rate, --lr)",
+    )
+    g.add_argument(
+        "--threads",
+        type=whole_number("--threads", 1, 256),
+        metavar="N",
+        help=f"threads for NumPy's BLAS (default {language.DEFAULT_THREADS}: the fastest for "
+        "the default gpt on a 2-core machine, see docs/training.md)",
+    )
+    g.add_argument(
+        "--resume",
+        type=file_path,
+        metavar="RUN",
+        help="continue a language-model run where it stopped, into a new run folder: RUN "
+        "is its folder (its last.json, the last step) or a checkpoint (RUN/model.json, the "
+        "best); the same settings, data, optimiser state and random state, so the losses "
+        "are those of an unbroken run; only --steps, --eval-interval, --eval-iters and "
+        "--threads may change",
+    )
+    g.add_argument(
         "--dtype",
         choices=("float32", "float64"),
         help="the parameters' floating-point type (default float32)",
@@ -216,7 +256,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Train, write the outputs, print the summary: 0; 1 if training diverged or the
     outputs cannot be written; 2 for a bad option or --out; 130 after Ctrl-C (SIGINT) and
     143 after SIGTERM. Whatever the ending, the run folder is complete or absent."""
-    if language.wants_language_model(args):
+    if language.wants_language_model(args) or args.resume is not None:
         return run_train_lm(args, parser)
     fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
     run: RunFolder | None = None
@@ -267,6 +307,7 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
     run: RunFolder | None = None
     stopped: type[BaseException] | None = None
+    resume = None
 
     def kept() -> str:
         return run.kept() if run is not None else "nothing was written"
@@ -274,7 +315,11 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     with interrupts_raise_once() as interrupts:  # to the last line printed
         try:
             try:
-                settings, corpus = language.resolve_lm(args)
+                if args.resume is not None:
+                    settings, corpus, model, point = resolve_resume(args)
+                    resume = (model, point)
+                else:
+                    settings, corpus = language.resolve_lm(args)
                 run = RunFolder.claim(args.out, settings.label, args.overwrite)
             except UsageError as e:
                 parser.error(str(e))
@@ -286,6 +331,7 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
                     args.quiet,
                     (KeyboardInterrupt, Terminated),
                     interrupts.finishing,
+                    resume,
                 )
                 history = result["history"]
                 stopped = history.interrupted or interrupts.stopped_by()
@@ -320,7 +366,10 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
             return 1
         if stopped is not None:
             name = "SIGINT" if stopped is KeyboardInterrupt else "SIGTERM"
-            lines.append(f"interrupted ({name}) after step {len(history.loss):,}: kept the above")
+            lines.append(
+                f"interrupted ({name}) after step {history.steps_done:,}: kept the above "
+                f"(continue with --resume {run.outputs})"
+            )
             if run.aside is not None:
                 lines.append(f"{run.shown} still holds the previous run's files, unchanged")
             emit(lines)
@@ -345,7 +394,9 @@ def _lm_summary(settings: language.LMSettings, result: dict, run: RunFolder) -> 
             f"{metrics['counting_bigram'][split]:.4f}"
         )
     lines.append(
-        f"trained in {history.seconds:.2f} s ({len(history.loss):,} steps, "
+        f"trained in {history.seconds:.2f} s ({len(history.loss):,} steps"
+        + (f" from step {history.start:,}" if history.start else "")
+        + f", {metrics['config']['threads']} thread(s), "
         f"{metrics['tokens_per_second'] or 0:,.0f} tokens/s); outputs in {run.outputs}/: "
         f"{', '.join(result['files'])}"
     )

@@ -1,7 +1,7 @@
 """Training a language model (``train --dataset names|shakespeare|--data PATH --model
 bigram|mlp|transformer|gpt``): the settings and their defaults, the loop (AdamW, clipping,
 warmup and cosine decay, evaluations every N steps, the best checkpoint kept) and the
-outputs (model.json, metrics.json, loss_curve.png) in the run's folder.
+outputs (model.json, last.json, metrics.json, loss_curve.png) in the run's folder.
 
 The defaults are makemore's for the names models and nanoGPT's CPU configuration for the
 GPT; docs/language-models.md lists them and the figures they reach.
@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..checkpoint import (
-    MAX_PARAMETERS,
+    MAX_LM_PARAMETERS,
     Checkpoint,
     CheckpointError,
     load_checkpoint,
@@ -36,6 +40,7 @@ from ..lm.scoring import counting_bigram_loss, names_loss, text_loss
 from ..optim import AdamW, clip_grad_norm_, warmup_cosine_lr
 from .loop import progress_bar
 from .outputs import OutputError
+from .run_state import LAST, ResumePoint, rng_states, run_state, signals_deferred
 from .settings import MAX_STEPS, UsageError
 
 #: The datasets shipped for the language models, and which model each trains by default.
@@ -47,10 +52,11 @@ NAMES_MODELS = ("bigram", "mlp", "transformer")
 #: What one language-model run may cost, checked before anything is built: the tokens of
 #: one step (batch x block), and the multiply-adds of the whole run (steps x tokens x
 #: weights, about six per weight and token with the backward pass); nanoGPT's CPU run is
-#: 2,000 x 768 x 0.8M = 1.2e12. A step holds the bigram's default batch (512) of the
-#: longest lines a names model takes (64 characters + the start token): 33,280 tokens.
+#: 2,000 x 768 x 0.8M = 1.2e12, its Shakespeare run 5,000 x 16,384 x 10.8M = 5.3e15. A
+#: step holds the bigram's default batch (512) of the longest lines a names model takes
+#: (64 characters + the start token): 33,280 tokens.
 MAX_STEP_TOKENS = 512 * (C.MAX_WORD_LENGTH + 1)
-MAX_RUN_WORK = 2 * 10**13
+MAX_RUN_WORK = 10**16
 #: The longest --eval-iters (batches per split per evaluation).
 MAX_EVAL_ITERS = 10_000
 
@@ -73,6 +79,7 @@ class LMSettings:
     grad_clip: float  # 0: none
     eval_interval: int
     eval_iters: int  # text: batches per split per evaluation (names: the whole split)
+    threads: int  # the BLAS pool's threads (threadpoolctl)
     seed: int
     source: C.Source = field(compare=False)
 
@@ -114,7 +121,9 @@ TRAINING_DEFAULTS: dict[str, dict[str, Any]] = {
     "transformer": dict(
         steps=10_000, batch_size=32, lr=5e-4, weight_decay=0.01, eval_interval=500, decay_to=0.1
     ),
-    "gpt": dict(steps=2000, batch_size=12, lr=1e-3, weight_decay=0.1, eval_interval=250),
+    "gpt": dict(
+        steps=2000, batch_size=12, lr=1e-3, weight_decay=0.1, eval_interval=250, decay_to=0.1
+    ),
 }
 
 #: The train options that only the 2-D and digits models take.
@@ -142,7 +151,14 @@ LM_OPTIONS = (
     "eval_iters",
     "weight_decay",
     "dtype",
+    "warmup_iters",
+    "min_lr",
+    "max_iters",
+    "threads",
 )
+#: The BLAS threads a language-model run uses unless --threads says otherwise: one, the
+#: fastest for the default GPT on this project's 2-core machine (docs/training.md).
+DEFAULT_THREADS = 1
 
 
 #: The size options a model does not have.
@@ -169,6 +185,14 @@ def refuse_lm_options(args: argparse.Namespace) -> None:
 def wants_language_model(args: argparse.Namespace) -> bool:
     """Whether ``train``'s options ask for a language model: a text dataset or --data."""
     return args.dataset in LM_DATASETS or getattr(args, "data", None) is not None
+
+
+def steps_option(args: argparse.Namespace) -> int | None:
+    """--steps, or its nanoGPT name --max-iters (the same number: the steps the run takes
+    in all); a UsageError for both."""
+    if args.steps is not None and getattr(args, "max_iters", None) is not None:
+        raise UsageError("--max-iters", "is nanoGPT's name for --steps: give one of them")
+    return args.steps if args.steps is not None else getattr(args, "max_iters", None)
 
 
 def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
@@ -223,15 +247,22 @@ def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
         raise UsageError("--n-embd" if "n_embd" in str(e) else "--model", str(e)) from None
     gpt = kind == "gpt"
     lr = args.lr if args.lr is not None else defaults["lr"]
+    steps = steps_option(args) or defaults["steps"]
+    warmup = args.warmup_iters if args.warmup_iters is not None else min(100, steps // 20) * gpt
+    if warmup >= steps:
+        raise UsageError("--warmup-iters", f"must be less than the run's {steps:,} steps")
+    min_lr = args.min_lr if args.min_lr is not None else lr * defaults.get("decay_to", 1.0)
+    if min_lr > lr:
+        raise UsageError("--min-lr", f"must be at most the learning rate ({lr:g})")
     settings = LMSettings(
         model=config,
         dataset=given_dataset,
         data=source.path,
-        steps=args.steps if args.steps is not None else defaults["steps"],
+        steps=steps,
         batch_size=args.batch_size if args.batch_size is not None else defaults["batch_size"],
         lr=lr,
-        min_lr=lr * defaults.get("decay_to", 0.1 if gpt else 1.0),
-        warmup=min(100, (args.steps or defaults["steps"]) // 20) if gpt else 0,
+        min_lr=min_lr,
+        warmup=warmup,
         weight_decay=(
             args.weight_decay if args.weight_decay is not None else defaults["weight_decay"]
         ),
@@ -240,6 +271,7 @@ def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
         grad_clip=1.0 if gpt else 0.0,
         eval_interval=args.eval_interval or defaults["eval_interval"],
         eval_iters=args.eval_iters or 20,
+        threads=args.threads or DEFAULT_THREADS,
         seed=seed,
         source=source,
     )
@@ -247,16 +279,63 @@ def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
     return settings, corpus
 
 
+#: What a run needs besides its arrays: the interpreter, NumPy and the corpus.
+BASE_MEMORY = 256 * 2**20
+#: The bytes a checkpoint's writing holds at once, per weight (its float.hex strings).
+SAVE_BYTES_PER_WEIGHT = 160
+
+
+def memory_estimate(settings: LMSettings) -> int:
+    """The bytes a run needs at its peak, from the sizes alone: the weights, their
+    gradients, AdamW's two moments and its two scratch arrays (6 arrays of the weights'
+    size), then the larger of what a batch keeps for the backward pass (per token and
+    layer about 64 x n_embd plus 8 x n_head x block numbers, the attention's, and 4 x vocab
+    for the logits) and what writing a checkpoint holds, plus BASE_MEMORY. The factors
+    bound what tracemalloc and the peak RSS measured, from makemore's transformer to
+    nanoGPT's Shakespeare GPT (docs/training.md)."""
+    c = settings.model
+    itemsize = 8 if c.dtype == "float64" else 4
+    weights = M.num_parameters(c)
+    per_token = max(c.n_layer, 1) * (64 * c.n_embd + 8 * c.n_head * c.block_size)
+    per_token += 4 * c.vocab_size
+    activations = itemsize * settings.batch_size * c.block_size * per_token
+    return 6 * itemsize * weights + max(activations, SAVE_BYTES_PER_WEIGHT * weights) + BASE_MEMORY
+
+
+def available_memory() -> int | None:
+    """The bytes the system can give a process now without swapping (Linux's
+    MemAvailable), or None where it cannot be read."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def check_lm_work(settings: LMSettings) -> None:
-    """Refuse a run beyond the stated limits (weights a checkpoint can hold, tokens a step,
-    work in all), naming the option to change."""
+    """Refuse a run beyond the stated limits (weights a checkpoint can hold, the memory a
+    step needs against what is available, tokens a step, work in all), naming the option
+    to change."""
     config = settings.model
     weights = M.num_parameters(config)
-    if weights > MAX_PARAMETERS["tensor"]:
+    if weights > MAX_LM_PARAMETERS:
         raise UsageError(
             "--n-embd",
             f"the {config.kind} would have {weights:,} weights; a checkpoint holds at most "
-            f"{MAX_PARAMETERS['tensor']:,}: use a smaller --n-embd or --n-layer",
+            f"{MAX_LM_PARAMETERS:,}: use a smaller --n-embd or --n-layer",
+        )
+    need, free = memory_estimate(settings), available_memory()
+    if free is not None and need > free:
+        raise UsageError(
+            "--batch-size",
+            f"training the {config.kind} ({weights:,} weights, a batch of "
+            f"{settings.batch_size} x {config.block_size} tokens) needs about "
+            f"{need / 2**30:.1f} GiB (weights, gradients, AdamW state, activations) and "
+            f"{free / 2**30:.1f} GiB is available: use a smaller --batch-size, --block-size "
+            "or --n-embd",
         )
     tokens = settings.batch_size * config.block_size
     if tokens > MAX_STEP_TOKENS:
@@ -306,6 +385,15 @@ class LMHistory:
     #: the step whose training or held-out loss was not finite (the loop stopped there)
     diverged: int | None = None
     diverged_loss: float | None = None
+    #: the step the run started from (0, or where a resumed run's checkpoint stopped)
+    start: int = 0
+    #: what a checkpoint of the last step needs to resume from it (run_state.run_state)
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def steps_done(self) -> int:
+        """The steps the model has taken in all, counting those before a resume."""
+        return self.start + len(self.loss)
 
 
 def _batches(settings: LMSettings, corpus: C.Names | C.Text, rng: np.random.Generator):
@@ -357,21 +445,32 @@ def fit_lm(
     save_best: Any = None,
     stop_on: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
     finishing: Callable[[], None] | None = None,
+    resume: ResumePoint | None = None,
+    show: Any = None,
 ) -> LMHistory:
-    """``settings.steps`` AdamW steps; an evaluation at step 0, every ``eval_interval``
-    steps and after the last; ``save_best(step, losses)`` whenever the held-out loss is
-    the lowest so far (after step 0). One of ``stop_on`` (Ctrl-C) ends it early, with
+    """AdamW steps up to ``settings.steps``, from step 0 or from where ``resume`` (a
+    checkpoint's optimiser and generator states; the model holds its weights) stopped;
+    an evaluation at the start, every ``eval_interval`` steps and after the last, each
+    passed to ``show(step, losses)`` if given; ``save_best(step, losses, state)``
+    whenever the held-out loss is the lowest so far (after step 0), ``state`` being what
+    resuming from there needs. One of ``stop_on`` (Ctrl-C) ends it early, with
     ``interrupted`` set to its type; so does a training or held-out loss that is not
-    finite, with ``diverged`` set to its step. ``finishing()`` is called when the last step is done,
+    finite, with ``diverged`` set to its step; ``history.state`` is the state after the
+    last whole step either way (a step is never left half done: see
+    run_state.signals_deferred). ``finishing()`` is called when the last step is done,
     within reach of ``stop_on``: a signal handler that stops raising then leaves no moment
     at which an interrupt escapes."""
-    history = LMHistory()
+    history = LMHistory(start=resume.step if resume is not None else 0)
     optimizer = make_optimizer(model, settings)
     params = model.parameters()
-    batches = _batches(settings, corpus, np.random.default_rng([settings.seed, 1]))
+    rng = np.random.default_rng([settings.seed, 1])
+    if resume is not None:
+        resume.restore(model, optimizer, rng)
+    batches = _batches(settings, corpus, rng)
     split = held_out(corpus)
     model.train(True)
     start = time.perf_counter()
+    rngs = rng_states(model, rng)
 
     def stop_if_not_finite(step: int, value: float) -> None:
         if not math.isfinite(value):
@@ -385,14 +484,16 @@ def fit_lm(
         for value in losses.values():
             stop_if_not_finite(step, value)
         history.evals.append({"step": step, **losses})
+        if show is not None:
+            show(step, losses)
         if step and (history.best is None or losses[split] < history.best[split]):
             if save_best is not None:
-                save_best(step, losses)
+                save_best(step, losses, run_state(model, optimizer, step, rngs))
             history.best = {"step": step, **losses}  # once saved
 
     try:
-        evaluate(0)
-        for step in range(settings.steps):
+        evaluate(history.start)
+        for step in range(history.start, settings.steps):
             x, y = next(batches)
             with collection_paused():
                 loss = model.loss(x, y)
@@ -405,9 +506,11 @@ def fit_lm(
                     clip_grad_norm_(params, settings.grad_clip)
                 for group in optimizer.param_groups:
                     group["lr"] = settings.lr_at(step)
-                optimizer.step()
-            history.loss.append(value)
-            history.tokens += x.size
+                with signals_deferred():
+                    optimizer.step()
+                    history.loss.append(value)
+                    history.tokens += x.size
+                    rngs = rng_states(model, rng)
             done = step + 1
             if done % settings.eval_interval == 0 or done == settings.steps:
                 evaluate(done)
@@ -423,6 +526,7 @@ def fit_lm(
     except stop_on as e:
         history.interrupted = type(e)
     history.seconds = time.perf_counter() - start
+    history.state = run_state(model, optimizer, history.steps_done, rngs)
     return history
 
 
@@ -433,25 +537,51 @@ def run_lm_training(
     quiet: bool = False,
     stop_on: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
     finishing: Callable[[], None] | None = None,
+    resume: tuple[M.LanguageModel, ResumePoint] | None = None,
 ) -> dict[str, Any]:
     """A whole run into the staging folder ``out``: the best checkpoint (model.json) as
-    training goes, then metrics.json and loss_curve.png. After Ctrl-C the files are
-    written from what there is, and ``interrupted`` is set in the result; ``finishing``
-    as fit_lm's."""
-    model = M.build(settings.model, seed=settings.seed)
+    training goes, then the last step's (last.json), metrics.json and loss_curve.png.
+    ``resume`` is a checkpoint's model and where it stopped, to continue from. After
+    Ctrl-C the files are written from what there is, and ``interrupted`` is set in the
+    result; ``finishing`` as fit_lm's."""
+    model = resume[0] if resume else M.build(settings.model, seed=settings.seed)
     metadata = {
         "data": {**settings.source.to_dict(), "seed": settings.seed},
         "vocab": {"tokens": corpus.vocab.tokens, "boundary": corpus.vocab.boundary},
         "training": settings.to_dict(),
     }
 
-    def save_best(step: int, losses: dict[str, float]) -> None:
-        best = {**metadata, "best": {"step": step, **losses}}
+    def save_best(step: int, losses: dict[str, float], state: dict[str, Any]) -> None:
+        best = {**metadata, "best": {"step": step, **losses}, **state}
         _write(out, "model.json", lambda path: save_checkpoint(path, model, best))
 
-    with progress_bar(settings.steps, f"train {settings.label} {settings.model.kind}", quiet) as p:
-        history = fit_lm(model, settings, corpus, p, save_best, stop_on, finishing)
-    files = ["model.json"] if history.best is not None else []
+    start = resume[1].step if resume else 0
+    with (
+        threadpool_limits(settings.threads, user_api="blas"),
+        progress_bar(
+            settings.steps, f"train {settings.label} {settings.model.kind}", quiet, start
+        ) as progress,
+    ):
+        show = None if quiet else partial(_show_evaluation, progress, model, corpus, settings)
+        history = fit_lm(
+            model,
+            settings,
+            corpus,
+            progress,
+            save_best,
+            stop_on,
+            finishing,
+            resume and resume[1],
+            show,
+        )
+    files = []
+    if history.best is not None:
+        if history.best["step"] == history.steps_done:  # the same file: copy, not re-encode
+            _write(out, LAST, lambda path: shutil.copyfile(out / "model.json", path))
+        else:
+            last = {**metadata, "best": history.best, **history.state}
+            _write(out, LAST, lambda path: save_checkpoint(path, model, last))
+        files = ["model.json", LAST]
     extra: dict[str, Any] = {}
     if isinstance(corpus, C.Names) and settings.model.kind == "bigram":
         extra["counting_bigram"] = {
@@ -466,7 +596,9 @@ def run_lm_training(
         "evals": history.evals,
         "best": history.best,
         **extra,
-        "steps_done": len(history.loss),
+        "steps_done": history.steps_done,
+        "start_step": history.start,
+        "resumed_from": str(resume[1].path) if resume else None,
         "interrupted": history.interrupted is not None,
         "diverged_at_step": history.diverged,
         "train_seconds": round(history.seconds, 3),
@@ -486,6 +618,43 @@ def diverged_message(settings: LMSettings, history: LMHistory) -> str:
         f"training stopped: a non-finite loss ({history.diverged_loss}) at step "
         f"{history.diverged:,}; try a smaller --lr (it was {settings.lr:g})"
     )
+
+
+#: What each evaluation line shows when not --quiet (makemore prints 10 names).
+EVAL_SAMPLES = {"names": 5, "text": 1}
+EVAL_SAMPLE_CHARS = 100
+
+
+def _show_evaluation(
+    progress: Any,
+    model: M.LanguageModel,
+    corpus: C.Names | C.Text,
+    settings: LMSettings,
+    step: int,
+    losses: dict[str, float],
+) -> None:
+    """An evaluation's line on stderr, above the progress bar, and a few samples drawn
+    with their own generator (training's are untouched): names on one line, or text
+    continuing the training text's first character."""
+    split = held_out(corpus)
+    names = isinstance(corpus, C.Names)
+    samples = sample_model(
+        model,
+        corpus.vocab,
+        EVAL_SAMPLES["names" if names else "text"],
+        "" if names else corpus.vocab.decode(corpus.train[:1].tolist()),  # the text's start
+        EVAL_SAMPLE_CHARS,
+        1.0,
+        None,
+        settings.seed + 3 + step,
+    )
+    model.train(True)
+    lines = [f"step {step:,}: train loss {losses['train']:.4f}, {split} loss {losses[split]:.4f}"]
+    if names:
+        lines.append("  samples: " + ", ".join(samples))
+    else:
+        lines += ["  | " + line for line in samples[0].split("\n")]
+    progress.write("\n".join(lines), file=sys.stderr)
 
 
 def _split_record(settings: LMSettings, corpus: C.Names | C.Text) -> dict[str, Any]:
@@ -518,7 +687,7 @@ def _plot(path: Path, settings: LMSettings, history: LMHistory, corpus: Any) -> 
     from ..plots import plot_lm_curve
 
     title = f"{settings.label}: {settings.model.kind}, {M.num_parameters(settings.model):,} weights"
-    plot_lm_curve(path, history.loss, history.evals, held_out(corpus), title)
+    plot_lm_curve(path, history.loss, history.evals, held_out(corpus), title, history.start)
 
 
 # ---------------------------------------------------------------------- a saved run
@@ -666,7 +835,21 @@ def sample_lm(
     """``num`` samples: names (makemore: from the start token, and ``prompt`` if given,
     until the end token or the longest name) or ``tokens`` characters of text continuing
     ``prompt`` (nanoGPT). The same seed gives the same samples."""
-    model, vocab = run.model, run.vocab
+    return sample_model(run.model, run.vocab, num, prompt, tokens, temperature, top_k, seed)
+
+
+def sample_model(
+    model: M.LanguageModel,
+    vocab: C.Vocabulary,
+    num: int,
+    prompt: str,
+    tokens: int | None,
+    temperature: float,
+    top_k: int | None,
+    seed: int,
+) -> list[str]:
+    """sample_lm's samples from a model and its vocabulary (during training too); the
+    model is left in evaluation mode."""
     rng = np.random.default_rng(seed)
     start = vocab.encode(prompt)
     if vocab.boundary:

@@ -97,15 +97,21 @@ def score(learner: Learner, X: np.ndarray, y: np.ndarray) -> tuple[Score, np.nda
 
 
 @contextlib.contextmanager
-def progress_bar(steps: int, desc: str, quiet: bool) -> Iterator[Any]:
+def progress_bar(steps: int, desc: str, quiet: bool, initial: int = 0) -> Iterator[Any]:
     """A run's progress bar on stderr, with NumPy's overflow warnings off (they would only
-    repeat what a non-finite loss says clearly). tqdm's disable=None draws only when
-    stderr is a terminal, so logs stay clean; ``quiet`` draws nothing."""
+    repeat what a non-finite loss says clearly), starting at step ``initial`` (a resumed
+    run's). tqdm's disable=None draws only when stderr is a terminal, so logs stay clean;
+    ``quiet`` draws nothing."""
     from tqdm import tqdm
 
     with (
         tqdm(
-            total=steps, desc=desc, unit="step", disable=True if quiet else None, file=sys.stderr
+            total=steps,
+            initial=initial,
+            desc=desc,
+            unit="step",
+            disable=True if quiet else None,
+            file=sys.stderr,
         ) as progress,
         np.errstate(over="ignore", invalid="ignore"),
     ):

@@ -37,6 +37,7 @@ from .settings import TrainConfig, UsageError
 #: the temporary files ``files.atomic_write`` leaves if killed), never anything else.
 OUTPUT_NAMES = (
     "model.json",
+    "last.json",
     "metrics.json",
     "loss_curve.png",
     "decision_boundary.png",

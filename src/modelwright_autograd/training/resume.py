@@ -1,0 +1,123 @@
+"""``train --resume RUN``: continue a language-model run from a checkpoint with its
+settings, data split, optimiser state, step and generators, so that it takes the steps an
+unbroken run would have (docs/training.md).
+
+``RUN`` is a run folder (its ``last.json``, the last step taken) or a checkpoint file
+(``RUN/model.json`` is the best so far). The resumed run writes a new run folder (``--out``
+or the default ``runs/<dataset>-<time>/``), whose metrics.json names the checkpoint in
+``resumed_from``; the old folder is only read.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..checkpoint import CheckpointError
+from ..lm import corpus as C
+from ..lm import models as M
+from .language import (
+    DEFAULT_THREADS,
+    LMSettings,
+    NotALanguageModel,
+    check_lm_work,
+    load_lm_run,
+    steps_option,
+)
+from .run_state import LAST, ResumePoint
+from .settings import UsageError
+
+#: The options a resumed run may change; every other one is the checkpoint's.
+RESUME_OPTIONS = ("steps", "max_iters", "eval_interval", "eval_iters", "threads")
+#: Options with a default that --resume ignores (train's own, not the run's).
+_ALWAYS = {"resume", "out", "overwrite", "quiet", "func", "command", "dataset", "seed"}
+
+_INTS = ("steps", "batch_size", "warmup", "eval_interval", "eval_iters", "seed")
+_FLOATS = ("lr", "min_lr", "weight_decay", "grad_clip")
+
+
+def resume_file(run: Path) -> Path:
+    """The checkpoint ``--resume`` reads: a folder's last.json, or the file given."""
+    return run / LAST if run.is_dir() else run
+
+
+def _settings(path: Path, training: dict[str, Any], config: M.LMConfig, data: Any) -> LMSettings:
+    """The LMSettings a checkpoint's ``"training"`` entry records, each value checked."""
+    bad = [k for k in _INTS if not (type(training.get(k)) is int and training[k] >= 0)]
+    bad += [k for k in _FLOATS if type(training.get(k)) not in (int, float)]
+    betas = training.get("betas")
+    if not (isinstance(betas, list) and len(betas) == 2):
+        bad.append("betas")
+    if type(training.get("decay_all")) is not bool:
+        bad.append("decay_all")
+    if bad or not isinstance(data, dict):
+        raise CheckpointError(path, f"has bad training settings: {', '.join(bad) or 'data'}")
+    source = C.Source(data.get("dataset"), data.get("path"), data.get("sha256"))
+    return LMSettings(
+        model=config,
+        dataset=source.dataset,
+        data=source.path,
+        betas=(float(betas[0]), float(betas[1])),
+        decay_all=training["decay_all"],
+        threads=DEFAULT_THREADS,
+        source=source,
+        **{k: training[k] for k in _INTS},
+        **{k: float(training[k]) for k in _FLOATS},
+    )
+
+
+def resolve_resume(
+    args: argparse.Namespace,
+) -> tuple[LMSettings, C.Names | C.Text, M.LanguageModel, ResumePoint]:
+    """The settings, corpus, model and resume point of ``--resume``: a UsageError (exit
+    code 2) for an option that would change the run, a checkpoint that cannot be
+    resumed, or data that has changed since."""
+    given = [
+        name
+        for name, value in vars(args).items()
+        if value is not None and value is not False and name not in _ALWAYS
+    ]
+    if args.dataset != "moons" or args.seed != 1337 or any(n not in RESUME_OPTIONS for n in given):
+        name = next((n for n in given if n not in RESUME_OPTIONS), None)
+        option = "--" + (name or ("dataset" if args.dataset != "moons" else "seed")).replace(
+            "_", "-"
+        )
+        raise UsageError(
+            option,
+            "does not apply with --resume: the run keeps its settings (it may change "
+            "--steps, --eval-interval, --eval-iters and --threads)",
+        )
+    path = resume_file(args.resume)
+    if args.resume.is_dir() and not path.exists():
+        raise UsageError(
+            "--resume",
+            f"{args.resume} has no {LAST} to resume from: language-model runs write one (an "
+            "MLP run is quick to train again)",
+        )
+    try:
+        run = load_lm_run(path)
+        point = ResumePoint.read(path, run.checkpoint.metadata)
+        settings = _settings(
+            path, run.training, run.checkpoint.architecture.config, run.checkpoint.metadata["data"]
+        )
+    except (CheckpointError, NotALanguageModel) as e:
+        raise UsageError("--resume", str(e)) from None
+    if run.corpus is None:
+        raise UsageError("--resume", f"cannot resume {path}: {run.missing}")
+    changes = {
+        "steps": steps_option(args),
+        "eval_interval": args.eval_interval,
+        "eval_iters": args.eval_iters,
+        "threads": args.threads,
+    }
+    settings = replace(settings, **{k: v for k, v in changes.items() if v is not None})
+    if point.step >= settings.steps:
+        raise UsageError(
+            "--steps",
+            f"{path} is at step {point.step:,} of the run's {settings.steps:,}: give --steps "
+            f"above {point.step:,} to train further",
+        )
+    check_lm_work(settings)
+    return settings, run.corpus, run.model, point
