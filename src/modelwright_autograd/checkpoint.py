@@ -47,10 +47,13 @@ MAX_LAYERS = 1_000
 #: optimiser's two moments in base64 (22 characters a float64 weight), plus a megabyte.
 MAX_FILE_BYTES = max(48 * max(MAX_PARAMETERS.values()), 70 * MAX_LM_PARAMETERS) + 2**20
 #: The most JSON values a load parses (bounded before parsing by the commas, brackets and
-#: braces, which over-count): one a weight, plus room for the names, shapes and metadata.
-#: Bounds the parsed document near 70 bytes a value whatever the file holds (95 MB of
-#: ``[],`` would otherwise become 2.4 GB of empty lists).
+#: braces, which over-count): one a weight, plus room for the names, shapes and metadata;
+#: and at most one per JSON_VALUE_BYTES of the file, since a weight's float.hex takes at
+#: least 11 ("0x0.0p+0" with its quotes and comma). Bounds the parsed document near 70
+#: bytes a value and 9 bytes a byte of the file whatever it holds (95 MB of ``[],`` would
+#: otherwise become 2.4 GB of empty lists).
 MAX_JSON_VALUES = max(*MAX_PARAMETERS.values(), MAX_LM_PARAMETERS) + 2**17
+JSON_VALUE_BYTES = 8
 _MAX_PROBLEM_CHARS = 300
 _MAX_PATH_CHARS = 160
 _MAX_DIMS = 32  # NumPy allows 64; no layer has more than 2
@@ -253,12 +256,13 @@ def _parse_json(path: Path, raw: bytes) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise CheckpointError(path, "not a text file (corrupt?)") from None
     values = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
-    if values > MAX_JSON_VALUES:
+    limit = min(MAX_JSON_VALUES, len(raw) // JSON_VALUE_BYTES + 2**17)
+    if values > limit:
         raise CheckpointError(
             path,
             f"holds about {values:,} JSON values (commas, arrays and objects); a checkpoint "
-            f"of at most {MAX_LM_PARAMETERS:,} weights has at most "
-            f"{MAX_JSON_VALUES:,} (bloated metadata?)",
+            f"of its {len(raw):,} bytes has at most {limit:,}, one a weight of at least "
+            f"{JSON_VALUE_BYTES} bytes (bloated metadata?)",
         )
     try:
         doc = json.loads(text, object_pairs_hook=_unique_keys)
