@@ -165,6 +165,18 @@ def test_resume_refusals_are_one_line_exit_2(tmp_path, capsys):
     (tmp_path / "old.json").write_text(json.dumps(old))
     err = _usage_error(capsys, ["train", "--resume", str(tmp_path / "old.json"), "--steps", "9"])
     assert "no optimizer state" in err
+    for key, value in (("eval_interval", 0), ("betas", [2.0, 0.5]), ("lr", float("nan"))):
+        edited = json.loads((run / "last.json").read_text())
+        edited["training"][key] = value
+        (tmp_path / "edited.json").write_text(json.dumps(edited))
+        argv = ["train", "--resume", str(tmp_path / "edited.json"), "--steps", "9"]
+        assert f"bad training settings: {key}" in _usage_error(capsys, argv)
+    spoilt = json.loads((run / "last.json").read_text())
+    spoilt["resume"]["rng"]["batches"] = {"bit_generator": "PCG64", "state": "x"}
+    (tmp_path / "spoilt.json").write_text(json.dumps(spoilt))
+    argv = ["train", "--resume", str(tmp_path / "spoilt.json"), "--steps", "9", *out]
+    assert "generator state NumPy cannot take" in _usage_error(capsys, argv)
+    assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.parametrize(

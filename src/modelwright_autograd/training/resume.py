@@ -11,9 +11,12 @@ or the default ``runs/<dataset>-<time>/``), whose metrics.json names the checkpo
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..checkpoint import CheckpointError
 from ..lm import corpus as C
@@ -24,6 +27,7 @@ from .language import (
     NotALanguageModel,
     check_lm_work,
     load_lm_run,
+    make_optimizer,
     steps_option,
 )
 from .run_state import LAST, ResumePoint
@@ -34,7 +38,9 @@ RESUME_OPTIONS = ("steps", "max_iters", "eval_interval", "eval_iters", "threads"
 #: Options with a default that --resume ignores (train's own, not the run's).
 _ALWAYS = {"resume", "out", "overwrite", "quiet", "func", "command", "dataset", "seed"}
 
-_INTS = ("steps", "batch_size", "warmup", "eval_interval", "eval_iters", "seed")
+#: The settings a checkpoint's "training" entry must hold: whole numbers with their least
+#: value, and finite numbers (lr above 0, the others at least 0).
+_INTS = {"steps": 1, "batch_size": 1, "warmup": 0, "eval_interval": 1, "eval_iters": 1, "seed": 0}
 _FLOATS = ("lr", "min_lr", "weight_decay", "grad_clip")
 
 
@@ -43,12 +49,26 @@ def resume_file(run: Path) -> Path:
     return run / LAST if run.is_dir() else run
 
 
+def _whole(x: Any) -> bool:
+    return type(x) is int
+
+
+def _real(x: Any) -> bool:
+    return type(x) in (int, float) and math.isfinite(x)
+
+
 def _settings(path: Path, training: dict[str, Any], config: M.LMConfig, data: Any) -> LMSettings:
     """The LMSettings a checkpoint's ``"training"`` entry records, each value checked."""
-    bad = [k for k in _INTS if not (type(training.get(k)) is int and training[k] >= 0)]
-    bad += [k for k in _FLOATS if type(training.get(k)) not in (int, float)]
+    bad = [
+        k for k, least in _INTS.items() if not (_whole(training.get(k)) and training[k] >= least)
+    ]
+    bad += [k for k in _FLOATS if not (_real(training.get(k)) and training[k] >= 0)]
+    if not bad and (training["lr"] <= 0 or training["seed"] >= 2**32):
+        bad.append("lr" if training["lr"] <= 0 else "seed")
     betas = training.get("betas")
-    if not (isinstance(betas, list) and len(betas) == 2):
+    if not (
+        isinstance(betas, list) and len(betas) == 2 and all(_real(b) and 0 <= b < 1 for b in betas)
+    ):
         bad.append("betas")
     if type(training.get("decay_all")) is not bool:
         bad.append("decay_all")
@@ -120,4 +140,8 @@ def resolve_resume(
             f"above {point.step:,} to train further",
         )
     check_lm_work(settings)
+    try:  # every saved state is checked now, into a spare optimiser, before any run starts
+        point.restore(run.model, make_optimizer(run.model, settings), np.random.default_rng())
+    except CheckpointError as e:
+        raise UsageError("--resume", str(e)) from None
     return settings, run.corpus, run.model, point
