@@ -78,7 +78,10 @@ def test_nanogpts_shakespeare_gpt_trains(tmp_path, capsys):
     argv += ["--steps", "2", "--eval-iters", "1", "--out", str(out), "--quiet"]
     assert cli.main(argv) == 0
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["parameters"] == 10_770_048 and metrics["steps_done"] == 2
+    # 6 blocks of 12 x 384^2, the tied token embedding 65 x 384, the positions 256 x 384,
+    # 13 LayerNorm gains of 384 (no biases)
+    weights = 6 * 12 * 384**2 + 65 * 384 + 256 * 384 + 13 * 384
+    assert metrics["parameters"] == weights == 10_745_088 and metrics["steps_done"] == 2
     assert all(np.isfinite(metrics["loss"]))
     capsys.readouterr()
     assert cli.main(["sample", str(out), "--tokens", "5"]) == 0
