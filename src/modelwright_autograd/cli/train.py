@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from functools import partial
+from pathlib import Path
 
 from ..checkpoint import ENGINES, MAX_PARAMETERS
 from ..checks import shown_path
@@ -258,12 +259,7 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     143 after SIGTERM. Whatever the ending, the run folder is complete or absent."""
     if language.wants_language_model(args) or args.resume is not None:
         return run_train_lm(args, parser)
-    fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
     run: RunFolder | None = None
-
-    def kept() -> str:
-        return run.kept() if run is not None else "nothing was written"
-
     with interrupts_raise():
         try:
             try:
@@ -275,20 +271,8 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             with run:
                 result = run_training(config, run.staging, quiet=args.quiet)
                 run.commit()
-        except TrainingDiverged as e:
-            fail(f"{e}; {kept()}")
-            return 1
-        except OutputError as e:
-            fail(f"cannot write {shown_path(run.path / e.name)}: {e.reason}; {kept()}")
-            return 1
-        except OSError as e:  # the folder itself (renaming it into place)
-            where = shown_path(run.path if run else args.out)
-            fail(f"cannot finish {where}: {e.strerror or e}; {kept()}")
-            return 1
-        except (KeyboardInterrupt, Terminated) as e:
-            name = "SIGINT" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
-            fail(f"interrupted ({name}); {kept()}")
-            return EXIT_INTERRUPTED[type(e)]
+        except ENDINGS as e:
+            return _ended(e, run, args.out)
     lines = [f"final  {result['train'].describe()}  (training set)"]
     if result["test"] is not None:
         lines.append(f"test   {result['test'].describe()}  (held-out test set)")
@@ -304,14 +288,9 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     steps keeps the best checkpoint saved so far, with the metrics and curve up to then;
     once one has stopped the steps, later ones are noted, never cutting the writes short.
     An interrupted run never replaces a finished one (--overwrite): it goes beside it."""
-    fail = partial(print, "modelwright-autograd train:", file=sys.stderr)
     run: RunFolder | None = None
     stopped: type[BaseException] | None = None
     resume = None
-
-    def kept() -> str:
-        return run.kept() if run is not None else "nothing was written"
-
     with interrupts_raise_once() as interrupts:  # to the last line printed
         try:
             try:
@@ -342,23 +321,12 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
                     raise stopped  # nothing was saved yet: keep nothing
                 run.commit(keep_previous=unfinished)
             stopped = stopped or interrupts.stopped_by()  # one that came while committing
-        except TrainingDiverged as e:
-            fail(f"{e}; {kept()}")
-            return 1
-        except OutputError as e:
-            fail(f"cannot write {shown_path(run.path / e.name)}: {e.reason}; {kept()}")
-            return 1
-        except OSError as e:
-            fail(f"cannot finish {shown_path(run.path if run else args.out)}: {e.strerror or e}")
-            return 1
-        except (KeyboardInterrupt, Terminated) as e:
-            name = "SIGINT" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
-            fail(f"interrupted ({name}); {kept()}")
-            return EXIT_INTERRUPTED[type(e)]
+        except ENDINGS as e:
+            return _ended(e, run, args.out)
         lines = _lm_summary(settings, result, run)
         if history.diverged is not None:
             emit(lines)
-            fail(
+            _fail(
                 f"{language.diverged_message(settings, history)}; kept the best checkpoint "
                 f"(step {history.best['step']:,}) in {run.outputs}"
                 + (f"; {run.shown} still holds the previous run's files" if run.aside else "")
@@ -375,6 +343,32 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
             emit(lines)
             return EXIT_INTERRUPTED[stopped]
         return emit(lines)
+
+
+#: How a run can end before its summary: each is one line saying what was kept.
+ENDINGS = (TrainingDiverged, OutputError, OSError, KeyboardInterrupt, Terminated)
+
+
+def _fail(message: str) -> None:
+    print(f"modelwright-autograd train: {message}", file=sys.stderr)
+
+
+def _ended(e: BaseException, run: RunFolder | None, out: Path | None) -> int:
+    """One line for a run that ended early (``e`` one of ENDINGS) saying what was kept,
+    and its exit code: 1, or 128 + the signal's number after Ctrl-C or SIGTERM."""
+    kept = run.kept() if run is not None else "nothing was written"
+    if isinstance(e, (KeyboardInterrupt, Terminated)):
+        name = "SIGINT" if isinstance(e, KeyboardInterrupt) else "SIGTERM"
+        _fail(f"interrupted ({name}); {kept}")
+        return EXIT_INTERRUPTED[type(e)]
+    if isinstance(e, TrainingDiverged):
+        _fail(f"{e}; {kept}")
+    elif isinstance(e, OutputError):
+        _fail(f"cannot write {shown_path(run.path / e.name)}: {e.reason}; {kept}")
+    else:  # OSError: the folder itself (renaming it into place)
+        where = shown_path(run.path if run is not None else out or "the run folder")
+        _fail(f"cannot finish {where}: {getattr(e, 'strerror', None) or e}; {kept}")
+    return 1
 
 
 def _lm_summary(settings: language.LMSettings, result: dict, run: RunFolder) -> list[str]:
