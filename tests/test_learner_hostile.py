@@ -173,9 +173,12 @@ def test_reply_shapes():
     assert not well_formed({"do": "accumulate"}, accumulate | {"defaults": [3]})
     assert not well_formed({"do": "accumulate"}, accumulate | {"after_other": 10**400})
     train = {"history": [[1.0, 0.5]], "zero_outputs": 0, "no_gradient": 0, "where": ""}
+    train["parameters"] = 113
     assert well_formed({"do": "train"}, train)
     assert not well_formed({"do": "train"}, train | {"zero_outputs": True})
     assert not well_formed({"do": "train"}, train | {"no_gradient": -1})
+    uncounted = {key: value for key, value in train.items() if key != "parameters"}
+    assert not well_formed({"do": "train"}, uncounted | {"no_gradient": 1})  # of how many?
     walk = {"do": "walk", "program": {"inputs": [1.0, 2.0], "steps": [["add", 0, 1]]}}
     traced = {"traced": True, "calls": [2], "grads_at_call": [1.0], "copies": False}
     traced |= {"equal": [], "out_grad": 1.0, "grads": [1.0, 1.0]}
@@ -184,6 +187,30 @@ def test_reply_shapes():
     assert not well_formed(walk, traced | {"grads_at_call": []})  # one per call
     assert not well_formed(walk, traced | {"equal": [[0, 9]]})  # no slot 9
     assert REPLY_LIMIT < 2**24  # the grader's buffer stays small
+
+
+# The training reply without its "parameters" count, for a run that says some parameters
+# got no gradient: the grader's words for that read the count, and crashed with a KeyError.
+TRAIN_WITHOUT_COUNT = """
+import json
+_dumps = json.dumps
+def _forged(o, *args, **kwargs):
+    if isinstance(o, dict) and "history" in o:
+        o = {"history": [[1.0, 0.5], [1.0, 0.5]], "zero_outputs": 0, "no_gradient": 1}
+        o["where"] = ""
+    return _dumps(o, *args, **kwargs)
+json.dumps = _forged
+"""
+
+
+def test_a_training_reply_without_its_parameter_count_is_a_failing_row(tmp_path):
+    (tmp_path / "engine.py").write_text(SOLVED + TRAIN_WITHOUT_COUNT)
+    (tmp_path / "nn.py").write_text((ENGINES / "solved_nn.py").read_text())
+    report = _grade(tmp_path)
+    status = {row.name: row for row in report.rows}
+    assert status["network gradients"].status == "pass", report.to_text()
+    assert status["network trains"].status == "fail", report.to_text()
+    assert "sent a malformed reply" in status["network trains"].diagnosis
 
 
 # ---------------------------------------------------------------------- the report
