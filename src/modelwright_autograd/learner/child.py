@@ -480,6 +480,7 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
             and all(_numbers(entry, 2) for entry in history)
             and _count(reply.get("zero_outputs"))
             and _count(reply.get("no_gradient"))
+            and _count(reply.get("parameters"))
             and isinstance(reply.get("where"), str)
         )
     return False
