@@ -270,3 +270,29 @@ def test_float_paths_keep_their_dtype_with_python_numbers_and_bools(dtype):
         total = total + out.sum()
     total.backward()
     assert x.grad.dtype == np.dtype(dtype) and np.isfinite(x.grad).all()
+
+
+BASES = [-3, -2, -1, 0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("shape", [(), (7,)], ids=["0-d exponent", "exponent with dims"])
+def test_an_integer_tensor_to_negative_integer_tensor_powers_as_torch(shape):
+    """torch computes an integer to a negative integer power when the exponent is a
+    tensor (1 for 1, 1 or -1 for -1, 0 for any other base); NumPy refuses, and the
+    engine said the shapes "cannot broadcast"."""
+    for e in BASES:
+        exponent = np.full(shape, e, dtype=np.int64)
+        for base in (np.array(BASES, dtype=np.int64), np.array(True), 2, -1):
+            ours_base = make_node(base, (), "", None) if isinstance(base, np.ndarray) else base
+            want = (torch.tensor(base) if isinstance(base, np.ndarray) else base) ** torch.tensor(
+                exponent
+            )
+            got = ours_base ** make_node(exponent.copy(), (), "", None)
+            assert str(got.dtype) == str(want.dtype).removeprefix("torch."), (base, e)
+            np.testing.assert_array_equal(got.data, want.numpy(), err_msg=f"{base} ** {e}")
+
+
+def test_a_shape_error_in_an_elementwise_op_still_names_both_shapes():
+    a = make_node(np.arange(3), (), "", None)
+    with pytest.raises(ValueError, match=r"pow: shapes \(3,\) and \(2,\) cannot broadcast"):
+        _ = a ** make_node(np.arange(2), (), "", None)
