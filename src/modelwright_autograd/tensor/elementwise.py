@@ -85,7 +85,11 @@ def _elementwise(
     try:
         return ufunc(A, B)
     except ValueError:
-        raise ValueError(f"{op}: shapes {a.shape} and {b.shape} cannot broadcast") from None
+        try:
+            np.broadcast_shapes(A.shape, B.shape)
+        except ValueError:
+            raise ValueError(f"{op}: shapes {a.shape} and {b.shape} cannot broadcast") from None
+        raise  # the shapes broadcast: the error is the ufunc's own
 
 
 # ---------------------------------------------------------------------- binary arithmetic
@@ -572,7 +576,19 @@ def _pow_tensor(a: Tensor, b: Tensor) -> Tensor:
     """a ** b for a Tensor exponent (broadcast); ``Tensor ** Tensor`` and ``2 ** t``."""
     if a.data.dtype == np.bool_ and b.data.dtype == np.bool_:
         raise TypeError("pow: a bool tensor ** a bool tensor is not defined (nor in torch)")
-    return make_node(_elementwise("pow", np.power, a, b), (a, b), "**", _pow_tensor_backward)
+    return make_node(_elementwise("pow", _power, a, b), (a, b), "**", _pow_tensor_backward)
+
+
+def _power(A: Arr, B: Arr) -> Arr:
+    """np.power(A, B), and an integer to a negative integer power as torch gives it where
+    NumPy refuses: 1 for a base of 1, 1 or -1 for -1 (an even or odd power), else 0."""
+    if A.dtype.kind != "i" or not (B < 0).any():
+        return np.power(A, B)
+    A, B = np.broadcast_arrays(A, B)
+    negative = B < 0
+    out = np.power(A, np.where(negative, 0, B))
+    one_over = np.where(A == 1, 1, np.where(A == -1, 1 - 2 * (B % 2), 0))
+    return np.where(negative, one_over, out).astype(out.dtype, copy=False)
 
 
 def _pow_tensor_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
