@@ -63,6 +63,16 @@ def test_a_timeout_shorter_than_starting_python_is_refused_in_one_line(capsys):
     assert err == "modelwright-autograd check: --timeout: must be at least 1, got 0.001"
 
 
+@pytest.mark.parametrize("timeout", ["-1", "0", "0.5"])
+def test_every_timeout_under_the_minimum_is_refused_with_the_minimum(capsys, timeout):
+    """-1 and 0 said "must be greater than 0", as if 0.5 would do."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["check", "--timeout", timeout, "engine.py"])
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"modelwright-autograd check: --timeout: must be at least 1, got {timeout}"
+
+
 def test_a_timeout_shorter_than_starting_python_is_honoured_by_the_grader(tmp_path):
     """The grader's own API takes any timeout: the import times out instead of waiting on
     a supervisor that has not started yet (it waited forever)."""
