@@ -77,12 +77,12 @@ def real_number(
             raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if minimum is not None and value < minimum:  # first: the bound a user must meet
+            raise argparse.ArgumentTypeError(f"must be at least {minimum:g}, got {text}")
         if positive and not value > 0:
             raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
         if not positive and value < 0:
             raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-        if minimum is not None and value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum:g}, got {text}")
         if maximum is not None and value > maximum:
             raise argparse.ArgumentTypeError(f"must be at most {maximum:g}, got {text}")
         return value
