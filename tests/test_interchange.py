@@ -358,6 +358,13 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     save("args", {**good, "model_args": {"n_layer": 2}}, "'model_args' must hold")
     gpt2 = {**good["model_args"], "vocab_size": 50304}  # GPT-2's tokens: not characters
     save("vocab", {**good, "model_args": gpt2}, "vocab_size must be at most 256")
+    # a few bytes that stand for more numbers than the file holds, or for no numbers here
+    huge = torch.zeros(1).expand(2**40)  # one float, seen 2**40 times (stride 0)
+    save("expanded", {"logits": huge}, "more numbers than an import reads")
+    save("sparse", {"logits": torch.eye(27).to_sparse()}, "a sparse_coo tensor under 'logits'")
+    save("no data", {"logits": torch.empty(27, 27, device="meta")}, "a meta tensor under")
+    odd_args = {**good, "model_args": {1: 2, "n_layer": 2}}
+    save("odd args", odd_args, "'model_args' must hold")
     empty = tmp_path / "bad" / "empty.pt"
     empty.write_bytes(b"")
     cases["empty"] = (empty, "the file is empty")
