@@ -44,6 +44,10 @@ COMPILED_PREFIX = "_orig_mod."
 #: weights and AdamW's two moments, as nanoGPT's ckpt.pt holds them), plus a megabyte.
 MAX_IMPORT_BYTES = 3 * 8 * MAX_PARAMETERS["tensor"] + 2**20
 MAX_META_BYTES = 2**20
+#: The most numbers an import reads: what a file of MAX_IMPORT_BYTES holds in half
+#: precision. A tensor can stand for more numbers than its file stores (an expanded view
+#: repeats one number, views share one storage), so the count is bounded, not the bytes.
+MAX_IMPORT_NUMBERS = MAX_IMPORT_BYTES // 2
 #: The names of makemore's causal-mask buffers (one per block), which our models compute.
 _MASK = re.compile(r"transformer\.h\.\d+\.attn\.bias")
 
@@ -372,6 +376,7 @@ def _tensors(path: Path, state: Any, where: str) -> dict[str, np.ndarray]:
     if not isinstance(state, dict) or not state:
         raise CheckpointError(path, f"{where} must map parameter names to tensors")
     out = {}
+    numbers = 0
     for name, value in state.items():
         if not isinstance(name, str):
             raise CheckpointError(path, f"{where} has the name {shown(name)}, not a string")
@@ -382,6 +387,20 @@ def _tensors(path: Path, state: Any, where: str) -> dict[str, np.ndarray]:
         if not value.is_floating_point():
             raise CheckpointError(
                 path, f"{where} holds {value.dtype} data under {shown(name)}, not weights"
+            )
+        if value.layout != torch.strided or value.device.type != "cpu":
+            kind = value.layout if value.layout != torch.strided else value.device.type
+            raise CheckpointError(
+                path,
+                f"{where} holds a {str(kind).removeprefix('torch.')} tensor under "
+                f"{shown(name)}, not plain weights",
+            )
+        numbers += value.numel()
+        if numbers > MAX_IMPORT_NUMBERS:
+            raise CheckpointError(
+                path,
+                f"{where} stands for more numbers than an import reads ({MAX_IMPORT_NUMBERS:,}) "
+                f"by {shown(name)}: tensors repeating or sharing their data?",
             )
         dtype = torch.float64 if value.dtype == torch.float64 else torch.float32
         plain = name.removeprefix(COMPILED_PREFIX)
@@ -401,7 +420,7 @@ def _tensors(path: Path, state: Any, where: str) -> dict[str, np.ndarray]:
 
 def _nanogpt_model_args(path: Path, args: Any, state: Mapping[str, np.ndarray]) -> M.LMConfig:
     if not isinstance(args, dict) or set(args) != set(M.NANOGPT_ARGS):
-        got = sorted(args) if isinstance(args, dict) else type(args).__name__
+        got = sorted(args, key=repr) if isinstance(args, dict) else type(args).__name__
         raise CheckpointError(path, f"'model_args' must hold {M.NANOGPT_ARGS}, got {shown(got)}")
     values = dict(args)
     values["dropout"] = (
