@@ -12,15 +12,21 @@ from ..graph import no_grad
 from .corpus import Names, text_batch
 from .models import IGNORE_INDEX, LanguageModel
 
-#: Words scored per forward pass (bounds the memory of scoring a large split).
+#: Words scored per forward pass at the context of makemore's names (16): this bounds the
+#: memory of scoring a large split. The MLP's and the transformer's activations grow with
+#: the square of the context, so a longer one scores fewer words at a time (1,000 words
+#: at the longest context, 65, held about 1 GB in the default MLP).
 SCORE_WORDS = 1000
+_SCORE_CONTEXT = 16
 
 
 def _chunks(names: Names, words: Sequence[str]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """makemore's (x, y) rows of ``words``, SCORE_WORDS at a time."""
-    words = names.as_words(words)
-    for start in range(0, len(words), SCORE_WORDS):
-        yield words.take(slice(start, start + SCORE_WORDS)).examples(names.block_size())
+    """makemore's (x, y) rows of ``words``, SCORE_WORDS at a time at a context of 16,
+    fewer by the square of a longer one."""
+    words, block = names.as_words(words), names.block_size()
+    step = max(1, SCORE_WORDS * _SCORE_CONTEXT**2 // max(block, _SCORE_CONTEXT) ** 2)
+    for start in range(0, len(words), step):
+        yield words.take(slice(start, start + step)).examples(block)
 
 
 def names_loss(model: LanguageModel, names: Names, words: Sequence[str]) -> float:
