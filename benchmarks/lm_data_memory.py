@@ -5,8 +5,9 @@ names, each file with one line of the longest length a names model takes (64 cha
 which sets every word's context).
 
 Each run is a child process of its own: it imports everything a run uses first, notes
-its peak resident memory (``ru_maxrss``), trains the bigram one step (reading, splitting,
-a batch, the evaluations, the counting bigram over every training word, the files), and
+its peak resident memory (``ru_maxrss``), trains the model (``--model``, default bigram)
+one step (reading, splitting, a batch, the evaluations, the counting bigram over every
+training word, the files), and
 reports the peak again; the difference is what the run cost. A run on a file of a few
 lines gives the part that does not depend on the data (the model, the pictures), which is
 subtracted: the rest, over the file's size, is the bytes of memory a byte of data costs.
@@ -33,7 +34,7 @@ def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 before = peak()
 out = tempfile.mkdtemp() + "/run"
-argv = ["train", "--data", sys.argv[1], "--model", "bigram", "--steps", "1",
+argv = ["train", "--data", sys.argv[1], "--model", sys.argv[2], "--steps", "1",
         "--eval-interval", "1", "--out", out, "--quiet"]
 code = cli.main(argv)
 print(json.dumps({"code": code, "before": before, "after": peak()}))
@@ -53,10 +54,14 @@ def _names_file(path: Path, size: int, kind: str) -> None:
     path.write_text(head + unit * max(1, (size - len(head)) // len(unit)))
 
 
-def _run_peak(data: Path) -> int:
-    """What one bigram step on ``data`` adds to the peak memory of a process, in bytes."""
+def _run_peak(data: Path, model: str) -> int:
+    """What one step of ``model`` on ``data`` adds to the peak memory of a process, in
+    bytes."""
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, str(data)], capture_output=True, text=True, check=True
+        [sys.executable, "-c", _CHILD, str(data), model],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     found = json.loads(done.stdout.strip().splitlines()[-1])
     if found["code"] != 0:
@@ -64,19 +69,19 @@ def _run_peak(data: Path) -> int:
     return found["after"] - found["before"]
 
 
-def fixed_cost() -> int:
+def fixed_cost(model: str) -> int:
     """The peak a run on a file of three short lines adds: the model and pictures."""
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "tiny.txt"
         data.write_text("abcdefgh" * 8 + "\nab\nba\n")
-        return _run_peak(data)
+        return _run_peak(data, model)
 
 
-def measure(size: int, kind: str, fixed: int) -> dict[str, float]:
+def measure(size: int, kind: str, fixed: int, model: str) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / f"{kind}.txt"
         _names_file(data, size, kind)
-        used = _run_peak(data)
+        used = _run_peak(data, model)
         file_bytes = data.stat().st_size
     return {
         "kind": kind,
@@ -89,19 +94,22 @@ def measure(size: int, kind: str, fixed: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.lm_data_memory")
     p.add_argument("--smoke", action="store_true", help="1 MB files (seconds)")
+    p.add_argument(
+        "--model", choices=("bigram", "mlp", "transformer"), default="bigram", help="the model"
+    )
     args = p.parse_args(argv)
     sizes = [2**20] if args.smoke else [4 * 2**20, 16 * 2**20]
     load = load_average()
-    fixed = fixed_cost()
+    fixed = fixed_cost(args.model)
     print(
-        f"peak memory of train --data (bigram, 1 step; {fixed / 2**20:.0f} MB for a file of "
+        f"peak memory of train --data ({args.model}, 1 step; {fixed / 2**20:.0f} MB for a file of "
         f"three lines subtracted), load {load}"
     )
     print("| file | MB | peak MB | bytes a byte | target |")
     print("|---|---|---|---|---|")
     for size in sizes:
         for kind in ("short", "names"):
-            row = measure(size, kind, fixed)
+            row = measure(size, kind, fixed, args.model)
             ok = "met" if row["bytes_per_byte"] <= TARGET else "MISS"
             print(
                 f"| {kind} | {row['file_mb']:.1f} | {row['peak_mb']:.0f} | "
