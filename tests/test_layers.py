@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "tensor.nn_ops",
             "tensor.functional",
             "optim",
+            "optim_state",
             "flat_state",
             "checkpoint",
             "data",

@@ -16,6 +16,7 @@ from modelwright_autograd.lm import corpus as C
 from modelwright_autograd.lm.scoring import counting_bigram_loss
 from modelwright_autograd.tensor import nn as tensor_nn
 from modelwright_autograd.training import language as L
+from modelwright_autograd.training import lm_run
 
 TINY_GPT = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16"]
 TINY = {
@@ -150,7 +151,7 @@ def test_sample_refusals_are_one_line_exit_2(tmp_path, capsys):
     capsys.readouterr()
     assert "not a language model" in _usage_error(capsys, ["sample", str(classic)])
     assert "'é'" in _usage_error(capsys, ["sample", str(out), "--prompt", "café"])
-    big = str(L.MAX_SAMPLE_TOKENS + 1)
+    big = str(lm_run.MAX_SAMPLE_TOKENS + 1)
     assert "at most 100,000" in _usage_error(capsys, ["sample", str(out), "--tokens", big])
     capsys.readouterr()
     # --top-k above the vocabulary keeps every token, as nanoGPT's min(top_k, vocab_size)

@@ -12,7 +12,7 @@ from typing import Any
 from ..checkpoint import CheckpointError, load_checkpoint
 from ..checks import shown_path
 from ..printing import emit
-from ..training import language
+from ..training import language, lm_run
 from ..training.evaluate import evaluate_checkpoint
 from ..training.settings import UsageError
 from .options import Subparsers, add_data_options, file_path, whole_number
@@ -56,7 +56,7 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     """Score a checkpoint and print it: 0, 1 for a bad checkpoint, 2 for a bad option."""
     if (args.run is None) == (args.checkpoint is None):
         parser.error("give a RUN (a run folder or model.json) or --checkpoint FILE, not both")
-    path = language.checkpoint_file(args.run) if args.run is not None else args.checkpoint
+    path = lm_run.checkpoint_file(args.run) if args.run is not None else args.checkpoint
     try:
         checkpoint = load_checkpoint(path)
         if isinstance(checkpoint.architecture, language.M.LMArchitecture):
@@ -96,10 +96,10 @@ def _evaluate_lm(
     for option in ("dataset", "samples", "noise", "seed"):
         if getattr(args, option) is not None:
             parser.error(f"argument --{option}: a language model is evaluated on its own data")
-    run = language.load_lm_run(path, checkpoint)
+    run = lm_run.load_lm_run(path, checkpoint)
     try:
-        losses = language.evaluate_lm_run(run, args.eval_iters, seed=1337)
-    except language.NotALanguageModel as e:
+        losses = lm_run.evaluate_lm_run(run, args.eval_iters, seed=1337)
+    except lm_run.NotALanguageModel as e:
         print(f"modelwright-autograd evaluate: {e}", file=sys.stderr)
         return 1
     how = (

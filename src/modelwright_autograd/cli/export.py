@@ -14,7 +14,7 @@ from ..checkpoint import TORCH_MISSING, CheckpointError, export_torch, load_chec
 from ..checks import shown_path
 from ..files import NotARegularFile, refuse_non_regular
 from ..printing import emit
-from ..training import interchange, language
+from ..training import interchange, language, lm_run
 from ..training.outputs import run_file_named
 from .options import Subparsers, file_path
 
@@ -62,7 +62,7 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     may_be_folder = args.format != "state_dict" and args.out.is_dir() and not args.out.is_symlink()
     if not may_be_folder:
         _refuse_non_regular(parser, args.out)  # before loading: atomic_write checks again
-    checkpoint = language.checkpoint_file(args.checkpoint)
+    checkpoint = lm_run.checkpoint_file(args.checkpoint)
     owned = run_file_named(args.out, args.checkpoint)
     if owned is not None:
         what = "the checkpoint itself" if owned == checkpoint.name else f"the run's {owned}"
@@ -83,7 +83,7 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         problem = str(e)
     except ImportError:
         problem = TORCH_MISSING
-    except language.NotALanguageModel as e:
+    except lm_run.NotALanguageModel as e:
         problem = str(e)
     except OSError as e:  # atomic_write's own message already names the file
         problem = f"cannot write {shown}: {e.strerror}" if e.strerror else str(e)

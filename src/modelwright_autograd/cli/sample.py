@@ -8,9 +8,9 @@ from functools import partial
 
 from ..checkpoint import CheckpointError
 from ..checks import shown_text
-from ..lm.sampling import BrokenModel
+from ..lm.sampling import BrokenModel, default_prompt
 from ..printing import emit
-from ..training import language
+from ..training import lm_run
 from .options import Subparsers, file_path, random_seed, real_number, whole_number
 
 
@@ -24,7 +24,7 @@ def add_sample(subparsers: Subparsers) -> None:
         "training set, in the test set or new (as makemore prints them); a text model "
         "continues --prompt. The same --seed gives the same samples. Exit code 2 for a run "
         "that is not a language model, a prompt with characters outside its vocabulary or "
-        f"more than {language.MAX_SAMPLE_TOKENS:,} characters in all; 1 for an unreadable "
+        f"more than {lm_run.MAX_SAMPLE_TOKENS:,} characters in all; 1 for an unreadable "
         "checkpoint.",
     )
     p.add_argument("run", type=file_path, metavar="RUN", help="a run folder or its model.json")
@@ -46,7 +46,7 @@ def add_sample(subparsers: Subparsers) -> None:
         type=whole_number("--tokens", 1),
         metavar="N",
         help="text models: characters to write per sample (default 500; --num x --tokens at "
-        f"most {language.MAX_SAMPLE_TOKENS:,}); names end at their end token",
+        f"most {lm_run.MAX_SAMPLE_TOKENS:,}); names end at their end token",
     )
     p.add_argument(
         "--temperature",
@@ -73,16 +73,16 @@ def run_sample(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     """Print samples: 0; 1 for a bad checkpoint; 2 for a run that is not a language model,
     a prompt outside the vocabulary or too many characters asked for."""
     try:
-        run = language.load_lm_run(args.run)
+        run = lm_run.load_lm_run(args.run)
     except CheckpointError as e:
         print(f"modelwright-autograd sample: {e}", file=sys.stderr)
         return 1
-    except language.NotALanguageModel as e:
+    except lm_run.NotALanguageModel as e:
         parser.error(f"argument RUN: {e}")
     vocab = run.vocab
-    prompt = args.prompt or ("" if run.names else language.default_prompt(vocab))
-    if len(prompt) > language.MAX_PROMPT:
-        parser.error(f"argument --prompt: at most {language.MAX_PROMPT:,} characters")
+    prompt = args.prompt or ("" if run.names else default_prompt(vocab))
+    if len(prompt) > lm_run.MAX_PROMPT:
+        parser.error(f"argument --prompt: at most {lm_run.MAX_PROMPT:,} characters")
     missing = vocab.missing(prompt)
     if missing:
         parser.error(
@@ -94,14 +94,14 @@ def run_sample(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     num = args.num or (20 if run.names else 1)
     tokens = None if run.names else (args.tokens or 500)
     total = num * (tokens or run.model.block_size)
-    if total > language.MAX_SAMPLE_TOKENS:
+    if total > lm_run.MAX_SAMPLE_TOKENS:
         option = "--tokens" if args.tokens is not None else "--num"  # the one the user gave
         parser.error(
             f"argument {option}: {num:,} samples of up to {tokens or run.model.block_size:,} "
-            f"characters is {total:,}; at most {language.MAX_SAMPLE_TOKENS:,}"
+            f"characters is {total:,}; at most {lm_run.MAX_SAMPLE_TOKENS:,}"
         )
     try:
-        samples = language.sample_lm(
+        samples = lm_run.sample_lm(
             run, num, prompt, tokens, args.temperature, args.top_k, args.seed
         )
     except BrokenModel as e:

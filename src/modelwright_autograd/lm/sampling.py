@@ -9,6 +9,8 @@ import math
 import numpy as np
 
 from ..graph import no_grad
+from . import corpus as C
+from . import models as M
 from .models import LanguageModel
 
 
@@ -69,3 +71,34 @@ def generate(
             if stop is not None and (idx == stop)[:, 1:].any(axis=1).all():
                 break
     return idx
+
+
+def default_prompt(vocab: C.Vocabulary) -> str:
+    """Where a text model's samples start when no prompt is given (or an empty one): a
+    newline, as nanoGPT's sample.py, or the first character of the vocabulary (by code
+    point) when the text had no newline."""
+    return "\n" if "\n" in vocab.chars else vocab.chars[0]
+
+
+def sample_model(
+    model: M.LanguageModel,
+    vocab: C.Vocabulary,
+    num: int,
+    prompt: str,
+    tokens: int | None,
+    temperature: float,
+    top_k: int | None,
+    seed: int,
+) -> list[str]:
+    """sample_lm's samples from a model and its vocabulary (during training too); the
+    model is left in evaluation mode."""
+    rng = np.random.default_rng(seed)
+    start = vocab.encode(prompt)
+    if vocab.boundary:
+        idx = np.tile(np.concatenate([[0], start]), (num, 1))
+        steps = max(0, model.block_size - idx.shape[1])
+        rows = generate(model, idx, steps, rng, temperature, top_k, stop=0)[:, 1:].tolist()
+        return [vocab.decode(row[: row.index(0)] if 0 in row else row) for row in rows]
+    idx = np.tile(start, (num, 1))
+    out = generate(model, idx, tokens or 0, rng, temperature, top_k)
+    return [vocab.decode(row) for row in out]

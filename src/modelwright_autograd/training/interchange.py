@@ -34,7 +34,7 @@ from ..checkpoint import (
 from ..files import UnreadableFile, atomic_write, read_bounded
 from ..lm import corpus as C
 from ..lm import models as M
-from . import language
+from . import language, lm_run
 from .outputs import RunFolder
 
 FORMATS = ("nanogpt", "makemore", "state_dict")
@@ -90,7 +90,7 @@ def export_folder(checkpoint: Checkpoint, fmt: str, out: Path) -> list[str]:
     rename); return what was written, one line each. Imports torch."""
     import torch
 
-    run = language.load_lm_run(checkpoint.path, checkpoint)
+    run = lm_run.load_lm_run(checkpoint.path, checkpoint)
     files = _nanogpt_files(torch, run) if fmt == "nanogpt" else _makemore_files(torch, run, out)
     out.mkdir(exist_ok=True)
     for name, (data, _) in files.items():
@@ -98,7 +98,7 @@ def export_folder(checkpoint: Checkpoint, fmt: str, out: Path) -> list[str]:
     return [f"{name}: {what}" for name, (_, what) in files.items()]
 
 
-def _nanogpt_files(torch: Any, run: language.LMRun) -> dict[str, tuple[bytes, str]]:
+def _nanogpt_files(torch: Any, run: lm_run.LMRun) -> dict[str, tuple[bytes, str]]:
     """ckpt.pt as nanoGPT's train.py saves it, and meta.pkl as its prepare.py writes it."""
     config, training = run.model.config, run.training
     best = run.checkpoint.metadata.get("best")
@@ -167,7 +167,7 @@ def _betas(training: dict) -> tuple[float, float]:
     return (0.9, 0.99)
 
 
-def _nanogpt_config(run: language.LMRun) -> dict[str, Any]:
+def _nanogpt_config(run: lm_run.LMRun) -> dict[str, Any]:
     """nanoGPT's ``config`` (its train.py's settings) from ours; sample.py reads its
     ``dataset``, the folder under data/ that holds meta.pkl."""
     c, t = run.model.config, run.training
@@ -205,7 +205,7 @@ def _nanogpt_config(run: language.LMRun) -> dict[str, Any]:
     return {k: v for k, v in config.items() if isinstance(v, (int, float, str, bool))}
 
 
-def _makemore_files(torch: Any, run: language.LMRun, out: Path) -> dict[str, tuple[bytes, str]]:
+def _makemore_files(torch: Any, run: lm_run.LMRun, out: Path) -> dict[str, tuple[bytes, str]]:
     """model.pt, makemore's bare state_dict, with its transformer's causal masks."""
     config = run.model.config
     state = M.torch_state(torch, run.model)
@@ -217,7 +217,7 @@ def _makemore_files(torch: Any, run: language.LMRun, out: Path) -> dict[str, tup
     return {"model.pt": (_save_bytes(torch, state), _makemore_command(run, out))}
 
 
-def _makemore_command(run: language.LMRun, out: Path) -> str:
+def _makemore_command(run: lm_run.LMRun, out: Path) -> str:
     """The makemore.py line that samples from model.pt (its sizes are options there)."""
     c = run.model.config
     data = run.checkpoint.metadata.get("data")

@@ -24,12 +24,11 @@ from ..lm import models as M
 from .language import (
     DEFAULT_THREADS,
     LMSettings,
-    NotALanguageModel,
     check_lm_work,
-    load_lm_run,
     make_optimizer,
     steps_option,
 )
+from .lm_run import NotALanguageModel, load_lm_run
 from .run_state import LAST, ResumePoint
 from .settings import UsageError
 
