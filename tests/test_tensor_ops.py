@@ -1068,7 +1068,7 @@ def test_zero_where_selects_exactly(dtype):
 
 def test_the_float32_gelu_is_as_close_to_the_exact_one_as_torchs():
     """The float32 GELU computes Phi(x) as (1 + tanh(x S(x^2))) / 2, S a fitted polynomial
-    (elementwise._gelu_float32). On every 4,096th float32 in [-9, 9], against the exact
+    (activations._gelu_float32). On every 4,096th float32 in [-9, 9], against the exact
     values (math.erf in float64): Phi within 1.8 ulp where x >= 0, and the GELU no further
     from exact than torch's float32 GELU on the same inputs (here 6.1e-7 against 1.0e-6 at
     worst; 1.9 ulp against 4.3 for x >= 0); the backward within 2 ulp of torch's; -0 where

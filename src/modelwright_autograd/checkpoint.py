@@ -635,14 +635,14 @@ _TORCH_ACTIVATIONS = {"relu": "ReLU", "tanh": "Tanh", "sigmoid": "Sigmoid"}
 
 def to_torch(model: Any) -> Any:
     """The ``torch.nn.Sequential(Linear, act, ..., Linear)`` equal to ``model`` (either
-    engine's MLP), or for a CNN the Sequential of named layers in ``_torch_cnn``, in its
+    engine's MLP), or for a CNN the Sequential of named layers of ``tensor.nn.torch_cnn``, in its
     dtype, with its weights. Imports torch (ImportError if missing)."""
     import torch
 
     arch = architecture_of(model)
     dtype = getattr(torch, arch.dtype)
     if arch.model == "cnn":
-        torch_model = _torch_cnn(torch, arch, dtype)
+        torch_model = tensor_nn.torch_cnn(torch, arch.nin, arch.nouts, dtype)
         state = {k: torch.tensor(np.asarray(v)) for k, v in model.state_dict().items()}
         torch_model.load_state_dict(state)
         return torch_model
@@ -662,24 +662,6 @@ def to_torch(model: Any) -> Any:
                 raise ValueError(f"{name} has shape {array.shape}, torch's {tuple(target.shape)}")
             target.copy_(torch.from_numpy(array))
     return torch_model
-
-
-def _torch_cnn(torch: Any, arch: Architecture, dtype: Any) -> Any:
-    """``tensor_nn.CNN`` in torch: a Sequential whose layer names (conv1, bn1, ..., head)
-    make its state_dict keys the same as ours."""
-    from collections import OrderedDict
-
-    nn = torch.nn
-    (c1, c2, classes), side = arch.nouts, math.isqrt(arch.nin)
-    layers = OrderedDict(unflatten=nn.Unflatten(1, (1, side, side)))
-    for i, (cin, cout) in enumerate(((1, c1), (c1, c2)), start=1):
-        layers[f"conv{i}"] = nn.Conv2d(cin, cout, 3, padding=1, dtype=dtype)
-        layers[f"bn{i}"] = nn.BatchNorm2d(cout, dtype=dtype)
-        layers[f"relu{i}"] = nn.ReLU()
-        layers[f"pool{i}"] = nn.MaxPool2d(2)
-    layers["flatten"] = nn.Flatten()
-    layers["head"] = nn.Linear(c2 * (side // 4) ** 2, classes, dtype=dtype)
-    return nn.Sequential(layers)
 
 
 def export_torch(source: Any, out: str | os.PathLike[str]) -> None:

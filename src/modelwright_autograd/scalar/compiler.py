@@ -21,8 +21,9 @@ from typing import Any
 
 from ..checks import as_float, describe
 from ..graph import enable_grad, topological_order
-from . import engine
-from .engine import Grad, Value, source_of
+from . import engine, floats
+from .engine import Value, source_of
+from .templates import Grad
 
 #: Statements per emitted function: a long graph becomes several functions, so no code
 #: object grows past what CPython compiles quickly (values crossing a boundary go through
@@ -34,12 +35,12 @@ TERMS = 32
 
 #: What the emitted source may call: the float helpers the rules use on floats.
 NAMESPACE: dict[str, Any] = {
-    "_ieee_div": engine._ieee_div,
-    "_ieee_pow": engine._ieee_pow,
-    "_const_pow": engine._const_pow,
-    "_ieee_exp": engine._ieee_exp,
-    "_ieee_log": engine._ieee_log,
-    "_ieee_sigmoid": engine._ieee_sigmoid,
+    "_ieee_div": floats._ieee_div,
+    "_ieee_pow": floats._ieee_pow,
+    "_const_pow": floats._const_pow,
+    "_ieee_exp": floats._ieee_exp,
+    "_ieee_log": floats._ieee_log,
+    "_ieee_sigmoid": floats._ieee_sigmoid,
     "_tanh": math.tanh,
     "_inf": math.inf,
     "_nan": math.nan,

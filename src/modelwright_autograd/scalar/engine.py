@@ -11,87 +11,16 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple, Union
+from typing import Union
 
 from ..checks import as_float, describe
 from ..graph import GradMode, GraphCycleError, caught_up, enable_grad
+from .floats import _INF, _const_pow, _ieee_div, _ieee_exp, _ieee_log, _ieee_pow, _ieee_sigmoid
+from .templates import Grad, Source, emits
 
 Operand = Union["Value", int, float]
 Num = Union["Value", float]  # what a rule computes with: floats, or Values under create_graph
 Grads = tuple[Union["Value", float, None], ...]  # a rule's result: one gradient per input
-
-_INF = math.inf
-_NAN = math.nan
-
-
-def _ieee_div(a: float, b: float) -> float:
-    """``a / b`` with IEEE results for division by zero (``1/0 = inf``, ``0/0 = nan``)."""
-    try:
-        return a / b
-    except ZeroDivisionError:
-        if a == 0.0 or a != a:
-            return _NAN
-        return math.copysign(_INF, a) * math.copysign(1.0, b)
-
-
-def _is_odd_integer(x: float) -> bool:
-    return x.is_integer() and x % 2 == 1
-
-
-def _ieee_pow(a: float, b: float) -> float:
-    """``a ** b`` as C's ``pow`` (and torch) give it: inf on overflow or 0 ** negative, nan
-    for a negative base with a fractional exponent, instead of Python's exceptions or
-    complex numbers."""
-    try:
-        return math.pow(a, b)
-    except OverflowError:
-        negative = a < 0 and _is_odd_integer(b)
-        return -_INF if negative else _INF
-    except ValueError:
-        if a == 0.0:  # 0 ** negative: the sign of zero survives odd integer powers
-            odd = _is_odd_integer(b)
-            return math.copysign(_INF, a) if odd else _INF
-        return _NAN  # negative base, fractional exponent
-
-
-def _ieee_sqrt(x: float) -> float:
-    """The square root as IEEE gives it: nan below 0 (-inf included), -0.0 at -0.0."""
-    return math.sqrt(x) if x >= 0.0 else _NAN
-
-
-def _const_pow(a: float, n: float) -> float:
-    """a ** n for a constant exponent, as torch computes it: n = 0.5 as sqrt and n = -0.5 as
-    its reciprocal (so (-0.0) ** 0.5 is -0.0 and (-inf) ** 0.5 nan, where C's pow gives 0.0
-    and inf, and the last bit is sqrt's), any other n as C's pow."""
-    if n == 0.5:
-        return _ieee_sqrt(a)
-    if n == -0.5:
-        return _ieee_div(1.0, _ieee_sqrt(a))
-    return _ieee_pow(a, n)
-
-
-def _ieee_exp(x: float) -> float:
-    try:
-        return math.exp(x)
-    except OverflowError:
-        return _INF
-
-
-def _ieee_log(x: float) -> float:
-    if x == 0.0:
-        return -_INF
-    if x < 0.0:
-        return _NAN
-    return math.log(x)
-
-
-def _ieee_sigmoid(x: float) -> float:
-    """1 / (1 + e^-x), computed so that neither branch can overflow."""
-    if x >= 0.0:
-        return 1.0 / (1.0 + math.exp(-x))
-    e = _ieee_exp(x)
-    return e / (1.0 + e)
-
 
 # ---------------------------------------------------------------------- rule helpers
 # A rule runs on floats in the fast pass and on Values under create_graph; these few
@@ -202,47 +131,6 @@ def _is_zero_safe(rule: Callable[..., Grads]) -> bool:
 
 
 # ---------------------------------------------------------------------- source templates
-# The compiler (scalar/compiler.py) writes a graph out as Python. Each rule carries its
-# forward and its gradients as source, written beside it with ``@emits``, on the names the
-# compiler gives the values: the same formula as the rule's float pass, with the float
-# helpers it calls there (``_ieee_div`` for ``_div_any`` on floats, and so on).
-# tests/test_compiler_sources.py checks, op by op, that a template computes the rule's own
-# numbers bit for bit, specials included.
-
-
-class Grad(NamedTuple):
-    """One input's gradient as source: ``expr``, or no gradient where ``zero_if`` holds
-    (the rule's ``None``; None: never)."""
-
-    expr: str
-    zero_if: str | None = None
-
-
-class Source(NamedTuple):
-    """An op as source. ``forward(*inputs)`` is the output's expression, or a list of terms
-    added left to right (an n-ary op); ``grads(g, out, *inputs)`` gives each input's
-    gradient: a str, a ``Grad``, or None (no gradient at all). ``relu``: the output is relu
-    of the forward, and the gradient reaching the rule is relu's (dot_relu)."""
-
-    forward: Callable[..., str | list[str]]
-    grads: Callable[..., Sequence[str | Grad | None]]
-    relu: bool = False
-
-
-def emits(
-    forward: Callable[..., str | list[str]],
-    grads: Callable[..., Sequence[str | Grad | None]],
-    relu: bool = False,
-) -> Callable[[Callable[..., Grads]], Callable[..., Grads]]:
-    """Attach the op's source templates to its rule (as ``rule.source``)."""
-
-    def mark(rule: Callable[..., Grads]) -> Callable[..., Grads]:
-        rule.source = Source(forward, grads, relu)  # type: ignore[attr-defined]
-        return rule
-
-    return mark
-
-
 def source_of(node: Value) -> Source | None:
     """The source templates of the op that made ``node`` (None for a leaf or an op made by
     hand). An inactive ReLU neuron records no rule, but is still a dot_relu."""

@@ -7,7 +7,8 @@ each module opening with its op table:
 
     core.py         Tensor, make_node, input checks, un-broadcasting, the backward walk
     kit.py          the op-building kit (and its ops expand, scatter, where)
-    elementwise.py  arithmetic, unary functions, comparisons, activations
+    elementwise.py  arithmetic, unary functions, comparisons, relu/tanh/sigmoid
+    activations.py  leaky_relu, softplus, gelu
     reductions.py   sum, mean, max/min, prod, var/std, logsumexp, norm, softmax
     shape.py        reshape, transpose, indexing, cat/stack, expand, flip, repeat, pad
     linalg.py       matmul, linear, linear_relu, outer, einsum
@@ -20,6 +21,7 @@ Importing the package imports every op family, which binds its ops as Tensor met
 docs/design.md explains the design, dtypes and speed.
 """
 
+from .activations import gelu, leaky_relu, softplus
 from .core import (
     Arr,
     Dims,
@@ -36,7 +38,7 @@ from .core import (
     result_type,
     sum_to,
 )
-from .elementwise import gelu, leaky_relu, masked_fill, maximum, minimum, power, softplus
+from .elementwise import masked_fill, maximum, minimum, power
 from .kit import (
     cos,
     erf,

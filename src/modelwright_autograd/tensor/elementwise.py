@@ -18,14 +18,12 @@
     erf                        _erf             _erf_backward            2/sqrt(pi) e^-a^2
     clamp (clip)               _clamp           _clamp_backward          1 inside [lo, hi]
     maximum, minimum           maximum, minimum _maximum/_minimum_bw.    1 to the winner
-    leaky_relu                 leaky_relu       _leaky_relu_backward     1 or the slope
-    softplus                   softplus         _softplus_backward       sigmoid(beta a)
-    gelu                       gelu             _gelu_backward           Phi(a) + a phi(a)
     < <= > >= == !=            _comparison      (none: a constant)
     ~ (bool, integer)          _invert          (none: a constant)
     masked_fill                masked_fill      _masked_fill_backward    1 where not filled
 
-``where`` is the kit's selection (kit.py); docs/tensor-ops.md tabulates the gradients.
+``where`` is the kit's selection (kit.py); leaky_relu, softplus and gelu are in
+activations.py; docs/tensor-ops.md tabulates the gradients.
 """
 
 from __future__ import annotations
@@ -58,12 +56,9 @@ from .kit import (
     _sigmoid_array,
     check_kind,
     cos,
-    erf,
     exp,
     log,
-    sigmoid,
     sin,
-    tanh,
     zero_where,
     zeros_like,
 )
@@ -435,141 +430,6 @@ def _tie_shares(g: Arr, A: np.ndarray, B: np.ndarray, loses: np.ufunc, need: Nee
         zero_where(loses(A, B), share) if need[0] else None,
         zero_where(loses(B, A), share) if need[1] else None,
     )
-
-
-def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
-    """x for x > 0, else negative_slope * x (``torch.nn.functional.leaky_relu``)."""
-    check_tensor(input, "leaky_relu: input")
-    check_kind(input, "leaky_relu", "f")
-    slope = _number(negative_slope, "leaky_relu: negative_slope")
-    x = input.data
-    data = np.where(x > 0.0, x, x * x.dtype.type(slope))
-    return make_node(data, (input,), "leaky_relu", _leaky_relu_backward, slope)
-
-
-def _leaky_relu_backward(g: Arr, out: Arr, slope: float, need: Need, a: Arr) -> Grads:
-    """c = a if a > 0 else s*a:  dc/da = 1 for a > 0, else s (so s at 0, as torch)."""
-    return (g * _constant(np.where(raw(a) > 0.0, 1.0, slope), g),)
-
-
-def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    """log(1 + e^(beta x)) / beta, and x itself where beta x > threshold (where the two
-    agree to within e^-threshold), as ``torch.nn.functional.softplus``."""
-    check_tensor(input, "softplus: input")
-    check_kind(input, "softplus", "f")
-    b = _number(beta, "softplus: beta")
-    t = _number(threshold, "softplus: threshold")
-    if b == 0.0:
-        raise ValueError("softplus: beta must not be 0 (the result divides by it)")
-    x = input.data
-    bx = x * x.dtype.type(b)
-    linear = bx > t
-    data = np.where(linear, x, np.log1p(np.exp(np.where(linear, 0.0, bx))) / x.dtype.type(b))
-    return make_node(data, (input,), "softplus", _softplus_backward, (b, linear))
-
-
-def _softplus_backward(
-    g: Arr, out: Arr, ctx: tuple[float, np.ndarray], need: Need, a: Arr
-) -> Grads:
-    """c = log(1 + e^(b a)) / b:  dc/da = sigmoid(b a); 1 in the linear region."""
-    b, linear = ctx
-    return (g * (zero_where(linear, sigmoid(a * b)) + _constant(linear, g)),)
-
-
-_GELU_K = math.sqrt(2.0 / math.pi)  # the tanh form's scale
-_GELU_C = 0.044715  # and its cubic coefficient
-
-
-def gelu(input: Tensor, approximate: str = "none") -> Tensor:
-    """x Phi(x), Phi the standard normal CDF 0.5 (1 + erf(x / sqrt 2)), or with
-    ``approximate='tanh'`` 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2/pi), as
-    ``torch.nn.functional.gelu``."""
-    check_tensor(input, "gelu: input")
-    check_kind(input, "gelu", "f")
-    if approximate not in ("none", "tanh"):
-        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    x = input.data
-    cdf = None
-    if approximate == "tanh":
-        data = 0.5 * x * (1.0 + np.tanh(_GELU_K * (x + _GELU_C * x * x * x)))
-    elif x.dtype == np.float32:
-        data, cdf = _gelu_float32(x)
-    else:  # x * (0.5 (1 + erf)): the same bits as 0.5 x (1 + erf), a halving being exact
-        cdf = _erf_array(x * math.sqrt(0.5))
-        cdf += 1.0  # in place: cdf is a fresh array (one temporary per step, not three)
-        cdf *= 0.5
-        data = x * cdf
-    return make_node(data, (input,), "gelu", _gelu_backward, (approximate, cdf))
-
-
-#: For float32, Phi(x) = (1 + tanh(x S(x^2))) / 2 with S fitted to artanh(erf(x/sqrt 2))/x
-#: on [0, 4 sqrt 2] (beyond it Phi rounds to 0 or 1 in float32; the tanh saturates there):
-#: S's coefficients of x^0, x^2, x^4, ... (how they were fitted: docs/language-models.md).
-_PHI_S = (
-    0.7978845994568102,
-    0.0363346521285431,
-    -3.4438268969966414e-05,
-    -5.4439639307709e-05,
-    3.772356116858012e-06,
-    -1.1098402274029149e-07,
-    6.31288955006523e-10,
-    2.2477673917140088e-11,
-)
-_PHI_LIMIT = np.float32(4.0 * math.sqrt(2.0))
-_CHUNK = 16_384  # elements a pass: a chunk's temporaries stay in the CPU's cache
-
-
-def _gelu_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x Phi(x) and Phi(x) of a float32 array, a chunk at a time. SciPy's erf is the
-    costliest step of a GPT's forward pass; this is three times faster, within 1.8 ulp of
-    Phi for x >= 0 and 4e-7 of the GELU (torch's float32 GELU: 1.0 ulp, 2.5e-7; measured
-    over every 16th float32 in [-9, 9], tests/test_tensor_ops.py)."""
-    flat = np.ascontiguousarray(x).reshape(-1)
-    out, cdf = np.empty_like(flat), np.empty_like(flat)
-    coef = [np.float32(c) for c in _PHI_S]
-    for i in range(0, flat.size, _CHUNK):
-        piece = flat[i : i + _CHUNK]
-        a = np.maximum(piece, -_PHI_LIMIT)  # np.clip, without its Python wrapper
-        np.minimum(a, _PHI_LIMIT, out=a)
-        z = a * a
-        u = z * coef[-1]
-        for c in coef[-2:0:-1]:
-            u += c
-            u *= z
-        u += coef[0]
-        u *= a
-        p = cdf[i : i + _CHUNK]
-        np.tanh(u, out=p)
-        p += np.float32(1.0)
-        p *= np.float32(0.5)
-        np.multiply(piece, p, out=out[i : i + _CHUNK])
-    return out.reshape(x.shape), cdf.reshape(x.shape)
-
-
-def _gelu_backward(
-    g: Arr, out: Arr, ctx: tuple[str, np.ndarray | None], need: Need, a: Arr
-) -> Grads:
-    """c = a Phi(a):  dc/da = Phi(a) + a phi(a), phi(a) = e^(-a^2/2) / sqrt(2 pi) (Phi
-    kept from the forward pass: erf is the costliest ufunc here).
-    tanh form, t = tanh(u), u = k(a + 0.044715 a^3):
-    dc/da = 0.5 (1 + t) + 0.5 a (1 - t^2) k (1 + 3 * 0.044715 a^2)."""
-    approximate, cdf = ctx
-    if approximate == "tanh":
-        t = tanh((a + a * a * a * _GELU_C) * _GELU_K)
-        du = (a * a * (3.0 * _GELU_C) + 1.0) * _GELU_K
-        return (g * ((t + 1.0) * 0.5 + a * (1.0 - t * t) * du * 0.5),)
-    if isinstance(a, Tensor):  # create_graph: Phi as nodes, so its own derivative counts
-        cdf = (erf(a * math.sqrt(0.5)) + 1.0) * 0.5
-        pdf = exp(a * a * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
-        return (g * (cdf + a * pdf),)
-    d = np.multiply(a, a, out=np.empty_like(a))  # the same arithmetic, in one temporary
-    d *= -0.5
-    np.exp(d, out=d)
-    d *= 1.0 / math.sqrt(2.0 * math.pi)
-    d *= a
-    d += cdf
-    d *= g
-    return (d,)
 
 
 def _pow_tensor(a: Tensor, b: Tensor) -> Tensor:

@@ -1,7 +1,7 @@
 """Functions on Tensors, named as in ``torch.nn.functional`` (import it as ``F``).
 
 Activations and softmax forward to the Tensor methods; ``linear``, ``leaky_relu``,
-``softplus``, ``gelu`` and ``pad`` are ops of the tensor package (linalg.py, elementwise.py,
+``softplus``, ``gelu`` and ``pad`` are ops of the tensor package (linalg.py, activations.py,
 shape.py), where each sits beside its rule;
 convolution, pooling, dropout, normalisation, embedding and attention come from nn_ops.py.
 The losses each reduce to the mean over the batch, as torch's default.

@@ -613,3 +613,21 @@ class CNN(Module):
 
     def __repr__(self) -> str:
         return f"CNN(side={self.side}, channels={self.channels}, classes={self.classes})"
+
+
+def torch_cnn(torch: Any, nin: int, nouts: tuple[int, ...], dtype: Any) -> Any:
+    """``CNN`` in torch (for export): a Sequential whose layer names (conv1, bn1, ...,
+    head) make its state_dict keys the same as ours. ``torch`` is the torch module."""
+    from collections import OrderedDict
+
+    nn = torch.nn
+    (c1, c2, classes), side = nouts, math.isqrt(nin)
+    layers = OrderedDict(unflatten=nn.Unflatten(1, (1, side, side)))
+    for i, (cin, cout) in enumerate(((1, c1), (c1, c2)), start=1):
+        layers[f"conv{i}"] = nn.Conv2d(cin, cout, 3, padding=1, dtype=dtype)
+        layers[f"bn{i}"] = nn.BatchNorm2d(cout, dtype=dtype)
+        layers[f"relu{i}"] = nn.ReLU()
+        layers[f"pool{i}"] = nn.MaxPool2d(2)
+    layers["flatten"] = nn.Flatten()
+    layers["head"] = nn.Linear(c2 * (side // 4) ** 2, classes, dtype=dtype)
+    return nn.Sequential(layers)
