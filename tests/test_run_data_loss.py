@@ -86,6 +86,32 @@ def test_export_over_any_file_of_the_run_is_refused_whatever_the_form(
     assert (tmp_path / "model.pt").stat().st_size > 0
 
 
+def test_export_over_another_runs_files_or_folder_is_refused(run, tmp_path, monkeypatch, capsys):
+    """Exporting one run onto a second run's model.json (or a picture, or into its folder)
+    would destroy or litter the second run, which owns its folder as much as the first."""
+    other = tmp_path / "other"
+    options = ["--samples", "20", "--steps", "2", "--hidden", "3", "--quiet"]
+    assert cli.main(["train", *options, "--out", str(other)]) == 0
+    lm = tmp_path / "lm"
+    lm_options = ["--dataset", "names", "--model", "bigram", "--steps", "2", "--quiet"]
+    assert cli.main(["train", *lm_options, "--out", str(lm)]) == 0
+    before = _files(other)
+    monkeypatch.chdir(tmp_path)
+    cases = [
+        (["run", "other/model.json"], "other/model.json is another run's model.json"),
+        (["run", "run/../other/loss_curve.png"], "other/loss_curve.png is another run's"),
+        (["lm", "other/model.json", "--format", "state_dict"], "is another run's model.json"),
+        (["lm", "other"], "other is another run's folder"),
+    ]
+    for argv, what in cases:
+        with pytest.raises(SystemExit) as info:
+            cli.main(["export", *argv])
+        assert info.value.code == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and what in err, (argv, err)
+    assert _files(other) == before
+
+
 # ---------------------------------------------------------------------- 2. and 3. Ctrl-C
 LM_RUN = [
     "train",
