@@ -15,7 +15,7 @@ from ..checks import shown_path
 from ..files import NotARegularFile, refuse_non_regular
 from ..printing import emit
 from ..training import interchange, language, lm_run
-from ..training.outputs import run_file_named
+from ..training.outputs import is_run_folder, other_run_file, run_file_named
 from .options import Subparsers, file_path
 
 
@@ -55,9 +55,9 @@ def add_export(subparsers: Subparsers) -> None:
 def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Export a checkpoint: 0; 1 for a bad checkpoint, a missing torch or an unwritable
     OUT; 2 for a format the model has not, an OUT that is the checkpoint, another file of
-    its run (by inode, whatever the path's form) or its run folder, or something the
-    format cannot replace (a symlink, device or FIFO; a folder for a file; a file for a
-    folder)."""
+    its run (by inode, whatever the path's form), its run folder, a file or folder of
+    another run, or something the format cannot replace (a symlink, device or FIFO; a
+    folder for a file; a file for a folder)."""
     shown = shown_path(args.out)
     may_be_folder = args.format != "state_dict" and args.out.is_dir() and not args.out.is_symlink()
     if not may_be_folder:
@@ -67,6 +67,9 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     if owned is not None:
         what = "the checkpoint itself" if owned == checkpoint.name else f"the run's {owned}"
         parser.error(f"argument OUT: {shown} is {what}; name another file")
+    other = other_run_file(args.out)
+    if other is not None:
+        parser.error(f"argument OUT: {shown} is another run's {other}; name another file")
     try:
         loaded = load_checkpoint(checkpoint)
         fmt = args.format or interchange.default_format(loaded.model)
@@ -130,3 +133,5 @@ def _check_folder(parser: argparse.ArgumentParser, out: Path, checkpoint: Path, 
         out.is_dir() and folder.is_dir() and os.path.samefile(out, folder)
     ):
         parser.error(f"argument OUT: {shown} is the run's own folder; name another")
+    if is_run_folder(out):
+        parser.error(f"argument OUT: {shown} is another run's folder; name another")

@@ -231,6 +231,22 @@ def run_file_named(target: Path, checkpoint: Path) -> str | None:
     return None
 
 
+def is_run_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a run's checkpoint (model.json), so that a run owns it and
+    no other command may write there."""
+    return (Path(os.path.realpath(folder)) / "model.json").is_file()
+
+
+def other_run_file(target: Path) -> str | None:
+    """The name of the file ``target`` is in a run folder (any run's: ``run_file_named``
+    names those of the run being read), or None. Judged by the resolved path, so ``..``
+    and symbolic links on the way are seen through."""
+    real = Path(os.path.realpath(target))
+    if real.name in OUTPUT_NAMES and is_run_folder(real.parent):
+        return real.name
+    return None
+
+
 def _new_default_folder(dataset: str) -> Path:
     """Create runs/<dataset>-<timestamp>, or -2, -3... when that exists, so two runs
     started in the same second get two folders."""
