@@ -186,3 +186,27 @@ def test_an_interrupted_overwrite_leaves_the_finished_run_whole(tmp_path):
     _interrupt_once_saved(tmp_path, "--overwrite")
     assert _files(run) == before
     assert (tmp_path / "run-interrupted-2" / "model.json").exists()
+
+
+@pytest.mark.slow  # a real training process (about 3 s)
+def test_a_killed_runs_saved_checkpoint_survives_the_next_run_into_its_folder(tmp_path, capsys):
+    """SIGKILL (the OOM killer, a closed laptop) leaves the best checkpoint only in the
+    hidden staging folder; the next run into the same --out must not delete it."""
+    proc = subprocess.Popen(
+        [*CLI, *LM_RUN, "--out", "run"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _wait_for(lambda: list(tmp_path.glob(".run.partial-*/model.json")), "a checkpoint", proc)
+    proc.kill()
+    proc.wait(timeout=60)
+    (saved,) = tmp_path.glob(".run.partial-*/model.json")
+    kept = saved.read_bytes()
+    first = ["--dataset", "names", "--model", "bigram", "--steps", "2", "--quiet"]
+    with pytest.raises(SystemExit) as info:
+        cli.main(["train", *first, "--out", str(tmp_path / "run")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and saved.parent.name in err, err
+    assert saved.read_bytes() == kept
