@@ -137,9 +137,17 @@ class RunFolder:
 
     def _clear_leftovers(self) -> None:
         """Remove the staging and swap folders of earlier runs into this folder that were
-        killed (SIGKILL): only the holder of the lock makes them, and that is now us."""
+        killed (SIGKILL): only the holder of the lock makes them, and that is now us. One
+        holding a checkpoint (a killed run's best so far, or the previous run's files
+        moved aside) is the only copy of it: refused, never removed."""
         for kind in ("partial", "old"):
             for leftover in self._real.parent.glob(f".{glob.escape(self._real.name)}.{kind}-*"):
+                if (leftover / "model.json").is_file():
+                    raise UsageError(
+                        "--out",
+                        f"{shown_path(leftover)} holds the checkpoint of a run into "
+                        f"{self.shown} that was killed; move its model.json out or remove it",
+                    )
                 shutil.rmtree(leftover, ignore_errors=True)
 
     @property
