@@ -162,7 +162,12 @@ def test_repeated_ctrl_c_never_removes_the_saved_best_checkpoint(tmp_path):
         assert sent > 1, "the burst must go on past the first interrupt"
         assert "Traceback" not in err
         run = tmp_path / "run"
-        assert sorted(os.listdir(run)) == ["loss_curve.png", "metrics.json", "model.json"]
+        assert sorted(os.listdir(run)) == [
+            "last.json",
+            "loss_curve.png",
+            "metrics.json",
+            "model.json",
+        ]
         assert re.search(r"interrupted \(SIGINT\) after step [\d,]+: kept the above", out)
         assert cli.main(["sample", str(run), "--tokens", "5"]) == 0
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
@@ -178,7 +183,12 @@ def test_an_interrupted_overwrite_leaves_the_finished_run_whole(tmp_path):
     out, _, _ = _interrupt_once_saved(tmp_path, "--overwrite")
     assert _files(run) == before
     aside = tmp_path / "run-interrupted"
-    assert sorted(os.listdir(aside)) == ["loss_curve.png", "metrics.json", "model.json"]
+    assert sorted(os.listdir(aside)) == [
+        "last.json",
+        "loss_curve.png",
+        "metrics.json",
+        "model.json",
+    ]
     assert f"outputs in {aside.name}/" in out
     assert "run still holds the previous run's files, unchanged" in out
     assert cli.main(["sample", str(aside), "--tokens", "5"]) == 0
