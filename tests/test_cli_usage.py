@@ -48,6 +48,16 @@ def _run(*words):
             "modelwright-autograd: the following arguments are required: COMMAND "
             "(see modelwright-autograd --help)",
         ),
+        (
+            ["evaluate"],
+            "modelwright-autograd evaluate: give a RUN (a run folder or model.json) or "
+            "--checkpoint FILE",
+        ),
+        (
+            ["evaluate", "run", "--checkpoint", "run/model.json"],
+            "modelwright-autograd evaluate: give a RUN (a run folder or model.json) or "
+            "--checkpoint FILE, not both",
+        ),
         (["train", "--data", "a\nb\x1b[2J"], None),  # a control character stays on its line
     ],
 )
