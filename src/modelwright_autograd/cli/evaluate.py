@@ -55,7 +55,8 @@ def add_evaluate(subparsers: Subparsers) -> None:
 def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Score a checkpoint and print it: 0, 1 for a bad checkpoint, 2 for a bad option."""
     if (args.run is None) == (args.checkpoint is None):
-        parser.error("give a RUN (a run folder or model.json) or --checkpoint FILE, not both")
+        both = ", not both" if args.run is not None else ""
+        parser.error(f"give a RUN (a run folder or model.json) or --checkpoint FILE{both}")
     path = lm_run.checkpoint_file(args.run) if args.run is not None else args.checkpoint
     try:
         checkpoint = load_checkpoint(path)
