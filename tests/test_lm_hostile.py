@@ -202,7 +202,10 @@ def test_a_nan_model_is_called_broken_with_a_non_zero_exit(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the model is broken: its loss is nan" in err
     err = _error(capsys, ["sample", str(model), "--num", "2"])
-    assert "the model is broken" in err
+    assert err == (  # a whole sentence, the same cause as evaluate gives
+        "modelwright-autograd sample: the model is broken: its next-character logits are NaN "
+        "or infinite (its weights hold NaN or infinities, or its numbers overflow)"
+    )
     with pytest.raises(BrokenModel):
         start = np.zeros((1, 1), dtype=np.int64)
         generate(load_checkpoint(model).model, start, 2, np.random.default_rng(0))
