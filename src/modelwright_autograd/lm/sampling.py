@@ -15,7 +15,8 @@ from .models import LanguageModel
 
 
 class BrokenModel(ValueError):
-    """The model's next-token logits are NaN or infinite (its weights are)."""
+    """The model's next-token logits are NaN or infinite (its weights hold NaN or
+    infinities, or its numbers overflow)."""
 
 
 def generate(
@@ -50,7 +51,10 @@ def generate(
             context = idx[:, -model.block_size :]
             logits = model(context).data[:, -1, :].astype(np.float64)
             if not np.isfinite(logits).all():
-                raise BrokenModel("the model's logits are NaN or infinite: its weights are")
+                raise BrokenModel(
+                    "its next-character logits are NaN or infinite (its weights hold NaN or "
+                    "infinities, or its numbers overflow)"
+                )
             with np.errstate(over="ignore"):
                 logits = logits / temperature
             if not np.isfinite(logits).all():
