@@ -13,6 +13,7 @@ import pickle
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +23,9 @@ torch = pytest.importorskip("torch", reason="the hand-off to nanoGPT and makemor
 
 from benchmarks import lm_torch as LT  # noqa: E402
 from modelwright_autograd import cli  # noqa: E402
-from modelwright_autograd.checkpoint import load_checkpoint  # noqa: E402
+from modelwright_autograd.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from modelwright_autograd.lm import corpus as C  # noqa: E402
+from modelwright_autograd.training import interchange  # noqa: E402
 
 TINY_GPT = ["--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--block-size", "16"]
 
@@ -445,3 +447,25 @@ def test_a_damaged_checkpoint_imports_whole_or_is_one_line(tmp_path, capsys):
         assert out.exists() == (code == 0)
         refused += code == 2
     assert refused >= 10  # the cut files at least
+
+
+def test_import_takes_what_train_trains_nanogpts_shakespeare_gpt_and_no_more(tmp_path):
+    """nanoGPT's standard Shakespeare GPT (6 layers, 6 heads, 384 wide, block 256: counted
+    by hand, 10,745,088 weights, and 10,770,048 with the tied head counted again as
+    num_parameters counts it) is within import's limit, as it is within train's; one past
+    the limit is one line naming it."""
+    from modelwright_autograd.checkpoint import MAX_LM_PARAMETERS
+    from modelwright_autograd.lm import models as M
+
+    c = 384
+    standard = M.LMConfig(
+        "gpt", vocab_size=65, block_size=256, n_layer=6, n_head=6, n_embd=c, bias=False
+    )
+    per_block = 2 * c + 3 * c * c + c * c + 4 * c * c + 4 * c * c  # 2 LayerNorms, attn, MLP
+    assert 65 * c + 256 * c + 6 * per_block + c == 10_745_088
+    assert M.num_parameters(standard) == 10_745_088 + 65 * c
+    assert interchange._checked(tmp_path / "ckpt.pt", standard) == standard
+    wide = replace(standard, n_layer=7, n_embd=432)
+    assert M.num_parameters(wide) > MAX_LM_PARAMETERS
+    with pytest.raises(CheckpointError, match=f"at most {MAX_LM_PARAMETERS:,}"):
+        interchange._checked(tmp_path / "ckpt.pt", wide)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..checkpoint import (
-    MAX_PARAMETERS,
+    MAX_LM_PARAMETERS,
     Checkpoint,
     CheckpointError,
     architecture_of,
@@ -40,9 +40,10 @@ from .outputs import RunFolder
 FORMATS = ("nanogpt", "makemore", "state_dict")
 #: What torch.compile puts before every name (nanoGPT's scripts strip it).
 COMPILED_PREFIX = "_orig_mod."
-#: The largest file import reads: the most weights, in float64, three times over (the
-#: weights and AdamW's two moments, as nanoGPT's ckpt.pt holds them), plus a megabyte.
-MAX_IMPORT_BYTES = 3 * 8 * MAX_PARAMETERS["tensor"] + 2**20
+#: The largest file import reads: the most weights a language model may have (what train
+#: trains), in float64, three times over (the weights and AdamW's two moments, as
+#: nanoGPT's ckpt.pt holds them), plus a megabyte.
+MAX_IMPORT_BYTES = 3 * 8 * MAX_LM_PARAMETERS + 2**20
 MAX_META_BYTES = 2**20
 #: The most numbers an import reads: what a file of MAX_IMPORT_BYTES holds in half
 #: precision. A tensor can stand for more numbers than its file stores (an expanded view
@@ -439,9 +440,9 @@ def _checked(path: Path, config: M.LMConfig) -> M.LMConfig:
     except (ValueError, TypeError) as e:
         raise CheckpointError(path, f"a model this code cannot build: {e}") from None
     weights = M.num_parameters(config)
-    if weights > MAX_PARAMETERS["tensor"]:
+    if weights > MAX_LM_PARAMETERS:
         raise CheckpointError(
-            path, f"{weights:,} weights; a model here has at most {MAX_PARAMETERS['tensor']:,}"
+            path, f"{weights:,} weights; a language model here has at most {MAX_LM_PARAMETERS:,}"
         )
     return config
 
