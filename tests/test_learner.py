@@ -115,6 +115,16 @@ BROKEN = {
     "mul_own_value": ("a * b", "each input received its own value"),
     "exp_ignores_upstream": ("exp", "the backward ignores out.grad"),
     "rsub_swapped": ("numbers with Values", "the operands are swapped"),
+    # held out for issue 30: written without looking at the grader's words
+    "pow_rule_from_output": ("a ** n", "backward raised ZeroDivisionError: float division by zero"),
+    "pow_rule_by_logs": ("a ** n", "backward raised ValueError: math domain error"),
+    "div_square_missing": ("a / b", "wrong gradient at a = 3, b = -2: got -0.5, 1.5, expected"),
+    "rpow_log_of_exponent": ("2 ** a", "wrong gradient at a = 1.5: got 1.14683, expected 1.96052"),
+    "sigmoid_from_input": ("sigmoid", "sigmoid's derivative was taken from the input"),
+    "backward_zeroes_graph": (
+        "two backward() calls",
+        "the second call did not add to it (PyTorch's leaves hold 4)",
+    ),
     "hangs": ("seed", f"did not finish in {TIMEOUT:g} s"),
     "recurses_forever": ("a * b", "RecursionError"),
     "crashes": ("seed", "killed by SIGSEGV"),
@@ -211,6 +221,18 @@ NETWORK_BUGS = {
         "MLP(2, [8, 8, 1]) gives 0 for every input: its output does not depend on x (flat, not "
         "bent). Do the weights all start at 0",
     ),
+    "bias_default_argument": (  # every Neuron's bias is the one Value made when def ran
+        "    def __init__(self, nin, nonlin=True):\n"
+        "        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]\n"
+        "        self.b = Value(0.0)",
+        "    def __init__(self, nin, nonlin=True, b=Value(0.0)):\n"
+        "        self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]\n"
+        "        self.b = b",
+        "parameters()",
+        "Layer(3, 4).parameters() lists 16 Values but only 13 distinct objects: its 4 Neurons "
+        "are distinct objects, but they share Values: a Value made once and given to every "
+        "Neuron. A default argument, such as b=Value(0.0), is made once",
+    ),
     "mlp_skips_last_layer": (
         "        return [p for layer in self.layers for p in layer.parameters()]",
         "        return [p for layer in self.layers[:-1] for p in layer.parameters()]",
@@ -276,7 +298,7 @@ def broken_reports(oracle, tmp_path_factory):
     folders = {"starter": starter, "todo_1_done": first, "engine_done": half}
     for name in NETWORK_BUGS:
         folders[name] = network_bug(tmp_path_factory.mktemp(name), name)
-    names = [*BROKEN, "recursive_topo", "solved_differently"]
+    names = [*BROKEN, "recursive_topo", "solved_differently", "solved_own_rules"]
     paths = [ENGINES / f"{name}.py" for name in names] + list(folders.values())
     reports = _grade_all(paths, oracle)
     stems = {folder: name for name, folder in folders.items()}
@@ -324,6 +346,10 @@ def test_a_correct_engine_written_differently_passes_every_check(broken_reports)
     report = broken_reports["solved_differently"]  # _prev a list, int grads, its own -
     assert report.failed == 0, report.to_text()
     assert _row(report, "order").status == "pass"
+    report = broken_reports["solved_own_rules"]  # own - / and neg rules, Kahn's walk
+    assert report.failed == 0, report.to_text()
+    assert _row(report, "a / b").status == "pass"
+    assert _row(report, "two backward() calls").status == NOTE
 
 
 def test_each_broken_engine_is_the_solved_starter_with_one_small_change():

@@ -1,0 +1,150 @@
+"""A correct engine written differently: -, / and unary - have rules of their
+own, relu's rule reads its input, and the walk is
+Kahn's algorithm (count each node's users, run a node when its count reaches 0). It must pass.
+"""
+
+import math
+
+
+class Value:
+    def __init__(self, data, _children=(), _op=""):
+        self.data = float(data)
+        self.grad = 0.0  # d(final output) / d(this value), filled in by backward()
+        self._prev = set(_children)
+        self._op = _op
+        self._backward = lambda: None  # a leaf has no inputs: nothing to push
+
+    def __repr__(self):
+        return f"Value(data={self.data}, grad={self.grad})"
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data + other.data, (self, other), "+")
+
+        def _backward():
+            self.grad += out.grad
+            other.grad += out.grad
+
+        out._backward = _backward
+        return out
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data * other.data, (self, other), "*")
+
+        def _backward():
+            self.grad += other.data * out.grad
+            other.grad += self.data * out.grad
+
+        out._backward = _backward
+        return out
+
+    def __pow__(self, other):
+        assert isinstance(other, (int, float)), "only a number as the exponent"
+        out = Value(self.data**other, (self,), f"**{other}")
+
+        def _backward():
+            self.grad += other * self.data ** (other - 1) * out.grad
+
+        out._backward = _backward
+        return out
+
+    def tanh(self):
+        t = math.tanh(self.data)
+        out = Value(t, (self,), "tanh")
+
+        def _backward():
+            self.grad += (1 - out.data**2) * out.grad
+
+        out._backward = _backward
+        return out
+
+    def relu(self):
+        out = Value(0.0 if self.data < 0 else self.data, (self,), "relu")
+
+        def _backward():
+            self.grad += out.grad if self.data > 0 else 0.0
+
+        out._backward = _backward
+        return out
+
+    def exp(self):
+        out = Value(math.exp(self.data), (self,), "exp")
+
+        def _backward():
+            self.grad += out.data * out.grad
+
+        out._backward = _backward
+        return out
+
+    def log(self):
+        out = Value(math.log(self.data), (self,), "log")
+
+        def _backward():
+            self.grad += out.grad / self.data
+
+        out._backward = _backward
+        return out
+
+    def backward(self):
+        users, seen, stack = {}, {self}, [self]
+        while stack:
+            node = stack.pop()
+            for child in node._prev:
+                users[child] = users.get(child, 0) + 1
+                if child not in seen:
+                    seen.add(child)
+                    stack.append(child)
+        self.grad = 1.0
+        ready = [self]
+        while ready:
+            node = ready.pop()
+            node._backward()
+            for child in node._prev:
+                users[child] -= 1
+                if users[child] == 0:
+                    ready.append(child)
+
+    # Built from the ops above, so their gradients come for free.
+    def __neg__(self):  # -a
+        out = Value(-self.data, (self,), "neg")
+
+        def _backward():
+            self.grad -= out.grad
+
+        out._backward = _backward
+        return out
+
+    def __sub__(self, other):  # a - b
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data - other.data, (self, other), "-")
+
+        def _backward():
+            self.grad += out.grad
+            other.grad -= out.grad
+
+        out._backward = _backward
+        return out
+
+    def __truediv__(self, other):  # a / b
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data / other.data, (self, other), "/")
+
+        def _backward():
+            self.grad += out.grad / other.data
+            other.grad -= out.data / other.data * out.grad
+
+        out._backward = _backward
+        return out
+
+    def __radd__(self, other):  # 2 + a
+        return self + other
+
+    def __rmul__(self, other):  # 2 * a
+        return self * other
+
+    def __rsub__(self, other):  # 2 - a
+        return other + (-self)
+
+    def __rtruediv__(self, other):  # 2 / a
+        return other * self**-1
