@@ -75,7 +75,10 @@ class OpChecks(GraderBase):
     ) -> tuple[str, Program]:
         """The words for the first wrong result, or ("", ...) when all are right."""
         wrong = []
+        basis = [op for op in check.built_on if self.status.get(op) == FAIL]
         for program, result in zip(programs, results):
+            if "error" in result and basis:  # a / b raising in the ** it is built from
+                return BECAUSE + self.causes.get(_label(basis[0]), _label(basis[0])), program
             if "error" in result:
                 return _result_error(result, self.oracle, program), program
             out, grads = self.oracle.evaluate(program)
@@ -93,7 +96,6 @@ class OpChecks(GraderBase):
         got = ", ".join(f"{g:.6g}" for g in result["grads"])
         want = ", ".join(f"{g:.6g}" for g in grads)
         generic = f"wrong gradient at {_inputs_text(program)}: got {got}, expected {want}"
-        basis = [op for op in check.built_on if self.status.get(op) == FAIL]
         cause = self.root_cause()
         if cause:
             return BECAUSE + cause, program
