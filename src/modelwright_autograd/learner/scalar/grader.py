@@ -310,12 +310,26 @@ class Grader(OpChecks, NetworkChecks):
                     f"; one graph twice, (a*b)*2, gives a.grad {reply['same_graph']:g} here and "
                     "12 in torch"
                 )
+        elif self.failed("reuse"):  # a rule that assigns (=) replaces a.grad too
+            self.because(name, "reuse")
+            return
         else:
             text = (
                 f"a.grad was {first:g} after (a*b).backward() and {second:g} after "
                 "(a+b).backward(): the second call did not add to it (PyTorch's leaves "
-                "would hold 4)"
+                "hold 4). Gradients summed over separate backward() calls (one per example, "
+                "then one step) come out wrong: backward() must not reset the grads it "
+                "finds; zero_grad() does that"
             )
+            lines = [
+                *self.target.import_lines,
+                "a, b = Value(2.0), Value(3.0)",
+                "(a * b).backward()",
+                "(a + b).backward()",
+                "print(a.grad)  # expected: 4.0 (3 from a*b, then 1 from a+b)",
+            ]
+            self.add(Row(name, FAIL, text, lines))
+            return
         self.add(Row(name, NOTE, text))
 
     def check_chain(self) -> None:
