@@ -327,6 +327,14 @@ def _repeated_text(level: dict[str, Any], made: str, shown: list[str]) -> str:
     count, distinct, parts = level["count"], level["distinct"], level["parts"]
     text = f"{made}.parameters() lists {count} Values but only {distinct} distinct objects"
     cls = level["name"]
+    if cls != "Neuron" and parts and parts[1] == parts[0]:  # distinct parts, shared Values
+        part = {"Layer": "Neuron", "MLP": "Layer"}[cls]
+        return text + (
+            f": its {parts[0]} {part}s are distinct objects, but they share Values: a Value "
+            f"made once and given to every {part}. A default "
+            "argument, such as b=Value(0.0), is made once, when def runs: make each Value "
+            "inside __init__"
+        )
     if cls != "Neuron" and ((parts and parts[1] < parts[0]) or shown):
         part = {"Layer": "Neuron", "MLP": "Layer"}[cls]
         held = f"holds {parts[0]} {part}s that are {parts[1]} object(s)" if parts else ""
