@@ -182,6 +182,16 @@ def _unary_cases(
     return cases
 
 
+def _transpose_cases() -> list[Case]:
+    """2-D, where every order is its own inverse, and an order of three axes that is not
+    (NumPy's transpose(1, 2, 0); an engine whose transpose swaps two axes, as torch's
+    does, skips it)."""
+    return [
+        *_unary_cases("transpose", 72, shapes=((2, 3), (4, 2)))(),
+        Case(_program(74, [(2, 3, 4)], [["transpose_axes", 0]]), kind="axes"),
+    ]
+
+
 def _reshape_cases() -> list[Case]:
     return [
         Case(_program(70, [(2, 3)], [["reshape", 0, [3, 2]]])),
@@ -243,7 +253,7 @@ OP_SPECS = [
     OpSpec("sum", "sum", True, _reduction_cases("sum", 50)),
     OpSpec("mean", "mean", False, _reduction_cases("mean", 60)),
     OpSpec("reshape", "reshape", False, _reshape_cases),
-    OpSpec("transpose", "transpose", False, _unary_cases("transpose", 72, shapes=((2, 3), (4, 2)))),
+    OpSpec("transpose", "transpose", False, _transpose_cases),
     OpSpec("exp", "exp", False, _unary_cases("exp", 90)),
     OpSpec("log", "log", False, _unary_cases("log", 92, positive=True)),
     OpSpec(

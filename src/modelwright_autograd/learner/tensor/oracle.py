@@ -48,11 +48,28 @@ def _torch_run(program: Program) -> TensorAnswer:
     def cross_entropy(logits: torch.Tensor, targets: Any) -> torch.Tensor:
         return F.cross_entropy(logits, torch.as_tensor(targets))
 
-    slots = evaluate(program, leaf, constant, {"np": np, "cross_entropy": cross_entropy})
+    def numpy_leaf(x: Array) -> torch.Tensor:  # transpose(1, 2, 0) as NumPy's: a permute
+        return leaf(x).detach().as_subclass(_numpy_transpose_class()).requires_grad_()
+
+    permutes = any(step[0] == "transpose_axes" for step in program["steps"])
+    env = {"np": np, "cross_entropy": cross_entropy}
+    slots = evaluate(program, numpy_leaf if permutes else leaf, constant, env)
     leaves = slots[: len(program["inputs"])]
     grads = torch.autograd.grad(slots[-1], leaves, allow_unused=True)
     out = slots[-2].detach().numpy()
     return out, [np.zeros(t.shape) if g is None else g.numpy() for t, g in zip(leaves, grads)]
+
+
+def _numpy_transpose_class() -> type:
+    import torch
+
+    class NumpyTranspose(torch.Tensor):
+        """A torch tensor whose transpose takes an order of every axis, as NumPy's does."""
+
+        def transpose(self, *axes: int) -> torch.Tensor:
+            return self.permute(*axes) if len(axes) != 2 else super().transpose(*axes)
+
+    return NumpyTranspose
 
 
 def _difference_run(program: Program) -> TensorAnswer:

@@ -60,6 +60,7 @@ OPS: dict[str, TensorOp] = {
     "mean": TensorOp("{x}.mean({args})", 1, _reduction),
     "reshape": TensorOp("{x}.reshape({shape})", 1, lambda e: {"shape": ", ".join(map(str, e[0]))}),
     "transpose": TensorOp("{x}.transpose(1, 0)", 1),
+    "transpose_axes": TensorOp("{x}.transpose(1, 2, 0)", 1),  # NumPy's: an order of every axis
     "T": TensorOp("{x}.T", 1),
     "exp": TensorOp("{x}.exp()", 1),
     "log": TensorOp("{x}.log()", 1),
@@ -270,6 +271,8 @@ def well_formed_tensor(request: dict[str, Any], reply: dict[str, Any]) -> bool:
             and len(entry["grads"]) == len(entry["differences"])
             and isinstance(entry.get("distinct"), int)
             and isinstance(entry.get("zeroed"), bool)
+            and isinstance(entry.get("left", []), list)
+            and all(type(i) is int and 0 <= i < len(entry["grads"]) for i in entry.get("left", []))
             and entry.get("forward") in (True, False, None)
             and isinstance(entry.get("unlisted", []), list)
             and all(isinstance(n, str) for n in entry.get("unlisted", []))
