@@ -132,16 +132,25 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
             self.g.add(Row(name, FAIL, _failure_text(results, "a diamond graph")))
             return
         result = results[0]
+        ops_fail = self.status.get("add") == FAIL or self.status.get("mul") == FAIL
+        if "error" in result and ops_fail:  # the failing op's block is above
+            text = "a diamond graph's backward raised an error (probably because of + or * above)"
+            self.g.add(Row(name, FAIL, text))
+            return
         if "error" in result:
             self.g.add(Row(name, FAIL, self.result_text(program, result), self.code(program)))
             return
         if self.right(program, result):
             self.g.add(Row(name, PASS, "a diamond graph: every node waits for all its users"))
             return
-        if self._cause() or self.status.get("add") == FAIL or self.status.get("mul") == FAIL:
+        if ops_fail:
             text = "wrong gradients on a diamond graph of + and *" + (
                 self._cause() or ", which fail above"
             )
+            self.g.add(Row(name, FAIL, text))  # the cause's block is above
+            return
+        if self._cause():
+            text = "wrong gradients on a diamond graph of + and *" + self._cause()
         elif self.g.failed("reuse"):
             text = "wrong gradients on a diamond graph (probably because of 'reuse' above)"
             self.g.add(Row(name, FAIL, text))  # the cause's block is above

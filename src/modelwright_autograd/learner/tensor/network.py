@@ -64,9 +64,15 @@ class TensorNetworkChecks(TensorBase):
                     f"{_array_text(differences[i])}"
                 )
             elif not entry["zeroed"]:
+                left = entry.get("left", [])
+                which = (
+                    f" (those of parameters()[{', '.join(map(str, left))}], {len(left)} of {n})"
+                    if 0 < len(left) < n
+                    else ""
+                )
                 problems.append(
-                    f"{layer}.zero_grad() left gradients that are not zero: backward() adds "
-                    "into grad, so each training step would add the last one's"
+                    f"{layer}.zero_grad() left gradients that are not zero{which}: backward() "
+                    "adds into grad, so each training step would add the last one's"
                 )
             else:
                 passed.append(layer)

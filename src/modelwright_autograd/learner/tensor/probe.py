@@ -292,10 +292,13 @@ def network(request: dict[str, Any]) -> dict[str, Any]:
                 pair.append(d)
             p.data = saved
             differences.append(pair)
-        zeroed = False
+        zeroed, left = False, []
         if hasattr(model, "zero_grad"):
             model.zero_grad()
-            zeroed = all(p.grad is None or not np.any(_as_array(p.grad)) for p in params)
+            left = [
+                i for i, p in enumerate(params) if p.grad is not None and np.any(_as_array(p.grad))
+            ]
+            zeroed = not left
         best = [
             _send(
                 d[0]
@@ -310,6 +313,7 @@ def network(request: dict[str, Any]) -> dict[str, Any]:
             "differences": best,
             "distinct": len({id(p) for p in params}),
             "zeroed": zeroed,
+            "left": left,
             "unlisted": unlisted,
         }
     return {"layers": layers}
