@@ -219,6 +219,68 @@ def test_a_tensor_engine_cannot_answer_for_the_probe_through_its_modules(tmp_pat
     assert status["seed"] == status["network gradients"] == "fail", report.to_text()
 
 
+@pytest.mark.slow
+def test_an_engine_polling_sys_modules_from_a_thread_cannot_forge_a_pass(tmp_path):
+    """The probe once put its programs module in sys.modules while loading it (dataclasses
+    looked it up by name): a thread polling there caught it, now and then, and passed."""
+    engine = tmp_path / "engine.py"
+    engine.write_text((TENSOR_ENGINES / "forges_through_modules_race.py").read_text())
+    report = _grade(engine)
+    assert not (tmp_path / "found").exists(), (tmp_path / "found").read_text()
+    assert not report.passed, report.to_text()
+    assert {row.name: row.status for row in report.rows}["seed"] == "fail", report.to_text()
+
+
+# A profile function runs at every call and return of the probe's main thread and writes
+# down each module that has appeared in sys.modules since the one before (its name and
+# file): a module the probe registers for the span of a call or more is in the list. The
+# engine registers one such module of its own, "_flash", to show the recorder sees it.
+RECORDER = """
+import sys
+_seen = set(sys.modules)
+_count = [len(sys.modules)]
+
+
+def _record(frame, event, arg):
+    if len(sys.modules) != _count[0]:
+        _count[0] = len(sys.modules)
+        new = [(name, m) for name, m in list(sys.modules.items()) if name not in _seen]
+        _seen.update(name for name, _ in new)
+        with open("modules", "a") as f:
+            for name, module in new:
+                f.write(f"{name}\\t{getattr(module, '__file__', None)}\\n")
+
+
+sys.setprofile(_record)
+sys.modules["_flash"] = sys
+len(_seen)  # a call while it is there
+del sys.modules["_flash"]
+"""
+
+
+@pytest.mark.parametrize(
+    "solved", [ENGINES / "solved_starter.py", TENSOR_ENGINES / "solved_starter.py"]
+)
+def test_no_module_of_the_grader_s_is_ever_in_sys_modules(tmp_path, solved):
+    """The probes load their programs modules without a moment in sys.modules (the tensor
+    probe's was there while it loaded, after the engine's code had started)."""
+    engine = tmp_path / "engine.py"
+    engine.write_text(RECORDER + solved.read_text())
+    target = locate(engine)
+    with child.EngineProcess(target.load_request(), str(target.sys_path), 30.0) as process:
+        loaded = process.load()
+        assert "mlp" in loaded, loaded  # the probe (and for a tensor engine, its own) loaded
+    recorded = [line.split("\t") for line in (tmp_path / "modules").read_text().splitlines()]
+    assert ["_flash", "None"] in recorded  # the recorder catches a module there for a moment
+    package = str(Path(child.__file__).parents[1])
+    ours = [
+        (name, file)
+        for name, file in recorded
+        if name.startswith(("_grader", "modelwright_autograd")) or file.startswith(package)
+    ]
+    assert ours == []
+
+
 # ---------------------------------------------------------------------- the terminal
 # The engine tries the user's terminal (the pty `check` runs on, its path given here as
 # a learner's code would find it in /dev/pts), after unmounting what may hide it.

@@ -9,20 +9,20 @@ be read by several steps, so a program can reuse a value and build diamonds.
 Each op is a Python template (``"{x} ** {c}"``), the one description used three ways: the
 child process evaluates it on the learner's ``Value``, the PyTorch oracle on float64
 tensors, and ``to_code`` renders it into the lines a learner pastes to reproduce a failure.
+The child loads this file by path into no entry of ``sys.modules``: ``Op`` is a NamedTuple,
+as a dataclass with string annotations would look its module up there by name.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 Program = dict[str, Any]
 
 
-@dataclass(frozen=True)
-class Op:
+class Op(NamedTuple):
     """One operation: its template, how many Values it reads, and whether a constant
     follows them."""
 

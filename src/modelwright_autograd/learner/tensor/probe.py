@@ -21,9 +21,7 @@ _spec = importlib.util.spec_from_file_location(
     "_grader_tensor_programs", Path(__file__).resolve().with_name("programs.py")
 )
 programs = importlib.util.module_from_spec(_spec)
-sys.modules["_grader_tensor_programs"] = programs  # dataclasses looks the module up by name
-_spec.loader.exec_module(programs)
-del sys.modules["_grader_tensor_programs"]  # and the learner's code finds no module of ours
+_spec.loader.exec_module(programs)  # never in sys.modules: see programs.py
 
 # Set by install(): the probe's engine dict, its describe() and children_of().
 engine: dict[str, Any] = {}

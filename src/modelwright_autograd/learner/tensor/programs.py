@@ -10,21 +10,21 @@ so a rule that only works for out.grad = ones cannot pass.
 Each op is a template (``"{x}.sum({args})"``), the one description used three ways: the
 child process evaluates it on the learner's Tensor, the oracles on torch float64 tensors or
 NumPy arrays, and ``to_code`` renders it into lines a learner pastes. Standard library only:
-the child imports this file by path (the leaf and constant makers bring NumPy in).
+the child imports this file by path (the leaf and constant makers bring NumPy in) and
+puts it in no entry of ``sys.modules``: ``TensorOp`` is a NamedTuple, as a dataclass with
+string annotations would look its module up there by name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 Program = dict[str, Any]
 Array = dict[str, Any]  # {"shape": [...], "data": [...]} (data flattened in C order)
 
 
-@dataclass(frozen=True)
-class TensorOp:
+class TensorOp(NamedTuple):
     """One operation: its template, how many tensors it reads, and how its extra
     arguments (after the slots) are written into the template."""
 
