@@ -281,6 +281,32 @@ def test_no_module_of_the_grader_s_is_ever_in_sys_modules(tmp_path, solved):
     assert ours == []
 
 
+# The network reply with every layer's gradients replaced: validating it once iterated
+# over them and crashed `check` with a TypeError for an int or null.
+NETWORK_GRADS = """
+import json as _json
+_dumps = _json.dumps
+def _forged(o, *args, **kwargs):
+    if isinstance(o, dict) and isinstance(o.get("layers"), dict):
+        for entry in o["layers"].values():
+            entry["grads"] = GRADS
+    return _dumps(o, *args, **kwargs)
+_json.dumps = _forged
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("grads", ["5", "None"])
+def test_a_network_reply_whose_grads_are_not_a_list_is_a_failing_row(tmp_path, grads):
+    engine = tmp_path / "engine.py"
+    solved = (TENSOR_ENGINES / "solved_starter.py").read_text()
+    engine.write_text(solved + f"\nGRADS = {grads}\n" + NETWORK_GRADS)
+    report = _grade(engine)
+    row = next(row for row in report.rows if row.name == "network gradients")
+    assert row.status == "fail" and "sent a malformed reply" in row.diagnosis, report.to_text()
+    assert not report.passed
+
+
 # ---------------------------------------------------------------------- the terminal
 # The engine tries the user's terminal (the pty `check` runs on, its path given here as
 # a learner's code would find it in /dev/pts), after unmounting what may hide it.

@@ -458,6 +458,18 @@ def test_a_forged_tensor_reply_is_refused():
     network = {"do": "tensor_network"}
     assert well_formed(network, {"layers": {"Linear(4, 3)": {**layer, "unlisted": ["Linear.b"]}}})
     assert not well_formed(network, {"layers": {"Linear(4, 3)": {**layer, "unlisted": [1]}}})
+    not_lists = (5, None, "ab", {"shape": [2], "data": [0.5, 0.25]})  # `grads` once crashed
+    for forged in (
+        *({**layer, "grads": x} for x in not_lists),
+        *({**layer, "differences": x} for x in not_lists),
+        {**layer, "differences": []},  # a difference for each gradient
+        {k: v for k, v in layer.items() if k != "forward"},  # the check reads it
+        {**layer, "forward": 1},
+        {**layer, "unlisted": None},
+        None,
+        [layer],
+    ):
+        assert not well_formed(network, {"layers": {"Linear(4, 3)": forged}}), forged
 
 
 def test_a_tensor_engine_s_nets_and_losses_are_found_in_the_modules_that_import_it():

@@ -214,9 +214,33 @@ def _error(x: Any) -> bool:
     )
 
 
+def _arrays(x: Any, n: int | None = None) -> bool:
+    """A list of arrays (``n`` of them, when given)."""
+    return isinstance(x, list) and (n is None or len(x) == n) and all(map(_array, x))
+
+
 def _grads(r: Any, n: int) -> bool:
-    grads = r.get("grads") if isinstance(r, dict) else None
-    return isinstance(grads, list) and len(grads) == n and all(_array(g) for g in grads)
+    return isinstance(r, dict) and _arrays(r.get("grads"), n)
+
+
+def _layer(entry: Any) -> bool:
+    """One model of a network reply: a gradient and a difference per parameter, and the
+    facts about them the check reads (``forward`` may be None: not one W and one b)."""
+    if not isinstance(entry, dict):
+        return False
+    grads, left, unlisted = entry.get("grads"), entry.get("left", []), entry.get("unlisted", [])
+    return (
+        _arrays(grads)
+        and _arrays(entry.get("differences"), len(grads))
+        and isinstance(entry.get("distinct"), int)
+        and isinstance(entry.get("zeroed"), bool)
+        and isinstance(left, list)
+        and all(type(i) is int and 0 <= i < len(grads) for i in left)
+        and "forward" in entry
+        and (entry["forward"] is None or isinstance(entry["forward"], bool))
+        and isinstance(unlisted, list)
+        and all(isinstance(n, str) for n in unlisted)
+    )
 
 
 def _result(program: Program, r: Any) -> bool:
@@ -264,19 +288,7 @@ def well_formed_tensor(request: dict[str, Any], reply: dict[str, Any]) -> bool:
     if do == "tensor_network":
         layers = reply.get("layers")
         return isinstance(layers, dict) and all(
-            isinstance(name, str)
-            and isinstance(entry, dict)
-            and all(_array(a) for a in entry.get("grads", [None]))
-            and all(_array(a) for a in entry.get("differences", [None]))
-            and len(entry["grads"]) == len(entry["differences"])
-            and isinstance(entry.get("distinct"), int)
-            and isinstance(entry.get("zeroed"), bool)
-            and isinstance(entry.get("left", []), list)
-            and all(type(i) is int and 0 <= i < len(entry["grads"]) for i in entry.get("left", []))
-            and entry.get("forward") in (True, False, None)
-            and isinstance(entry.get("unlisted", []), list)
-            and all(isinstance(n, str) for n in entry.get("unlisted", []))
-            for name, entry in layers.items()
+            isinstance(name, str) and _layer(entry) for name, entry in layers.items()
         )
     if do == "tensor_affine":
         gaps = reply.get("gaps")
