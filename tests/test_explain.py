@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import warnings
+from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
@@ -18,10 +20,12 @@ from modelwright_autograd.cli import main
 from modelwright_autograd.explain import (
     ExpressionError,
     GraphvizMissingWarning,
+    GraphvizTooSlow,
     draw_graph,
     explain,
     parse_assignments,
     parse_expression,
+    picture,
     save_graph,
 )
 from modelwright_autograd.graph import topological_order
@@ -451,6 +455,50 @@ def test_save_graph_png_with_graphviz(tmp_path):
     out, _ = _abc()
     assert save_graph(out, tmp_path / "g.png") == tmp_path / "g.png"
     assert (tmp_path / "g.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# Graphviz's dot takes minutes over the layout of this small accepted sum.
+SLOW_TO_LAY_OUT = "+".join(["a"] * 150)
+
+
+def _our_dot_processes() -> list[str]:
+    """The `dot` processes (zombies too) whose parent is this one."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1]
+        if name == "dot" and int(fields.split()[1]) == os.getpid():
+            found.append(entry.name)
+    return found
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz's dot program is not installed")
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_a_layout_longer_than_its_limit_is_stopped_and_leaves_no_dot(tmp_path):
+    out = parse_expression(SLOW_TO_LAY_OUT, {"a": 1.0})
+    out.backward()
+    with pytest.raises(GraphvizTooSlow, match=r"more than 0\.5 s .*\.svg \(laid out in Python"):
+        save_graph(out, tmp_path / "g.png", dot_seconds=0.5)
+    assert _our_dot_processes() == []  # killed and waited for
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+@pytest.mark.skipif(not HAS_DOT, reason="Graphviz's dot program is not installed")
+def test_cli_a_layout_too_slow_for_png_is_one_line_and_exit_1(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(picture, "DOT_SECONDS", 0.5)
+    assert main(["explain", SLOW_TO_LAY_OUT, "a=1", "--graph", "g.pdf"]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        "modelwright-autograd explain: error: --graph g.pdf: Graphviz's dot took more than "
+        "0.5 s to lay the graph out and was stopped; draw it as .svg (laid out in Python, "
+        "no Graphviz) instead\n"
+    )
+    assert list(tmp_path.iterdir()) == []
+    assert main(["explain", SLOW_TO_LAY_OUT, "a=1", "--graph", "g.svg"]) == 0  # as it says
 
 
 def test_unicode_names_are_normalised_like_pythons_parser():

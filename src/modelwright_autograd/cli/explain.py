@@ -20,6 +20,7 @@ examples:
 def add_explain(subparsers: Subparsers) -> None:
     """The ``explain`` command's options."""
     from ..explain.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, MAX_NODES
+    from ..explain.picture import DOT_SECONDS
 
     parser = subparsers.add_parser(
         "explain",
@@ -49,7 +50,11 @@ def add_explain(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--graph",
         metavar="PATH",
-        help="also draw the graph to PATH (.svg, or .dot for DOT text; .png, .pdf with Graphviz)",
+        help=(
+            "also draw the graph to PATH (.svg, or .dot for DOT text; .png, .pdf with "
+            f"Graphviz, whose layout is stopped after {DOT_SECONDS:g} s: exit code 1, and "
+            ".svg, laid out in Python, still works)"
+        ),
     )
     parser.add_argument(
         "--html",

@@ -12,13 +12,14 @@ interactive page that steps through it.
 from .expr import ExpressionError, parse_assignments, parse_expression
 from .narrate import explain
 from .page import Page, write_page
-from .picture import Graph, GraphvizMissingWarning, draw_graph, save_graph
+from .picture import Graph, GraphvizMissingWarning, GraphvizTooSlow, draw_graph, save_graph
 from .trace import InputStep, Node, Step, Trace
 
 __all__ = [
     "ExpressionError",
     "Graph",
     "GraphvizMissingWarning",
+    "GraphvizTooSlow",
     "InputStep",
     "Node",
     "Page",

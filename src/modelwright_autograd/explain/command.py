@@ -18,7 +18,7 @@ from ..scalar.engine import Value
 from .expr import ExpressionError, parse_assignments, parse_expression
 from .narrate import explain
 from .page import write_page
-from .picture import FORMATS, Graph, GraphvizMissingWarning
+from .picture import FORMATS, Graph, GraphvizMissingWarning, GraphvizTooSlow
 from .torch_view import torch_view
 
 _PROG = "modelwright-autograd explain: error:"
@@ -26,7 +26,8 @@ _PROG = "modelwright-autograd explain: error:"
 
 def run(args: argparse.Namespace) -> int:
     """The ``explain`` subcommand: 0 on success, 2 for a refused expression or argument,
-    1 when an output file cannot be written (checked before the work where it can be)."""
+    1 when an output file cannot be written (checked before the work where it can be) or
+    Graphviz's layout of a PNG or PDF takes longer than ``picture.DOT_SECONDS``."""
     if args.graph is not None and Path(args.graph).suffix.lower().lstrip(".") not in FORMATS:
         print(f"{_PROG} --graph {args.graph!r}: use a .svg, .png, .pdf or .dot file name",
               file=sys.stderr)  # fmt: skip
@@ -82,7 +83,11 @@ def run(args: argparse.Namespace) -> int:
     if args.graph is not None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", GraphvizMissingWarning)
-            written = _write(lambda: Graph(trace).save(args.graph), args.graph)
+            try:
+                written = _write(lambda: Graph(trace).save(args.graph), args.graph)
+            except GraphvizTooSlow as e:
+                print(f"{_PROG} --graph {shown_path(args.graph)}: {e}", file=sys.stderr)
+                return 1
         for w in caught:
             print(f"note: {w.message}", file=sys.stderr)
         if written is None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import warnings
 from dataclasses import dataclass
 from html import escape
@@ -22,6 +23,9 @@ from .trace import Trace, _fmt, record
 
 #: Formats ``save_graph`` writes: SVG and DOT text itself, PNG and PDF through Graphviz.
 FORMATS = ("svg", "dot", "gv", "png", "pdf")
+#: The longest Graphviz's ``dot`` may take over a PNG or PDF, in seconds: its layout of some
+#: small graphs (a 150-term a+a+...+a) runs for minutes.
+DOT_SECONDS = 60.0
 
 BOX_W, BOX_H = 176, 84  # a node's box; five 15-pixel lines of 12-pixel text
 GAP_X, GAP_Y = 130, 24  # room between layers for the edge labels, and between rows
@@ -333,7 +337,7 @@ class Graph:
         """DOT text, for Graphviz's ``dot``."""
         return to_dot(self.trace)
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
+    def save(self, path: str | os.PathLike[str], dot_seconds: float | None = None) -> Path:
         """Write the picture; see ``save_graph``."""
         path = Path(path)
         fmt = path.suffix.lower().lstrip(".")
@@ -349,7 +353,7 @@ class Graph:
             data = self.source.encode("utf-8")
         else:
             try:
-                data = _render_with_graphviz(self.source, fmt)
+                data = _render_with_graphviz(self.source, fmt, dot_seconds)
             except _NoGraphviz as missing:
                 path = path.with_suffix(".svg")
                 check_writable(path)
@@ -374,17 +378,36 @@ class _NoGraphviz(Exception):
     pass
 
 
-def _render_with_graphviz(source: str, fmt: str) -> bytes:
-    """Render DOT text with Graphviz's ``dot``; the ``graphviz`` package is imported only
-    here, so nothing else needs it."""
+class GraphvizTooSlow(Exception):
+    """Graphviz's ``dot`` took longer than it was given to lay the graph out (it was ended)."""
+
+
+def _render_with_graphviz(source: str, fmt: str, seconds: float | None = None) -> bytes:
+    """Render DOT text with Graphviz's ``dot``, ended after ``seconds`` (``DOT_SECONDS``
+    when None) with ``GraphvizTooSlow``. The graphviz package, required as documented, is
+    imported only here, so nothing else needs it; ``dot`` is run directly, as its
+    ``pipe()`` has no time limit."""
+    seconds = DOT_SECONDS if seconds is None else seconds
     try:
-        import graphviz
+        import graphviz  # noqa: F401  (only to know it is there)
     except ImportError:
         raise _NoGraphviz("the graphviz Python package is not installed,") from None
     try:
-        return graphviz.Source(source).pipe(format=fmt)
-    except graphviz.ExecutableNotFound:
+        done = subprocess.run(  # on the timeout, run() kills dot and waits for it
+            ["dot", f"-T{fmt}"],
+            input=source.encode("utf-8"),
+            stdout=subprocess.PIPE,
+            timeout=seconds,
+            check=True,
+        )
+    except FileNotFoundError:
         raise _NoGraphviz("Graphviz's `dot` program was not found,") from None
+    except subprocess.TimeoutExpired:
+        raise GraphvizTooSlow(
+            f"Graphviz's dot took more than {seconds:g} s to lay the graph out and was "
+            "stopped; draw it as .svg (laid out in Python, no Graphviz) instead"
+        ) from None
+    return done.stdout
 
 
 def draw_graph(value: Value) -> Graph:
@@ -396,9 +419,12 @@ def draw_graph(value: Value) -> Graph:
     return Graph(record(value))
 
 
-def save_graph(value: Value, path: str | os.PathLike[str]) -> Path:
+def save_graph(
+    value: Value, path: str | os.PathLike[str], dot_seconds: float | None = None
+) -> Path:
     """Draw ``value``'s graph to ``path`` and return the path written: .svg is drawn here
-    (no Graphviz needed), .dot/.gv is DOT text, .png/.pdf go through Graphviz's ``dot``.
+    (no Graphviz needed), .dot/.gv is DOT text, .png/.pdf go through Graphviz's ``dot``,
+    given ``dot_seconds`` (``DOT_SECONDS`` when None) before ``GraphvizTooSlow``.
     Without Graphviz, .png/.pdf become an .svg beside it, with a warning saying so. The
     path is checked first, and files are replaced atomically."""
-    return draw_graph(value).save(path)
+    return draw_graph(value).save(path, dot_seconds)
