@@ -8,6 +8,7 @@ as nanoGPT's model.py and makemore.py write them."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import pickle
 import shutil
@@ -25,7 +26,8 @@ from benchmarks import lm_torch as LT  # noqa: E402
 from modelwright_autograd import cli  # noqa: E402
 from modelwright_autograd.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from modelwright_autograd.lm import corpus as C  # noqa: E402
-from modelwright_autograd.training import interchange  # noqa: E402
+from modelwright_autograd.optim_state import optimizer_from_json  # noqa: E402
+from modelwright_autograd.training import interchange, language  # noqa: E402
 
 TINY_GPT = ["--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--block-size", "16"]
 
@@ -49,14 +51,14 @@ def _theirs(model: torch.nn.Module, idx: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- nanoGPT's side
-def nanogpt_gpt(model_args: dict) -> torch.nn.Module:
+def nanogpt_gpt(model_args: dict, dtype: torch.dtype = torch.float32) -> torch.nn.Module:
     """GPT(GPTConfig(**model_args)) of nanoGPT's model.py (flash attention: no mask buffer)."""
     cfg = {**model_args, "kind": "gpt", "gelu": "none", "tie_weights": True, "init": "gpt2"}
-    return LT.build(cfg, torch.float32)
+    return LT.build(cfg, dtype)
 
 
 def nanogpt_resume(
-    out_dir: Path, lr: float = 1e-3
+    out_dir: Path, lr: float = 1e-3, dtype: torch.dtype = torch.float32
 ) -> tuple[torch.nn.Module, torch.optim.AdamW, dict]:
     """What train.py does with init_from='resume' (and sample.py, up to the optimiser):
     torch.load, the model_args it forces, _orig_mod. stripped, load_state_dict (strict),
@@ -65,7 +67,7 @@ def nanogpt_resume(
     model_args = {"dropout": 0.0}
     for k in ["n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size"]:
         model_args[k] = checkpoint["model_args"][k]
-    model = nanogpt_gpt(model_args)
+    model = nanogpt_gpt(model_args, dtype)
     state_dict = checkpoint["model"]
     for k in list(state_dict):
         if k.startswith("_orig_mod."):
@@ -85,9 +87,7 @@ def test_a_gpt_export_is_what_nanogpts_sample_and_train_read(tmp_path, capsys):
     out = tmp_path / "out-shakespeare-char"
     assert cli.main(["export", str(run), str(out)]) == 0
     printed = capsys.readouterr().out
-    assert (
-        "freshly initialised AdamW state" in printed and "data/shakespeare_char/meta.pkl" in printed
-    )
+    assert "the run's AdamW state" in printed and "data/shakespeare_char/meta.pkl" in printed
     assert sorted(p.name for p in out.iterdir()) == ["ckpt.pt", "meta.pkl"]
 
     model, optimizer, checkpoint = nanogpt_resume(out)
@@ -137,7 +137,7 @@ def test_a_gpt_export_is_what_nanogpts_sample_and_train_read(tmp_path, capsys):
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
     assert torch.isfinite(loss) and not torch.equal(before, model.transformer.wte.weight)
-    assert all(s["step"].item() == 2 for s in optimizer.state.values())
+    assert all(s["step"].item() == checkpoint["iter_num"] + 2 for s in optimizer.state.values())
 
 
 def test_a_names_model_export_is_makemores_work_folder(tmp_path, capsys):
@@ -469,3 +469,221 @@ def test_import_takes_what_train_trains_nanogpts_shakespeare_gpt_and_no_more(tmp
     assert M.num_parameters(wide) > MAX_LM_PARAMETERS
     with pytest.raises(CheckpointError, match=f"at most {MAX_LM_PARAMETERS:,}"):
         interchange._checked(tmp_path / "ckpt.pt", wide)
+
+
+# ---------------------------------------------------------------------- AdamW's state both ways
+def _float64_gpt_run(tmp_path: Path) -> Path:
+    data, _ = _text_file(tmp_path)
+    return _train(
+        tmp_path, "--data", str(data), "--model", "gpt", "--steps", "4", "--eval-interval", "2",
+        "--eval-iters", "1", "--batch-size", "4", "--dtype", "float64", *TINY_GPT,
+    )  # fmt: skip
+
+
+def _same_step(ours_model, ours, theirs, optimizer, seed: int) -> None:
+    """One AdamW step of ours and of torch's from the same gradients (random, by name) at
+    the same rate; the weights after it agree to 1e-12 (float64)."""
+    rng = np.random.default_rng(seed)
+    mine = dict(ours_model.named_parameters())
+    params = dict(theirs.named_parameters())  # the tied head once, as in nanoGPT
+    assert sorted(mine) == sorted(params)
+    for name, p in params.items():
+        g = rng.standard_normal(tuple(p.shape))
+        p.grad, mine[name].grad = torch.from_numpy(g.copy()), g.copy()
+    for group in [*optimizer.param_groups, *ours.param_groups]:
+        group["lr"] = 3e-3
+    optimizer.step()
+    ours.step()
+    for name, p in params.items():
+        np.testing.assert_allclose(mine[name].data, p.detach().numpy(), rtol=0, atol=1e-12)
+
+
+def test_a_gpt_export_carries_the_runs_adamw_state_and_torch_continues_it(tmp_path, capsys):
+    run = _float64_gpt_run(tmp_path)
+    out = tmp_path / "out"
+    assert cli.main(["export", str(run), str(out)]) == 0
+    assert "with the run's AdamW state (its moments and step)" in capsys.readouterr().out
+    model, optimizer, checkpoint = nanogpt_resume(out, dtype=torch.float64)  # train.py's load
+    saved = load_checkpoint(run / "model.json")
+    step = saved.metadata["resume"]["step"]
+    assert checkpoint["iter_num"] == step > 0
+    # nanoGPT's configure_optimizers groups: the 2-D weights decayed, then the rest
+    params = list(model.parameters())
+    in_order = [p for p in params if p.dim() >= 2] + [p for p in params if p.dim() < 2]
+    groups = checkpoint["optimizer"]["param_groups"]
+    assert [g["params"] for g in groups] == [
+        list(range(len(in_order) - len(groups[1]["params"]))),
+        list(range(len(in_order) - len(groups[1]["params"]), len(in_order))),
+    ]
+    assert len(groups[1]["params"]) == sum(p.dim() < 2 for p in params)
+    assert [g["weight_decay"] for g in groups] == [0.1, 0.0]
+    for i, entry in checkpoint["optimizer"]["state"].items():
+        assert entry["exp_avg"].shape == in_order[i].shape
+    # ours, from the run's checkpoint: the same moments and step, to the bit
+    ours = language.adamw(saved.model, 1.0, (0.5, 0.5), 0.0, decay_all=False)
+    optimizer_from_json(run / "model.json", saved.metadata["optimizer"], ours, saved.model)
+    mine = ours.state_dict()["state"]
+    for i, entry in optimizer.state_dict()["state"].items():
+        assert entry["step"].item() == mine[i]["step"] == step
+        for key in ("exp_avg", "exp_avg_sq"):
+            assert np.array_equal(entry[key].numpy(), mine[i][key])
+    assert len(mine) == len(params)
+    _same_step(saved.model, ours, model, optimizer, seed=5)
+
+
+def test_an_export_without_a_saved_state_says_so_and_a_bad_state_is_refused(tmp_path, capsys):
+    run = _float64_gpt_run(tmp_path)
+    doc = json.loads((run / "model.json").read_text())
+    state = doc["optimizer"]["state"]["transformer.wpe.weight"]
+    state["exp_avg"] = state["exp_avg"][:-8]  # a moment the size of no parameter
+    (run / "bad.json").write_text(json.dumps(doc))
+    doc["optimizer"]["param_groups"][1]["params"].pop()  # a parameter missing
+    (run / "short.json").write_text(json.dumps(doc))
+    del doc["optimizer"]
+    (run / "none.json").write_text(json.dumps(doc))
+    for name, said in (("bad.json", "bytes of transformer.wpe.weight's exp_avg"),
+                       ("short.json", "groups its parameters unlike")):  # fmt: skip
+        assert cli.main(["export", str(run / name), str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "Traceback" not in err
+        assert not (tmp_path / name).exists()
+    assert cli.main(["export", str(run / "none.json"), str(tmp_path / "fresh")]) == 0
+    assert "freshly initialised AdamW state" in capsys.readouterr().out
+    _, optimizer, checkpoint = nanogpt_resume(tmp_path / "fresh", dtype=torch.float64)
+    assert checkpoint["optimizer"]["state"] == {} and optimizer.state_dict()["state"] == {}
+
+
+def _float64_nanogpt_checkpoint(tmp_path: Path, steps: int = 3) -> tuple[Path, dict, Path]:
+    """A float64 ckpt.pt as nanoGPT's train.py saves it after ``steps`` steps (its
+    get_lr, clipping at 1.0), its config as train.py's, and meta.pkl beside it."""
+    data, meta = _text_file(tmp_path)
+    torch.manual_seed(0)
+    args = dict(n_layer=2, n_head=2, n_embd=16, block_size=16, bias=True,
+                vocab_size=meta["vocab_size"], dropout=0.0)  # fmt: skip
+    config = dict(dataset="input_char", batch_size=4, learning_rate=2e-3, max_iters=4,
+                  weight_decay=0.1, beta1=0.9, beta2=0.95, grad_clip=1.0, decay_lr=True,
+                  warmup_iters=2, lr_decay_iters=4, min_lr=2e-4, eval_interval=10,
+                  eval_iters=2)  # fmt: skip
+    model = nanogpt_gpt(args, torch.float64)
+    optimizer = model.configure_optimizers(0.1, 2e-3, (0.9, 0.95))
+    for it in range(steps):
+        x = torch.randint(0, meta["vocab_size"], (4, 16))
+        LT.loss(model, x.numpy(), x.roll(-1, 1).numpy()).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        for group in optimizer.param_groups:
+            group["lr"] = nanogpt_get_lr(it, config)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    checkpoint = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "model_args": args,
+        "iter_num": steps,
+        "best_val_loss": torch.tensor(2.5),
+        "config": config,
+    }
+    torch.save(checkpoint, folder / "ckpt.pt")
+    with open(folder / "meta.pkl", "wb") as f:
+        pickle.dump(meta, f)
+    return folder / "ckpt.pt", config, data
+
+
+def nanogpt_get_lr(it: int, config: dict) -> float:
+    """nanoGPT's train.py get_lr."""
+    lr, warmup, decay_iters = (
+        config["learning_rate"],
+        config["warmup_iters"],
+        config["lr_decay_iters"],
+    )
+    if it < warmup:
+        return lr * (it + 1) / (warmup + 1)
+    if it > decay_iters:
+        return config["min_lr"]
+    ratio = (it - warmup) / (decay_iters - warmup)
+    return config["min_lr"] + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - config["min_lr"])
+
+
+def test_resuming_an_imported_nanogpt_checkpoint_takes_torchs_next_step(tmp_path, capsys):
+    ckpt, config, data = _float64_nanogpt_checkpoint(tmp_path)
+    run = tmp_path / "imported"
+    assert cli.main(["import", str(ckpt), "--data", str(data), "--out", str(run)]) == 0
+    imported = load_checkpoint(run / "model.json").metadata
+    assert imported["resume"]["step"] == 3
+    assert all(entry["step"] == 3 for entry in imported["optimizer"]["state"].values())
+    training = imported["training"]
+    assert (training["lr"], training["min_lr"], training["warmup"], training["steps"]) == (
+        2e-3, 2e-4, 2, 4
+    )  # fmt: skip
+    assert training["betas"] == [0.9, 0.95] and training["decay_all"] is False
+    resumed = tmp_path / "resumed"
+    argv = ["train", "--resume", str(run), "--out", str(resumed), "--quiet"]  # nanoGPT's 4
+    assert cli.main(argv) == 0
+    after = load_checkpoint(resumed / "last.json").model
+    # torch: train.py resuming from the same file, on the batch the resumed run drew
+    model, optimizer, _ = nanogpt_resume(ckpt.parent, dtype=torch.float64)
+    text = data.read_text()
+    ids = C.Vocabulary.of(text, False, "input").encode(text)[: int(len(text) * 0.9)]
+    rng = np.random.default_rng([1337, 1])  # the batches' generator, as the run's
+    x, y = C.text_batch(ids, 16, 4, rng)
+    model.train()
+    LT.loss(model, x, y).backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    for group in optimizer.param_groups:
+        group["lr"] = nanogpt_get_lr(3, config)
+    optimizer.step()
+    theirs = {k: v.detach().numpy() for k, v in model.state_dict().items()}
+    for name, value in after.state_dict().items():
+        np.testing.assert_allclose(value, theirs[name], rtol=0, atol=1e-12, err_msg=name)
+
+
+def test_an_imported_optimizer_that_does_not_fit_is_one_line_and_exit_2(tmp_path, capsys):
+    ckpt, _, data = _float64_nanogpt_checkpoint(tmp_path, steps=1)
+    good = torch.load(ckpt)
+    wrong_shape = {**good["optimizer"], "state": dict(good["optimizer"]["state"])}
+    wrong_shape["state"][0] = {**wrong_shape["state"][0], "exp_avg": torch.zeros(3, 3)}
+    groups = [dict(g) for g in good["optimizer"]["param_groups"]]
+    groups[1]["params"] = groups[1]["params"][:-1]
+    fewer = {**good["optimizer"], "param_groups": groups}
+    amsgrad = {**good["optimizer"], "param_groups": [
+        {**g, "amsgrad": True} for g in good["optimizer"]["param_groups"]]}  # fmt: skip
+    for name, optimizer, said in (
+        ("shape", wrong_shape, "parameter 0's exp_avg has shape (3, 3)"),
+        ("count", fewer, "its groups hold"),
+        ("amsgrad", amsgrad, "uses amsgrad"),
+    ):
+        torch.save({**good, "optimizer": optimizer}, ckpt.with_name(f"{name}.pt"))
+        out = tmp_path / f"run-{name}"
+        argv = ["import", str(ckpt.with_name(f"{name}.pt")), "--data", str(data)]
+        assert cli.main([*argv, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err and "'optimizer' does not fit" in err, err
+        assert not out.exists()
+
+
+def test_resuming_an_imported_makemore_model_starts_a_fresh_adamw(tmp_path, capsys):
+    """makemore's model.pt holds no optimiser: the resumed run's first step is a fresh
+    torch AdamW's (makemore's settings for the bigram) on the batch the run drew."""
+    state = {"logits": torch.randn(27, 27, dtype=torch.float64)}
+    torch.save(state, tmp_path / "model.pt")
+    run = tmp_path / "run"
+    argv = ["import", str(tmp_path / "model.pt"), "--dataset", "names", "--out", str(run)]
+    assert cli.main(argv) == 0
+    saved = load_checkpoint(run / "model.json")
+    assert saved.metadata["optimizer"]["state"] == {} and saved.metadata["resume"]["step"] == 0
+    resumed = tmp_path / "resumed"
+    argv = ["train", "--resume", str(run), "--steps", "1", "--out", str(resumed), "--quiet"]
+    assert cli.main(argv) == 0
+    after = load_checkpoint(resumed / "last.json").model.logits.data
+    twin = LT.build(saved.model.config.to_dict(), torch.float64)
+    twin.load_state_dict(state)
+    training = saved.metadata["training"]
+    corpus = C.split_names(C.read_source("names", None)[0], 1337, "names")
+    rng = np.random.default_rng([1337, 1])  # the batches' generator, as the run's
+    rows = rng.integers(0, len(corpus.train), size=training["batch_size"])
+    LT.loss(twin, *corpus.train.take(rows).examples(corpus.block_size())).backward()
+    fresh = torch.optim.AdamW(twin.parameters(), lr=0.1, betas=(0.9, 0.99), weight_decay=0.0)
+    fresh.step()
+    assert (training["lr"], training["weight_decay"], training["betas"]) == (0.1, 0.0, [0.9, 0.99])
+    np.testing.assert_allclose(after, twin.logits.detach().numpy(), rtol=0, atol=1e-12)

@@ -31,7 +31,8 @@ import numpy as np
 from .checks import is_json_positive_int
 from .optim import AdamW
 
-_SETTINGS = ("lr", "betas", "eps", "weight_decay")
+#: The settings of an AdamW parameter group that a checkpoint keeps (torch's names).
+ADAMW_SETTINGS = ("lr", "betas", "eps", "weight_decay")
 
 
 def _encode(array: np.ndarray, dtype: str) -> str:
@@ -46,7 +47,7 @@ def optimizer_to_json(optimizer: AdamW, model: Any) -> dict[str, Any]:
     saved = optimizer.state_dict()
     groups = [
         {
-            **{k: list(g[k]) if k == "betas" else g[k] for k in _SETTINGS},
+            **{k: list(g[k]) if k == "betas" else g[k] for k in ADAMW_SETTINGS},
             "params": [names[id(params[i])] for i in g["params"]],
         }
         for g in saved["param_groups"]
@@ -88,8 +89,10 @@ def optimizer_from_json(path: Path, doc: Any, optimizer: AdamW, model: Any) -> N
     mine = [[index[id(p)] for p in g["params"]] for g in optimizer.param_groups]
     saved_groups = []
     for k, group in enumerate(groups):
-        if not isinstance(group, dict) or any(key not in group for key in (*_SETTINGS, "params")):
-            raise OptimizerStateError(path, f"group {k} lacks one of {(*_SETTINGS, 'params')}")
+        if not isinstance(group, dict) or any(
+            key not in group for key in (*ADAMW_SETTINGS, "params")
+        ):
+            raise OptimizerStateError(path, f"group {k} lacks one of {(*ADAMW_SETTINGS, 'params')}")
         try:
             ids = [index[id(named[name])] for name in group["params"]]
         except (KeyError, TypeError):
@@ -98,7 +101,7 @@ def optimizer_from_json(path: Path, doc: Any, optimizer: AdamW, model: Any) -> N
             ) from None
         if k >= len(mine) or ids != mine[k]:
             raise OptimizerStateError(path, "groups its parameters unlike this run's optimizer")
-        saved_groups.append({**{key: group[key] for key in _SETTINGS}, "params": ids})
+        saved_groups.append({**{key: group[key] for key in ADAMW_SETTINGS}, "params": ids})
     if len(saved_groups) != len(mine):
         raise OptimizerStateError(path, f"has {len(saved_groups)} groups, the run's {len(mine)}")
     moments: dict[int, dict[str, Any]] = {}

@@ -13,6 +13,7 @@ import numpy as np
 from ..checkpoint import TORCH_MISSING, CheckpointError, export_torch, load_checkpoint
 from ..checks import shown_path
 from ..files import NotARegularFile, refuse_non_regular
+from ..optim_state import OptimizerStateError
 from ..printing import emit
 from ..training import interchange, language, lm_run
 from ..training.outputs import is_run_folder, other_run_file, run_file_named
@@ -28,8 +29,9 @@ def add_export(subparsers: Subparsers) -> None:
         'train) to OUT. An MLP or CNN becomes one file, torch.save({"architecture": ..., '
         '"state_dict": ...}), whose state_dict loads into torch.nn.Sequential(Linear, '
         "activation, ..., Linear). A GPT becomes the folder OUT holding nanoGPT's ckpt.pt and "
-        "meta.pkl (its sample.py and train.py resume from them); a names model (bigram, mlp, "
-        "transformer) the makemore work folder OUT holding model.pt (makemore.py "
+        "meta.pkl (its sample.py and train.py resume from them, with the run's AdamW "
+        "state); a names model (bigram, mlp, transformer) the makemore work folder OUT "
+        "holding model.pt (makemore.py "
         "--sample-only reads it). --format state_dict writes a language model as one file "
         "instead. docs/checkpoints.md shows the lines that read each. PyTorch must be "
         "installed.",
@@ -54,10 +56,10 @@ def add_export(subparsers: Subparsers) -> None:
 
 def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Export a checkpoint: 0; 1 for a bad checkpoint, a missing torch or an unwritable
-    OUT; 2 for a format the model has not, an OUT that is the checkpoint, another file of
-    its run (by inode, whatever the path's form), its run folder, a file or folder of
-    another run, or something the format cannot replace (a symlink, device or FIFO; a
-    folder for a file; a file for a folder)."""
+    OUT; 2 for an AdamW state that does not fit the model, a format the model has not,
+    an OUT that is the checkpoint, another file of its run (by inode, whatever the path's
+    form), its run folder, a file or folder of another run, or something the format cannot
+    replace (a symlink, device or FIFO; a folder for a file; a file for a folder)."""
     shown = shown_path(args.out)
     may_be_folder = args.format != "state_dict" and args.out.is_dir() and not args.out.is_symlink()
     if not may_be_folder:
@@ -84,6 +86,9 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             written = interchange.export_folder(loaded, fmt, args.out)
     except CheckpointError as e:
         problem = str(e)
+    except OptimizerStateError as e:  # an AdamW state that does not fit: bad input
+        print(f"modelwright-autograd export: {e}", file=sys.stderr)
+        return 2
     except ImportError:
         problem = TORCH_MISSING
     except lm_run.NotALanguageModel as e:

@@ -34,8 +34,11 @@ from ..checkpoint import (
 from ..files import UnreadableFile, atomic_write, read_bounded
 from ..lm import corpus as C
 from ..lm import models as M
+from ..optim_state import ADAMW_SETTINGS, optimizer_from_json, optimizer_to_json
 from . import language, lm_run
 from .outputs import RunFolder
+from .run_state import rng_states
+from .settings import MAX_STEPS
 
 FORMATS = ("nanogpt", "makemore", "state_dict")
 #: What torch.compile puts before every name (nanoGPT's scripts strip it).
@@ -101,15 +104,17 @@ def export_folder(checkpoint: Checkpoint, fmt: str, out: Path) -> list[str]:
 
 def _nanogpt_files(torch: Any, run: lm_run.LMRun) -> dict[str, tuple[bytes, str]]:
     """ckpt.pt as nanoGPT's train.py saves it, and meta.pkl as its prepare.py writes it."""
-    config, training = run.model.config, run.training
-    best = run.checkpoint.metadata.get("best")
-    best = best if isinstance(best, dict) else {}
+    config = run.model.config
+    meta_doc = run.checkpoint.metadata
+    best = meta_doc.get("best") if isinstance(meta_doc.get("best"), dict) else {}
+    resume = meta_doc.get("resume") if isinstance(meta_doc.get("resume"), dict) else {}
     state = M.torch_state(torch, run.model)
+    optimizer, saved = _nanogpt_optimizer(torch, run, state)
     ckpt = {
         "model": state,
-        "optimizer": _fresh_adamw(torch, state, config, training),
+        "optimizer": optimizer,
         "model_args": {k: getattr(config, k) for k in M.NANOGPT_ARGS},
-        "iter_num": int(_setting(best, "step", 0)),
+        "iter_num": int(_setting(resume, "step", _setting(best, "step", 0))),
         "best_val_loss": _setting(best, "val", _setting(best, "test", 1e9)),  # train.py's 1e9
         "config": _nanogpt_config(run),
     }
@@ -120,12 +125,13 @@ def _nanogpt_files(torch: Any, run: lm_run.LMRun) -> dict[str, tuple[bytes, str]
         "stoi": {ch: i for i, ch in enumerate(tokens)},
     }
     step = ckpt["iter_num"]
+    adam = (
+        "the run's AdamW state (its moments and step)"
+        if saved
+        else "a freshly initialised AdamW state (this run saved no optimiser state)"
+    )
     return {
-        "ckpt.pt": (
-            _save_bytes(torch, ckpt),
-            f"the GPT at step {step:,} with a freshly initialised AdamW state (this run saved "
-            "no optimiser state)",
-        ),
+        "ckpt.pt": (_save_bytes(torch, ckpt), f"the GPT at step {step:,} with {adam}"),
         "meta.pkl": (
             pickle.dumps(meta),
             f"its {len(tokens)} characters; nanoGPT reads it from "
@@ -134,24 +140,47 @@ def _nanogpt_files(torch: Any, run: lm_run.LMRun) -> dict[str, tuple[bytes, str]
     }
 
 
-def _fresh_adamw(torch: Any, state: Mapping[str, Any], config: M.LMConfig, training: dict) -> Any:
-    """A new AdamW's state_dict in nanoGPT's configure_optimizers layout (2-D weights
-    decayed, the rest not, in its named_parameters order: the tied lm_head once) with the
-    run's settings; torch's AdamW.load_state_dict takes it."""
-    params = [
-        torch.nn.Parameter(t)
-        for name, t in state.items()
-        if not (config.tie_weights and name == "lm_head.weight")
-    ]
-    decayed = {"params": [p for p in params if p.dim() >= 2]}
-    decayed["weight_decay"] = _setting(training, "weight_decay", 0.1)
-    optimizer = torch.optim.AdamW(
-        [decayed, {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-        lr=_setting(training, "lr", 1e-3),
-        betas=_betas(training),
-        eps=1e-8,
+def _nanogpt_optimizer(
+    torch: Any, run: lm_run.LMRun, state: Mapping[str, Any]
+) -> tuple[dict[str, Any], bool]:
+    """ckpt.pt's ``optimizer``: torch.optim.AdamW's state_dict in nanoGPT's
+    configure_optimizers layout (2-D weights decayed, the rest not, in named_parameters
+    order: the tied lm_head once) holding the run's AdamW state (its checkpoint's
+    ``"optimizer"`` entry) or, if it saved none, a fresh one with the run's settings; and
+    whether it was the run's. An OptimizerStateError for a state that does not fit."""
+    training = run.training
+    ours = language.adamw(
+        run.model,
+        _setting(training, "lr", 1e-3),
+        _betas(training),
+        _setting(training, "weight_decay", 0.1),
+        decay_all=False,
     )
-    return optimizer.state_dict()
+    doc = run.checkpoint.metadata.get("optimizer")
+    if doc is not None:
+        optimizer_from_json(run.checkpoint.path, doc, ours, run.model)
+    names = {id(p): name for name, p in run.model.named_parameters()}
+    params = [names[id(p)] for group in ours.param_groups for p in group["params"]]
+    saved = ours.state_dict()
+    groups = [
+        {
+            **{k: g[k] for k in ADAMW_SETTINGS},
+            "params": [torch.nn.Parameter(state[params[i]]) for i in g["params"]],
+        }
+        for g in saved["param_groups"]
+    ]
+    optimizer = torch.optim.AdamW(groups)
+    layout = optimizer.state_dict()
+    layout["state"] = {
+        i: {
+            "step": torch.tensor(float(entry["step"])),  # torch's: a float32 0-d tensor
+            "exp_avg": torch.from_numpy(np.array(entry["exp_avg"])),
+            "exp_avg_sq": torch.from_numpy(np.array(entry["exp_avg_sq"])),
+        }
+        for i, entry in saved["state"].items()
+    }
+    optimizer.load_state_dict(layout)
+    return optimizer.state_dict(), doc is not None
 
 
 def _setting(training: dict, key: str, default: float) -> float:
@@ -245,6 +274,9 @@ class Imported:
     format: str  # "nanogpt", "makemore" or "state_dict"
     source: C.Source | None  # the corpus given with it, if any
     details: dict[str, Any]  # what else the file said (nanoGPT's iter_num, best_val_loss)
+    training: dict[str, Any]  # the settings train --resume continues with
+    optimizer: dict[str, Any]  # its AdamW state as our checkpoint keeps it (optim_state.py)
+    step: int  # the steps taken (nanoGPT's iter_num; 0 for the others)
 
 
 def read_torch_file(path: Path) -> Any:
@@ -328,6 +360,7 @@ def import_model(
     shape or value that does not fit is a CheckpointError, before anything is written."""
     payload = read_torch_file(path)
     details: dict[str, Any] = {}
+    settings: Any = None  # nanoGPT's config, if the file has one
     if isinstance(payload, dict) and "model" in payload and "model_args" in payload:
         fmt, state = "nanogpt", _tensors(path, payload["model"], "'model'")
         config = _nanogpt_model_args(path, payload["model_args"], state)
@@ -337,11 +370,8 @@ def import_model(
             details["iter_num"] = iter_num
         if _is_number(best) and np.isfinite(float(best)):
             details["best_val_loss"] = float(best)
-        batch = (
-            payload.get("config", {}).get("batch_size")
-            if isinstance(payload.get("config"), dict)
-            else None
-        )
+        settings = payload.get("config") if isinstance(payload.get("config"), dict) else {}
+        batch = settings.get("batch_size")
         tokens = batch * config.block_size if isinstance(batch, int) else 0
         if not isinstance(batch, bool) and 0 < tokens <= language.MAX_STEP_TOKENS:
             details["batch_size"] = batch  # evaluate's batch, if it is one train would take
@@ -360,7 +390,120 @@ def import_model(
         _check_tied(path, state)
     model = _built(path, config, state)
     vocab = _vocabulary(path, config, meta, corpus_text, seed, source)
-    return Imported(model, vocab, fmt, source if corpus_text is not None else None, details)
+    training = _training(config.kind, settings or {}, details.get("batch_size"), seed)
+    saved = payload.get("optimizer") if fmt == "nanogpt" else None
+    optimizer = _optimizer(path, saved, model, training)
+    given = source if corpus_text is not None else None
+    step = details.get("iter_num", 0)
+    return Imported(model, vocab, fmt, given, details, training, optimizer, step)
+
+
+def _training(
+    kind: str, config: Mapping[str, Any], batch_size: int | None, seed: int
+) -> dict[str, Any]:
+    """The settings an imported run resumes with: nanoGPT's ``config`` where it holds a
+    value train would take (its cosine decays over max_iters, lr_decay_iters being
+    nanoGPT's other name for it), train's defaults for the rest."""
+
+    def whole(key: str, least: int) -> int | None:
+        value = config.get(key)
+        return value if type(value) is int and least <= value <= MAX_STEPS else None
+
+    def real(key: str, below: float = np.inf) -> float | None:
+        value = config.get(key)
+        ok = _is_number(value) and 0 <= float(value) < below and np.isfinite(float(value))
+        return float(value) if ok else None
+
+    lr = real("learning_rate")
+    t = language.default_training(kind, whole("max_iters", 1), lr if lr else None)
+    found = {
+        "batch_size": batch_size,
+        "weight_decay": real("weight_decay"),
+        "grad_clip": real("grad_clip"),
+        "eval_interval": whole("eval_interval", 1),
+        "eval_iters": whole("eval_iters", 1),
+    }
+    t.update({k: v for k, v in found.items() if v is not None})
+    beta1, beta2 = real("beta1", 1.0), real("beta2", 1.0)
+    if beta1 is not None and beta2 is not None:
+        t["betas"] = (beta1, beta2)
+    if config.get("decay_lr") is False:
+        t["min_lr"], t["warmup"] = t["lr"], 0
+    else:
+        min_lr, warmup = real("min_lr", t["lr"] * (1 + 1e-12)), whole("warmup_iters", 0)
+        t["min_lr"] = t["min_lr"] if min_lr is None else min_lr
+        t["warmup"] = warmup if warmup is not None and warmup < t["steps"] else t["warmup"]
+    return {**t, "betas": list(t["betas"]), "seed": seed}
+
+
+def _optimizer(
+    path: Path, saved: Any, model: M.LanguageModel, training: dict[str, Any]
+) -> dict[str, Any]:
+    """The imported run's AdamW state as our checkpoint keeps it: torch's ``saved``
+    (nanoGPT's ckpt.pt ``optimizer``: torch.optim.AdamW's state_dict over its
+    configure_optimizers groups) when there is one, else a fresh AdamW (no moments) with
+    the run's settings. A CheckpointError names a state that does not fit the model."""
+    ours = language.adamw(
+        model,
+        training["lr"],
+        tuple(training["betas"]),
+        training["weight_decay"],
+        training["decay_all"],
+    )
+    if saved is not None:
+        try:
+            ours.load_state_dict(_from_torch_adamw(saved, model.config.dtype))
+        except (ValueError, TypeError) as e:
+            raise CheckpointError(path, f"its 'optimizer' does not fit the model: {e}") from None
+    return optimizer_to_json(ours, model)
+
+
+def _from_torch_adamw(saved: Any, dtype: str) -> dict[str, Any]:
+    """torch.optim.AdamW's state_dict in our Adam.load_state_dict's terms (NumPy moments,
+    whole-number steps), which checks the groups' sizes and the moments' shapes; a
+    ValueError for anything torch's AdamW would not have written or ours cannot take."""
+    groups, state = (saved.get(k) if isinstance(saved, dict) else None for k in _PARTS)
+    if not isinstance(groups, list) or not isinstance(state, dict):
+        raise ValueError("it needs 'state' (a dict) and 'param_groups' (a list)")
+    out_groups = []
+    for k, group in enumerate(groups):
+        if not isinstance(group, dict) or any(
+            key not in group for key in (*ADAMW_SETTINGS, "params")
+        ):
+            raise ValueError(f"group {k} lacks one of {(*ADAMW_SETTINGS, 'params')}")
+        unlike = [key for key in ("amsgrad", "maximize") if group.get(key)]
+        if unlike:
+            raise ValueError(f"group {k} uses {unlike[0]}, which this AdamW has not")
+        betas = group["betas"]
+        if not (isinstance(betas, (list, tuple)) and len(betas) == 2):
+            raise ValueError(f"group {k} has betas {str(betas)[:40]}, not two numbers")
+        out_groups.append(
+            {**{key: group[key] for key in ADAMW_SETTINGS}, "params": group["params"]}
+        )
+    moments = {}
+    for i, entry in state.items():
+        if not isinstance(entry, dict) or set(entry) != {"step", *_MOMENTS}:
+            raise ValueError(f"parameter {str(i)[:20]}'s state is not step, exp_avg, exp_avg_sq")
+        step = entry["step"]
+        step = float(step) if _is_number(step) else None
+        if step is None or not step.is_integer():
+            raise ValueError(f"parameter {i} has a step that is not a whole number")
+        arrays = {}
+        for key in _MOMENTS:
+            value = entry[key]
+            if not (hasattr(value, "is_floating_point") and value.is_floating_point()):
+                raise ValueError(f"parameter {i}'s {key} is not a floating-point tensor")
+            arrays[key] = value.detach().to("cpu").double().numpy().astype(dtype)
+            if not np.isfinite(arrays[key]).all() or (
+                key == "exp_avg_sq" and (arrays[key] < 0).any()
+            ):
+                raise ValueError(f"parameter {i}'s {key} holds a number AdamW cannot have")
+        moments[i] = {"step": int(step), **arrays}
+    return {"state": moments, "param_groups": out_groups}
+
+
+_PARTS = ("param_groups", "state")
+_MOMENTS = ("exp_avg", "exp_avg_sq")
 
 
 def _is_number(value: Any) -> bool:
@@ -583,23 +726,28 @@ def write_run(
     imported: Imported, file: Path, out: Path | None, overwrite: bool, seed: int
 ) -> RunFolder:
     """A run folder (claimed as train's are: new, or --overwrite of a run's) holding the
-    imported model as model.json, with the vocabulary and the data given with it, so that
-    sample and evaluate take it. A UsageError names a folder that cannot be had."""
-    config = imported.model.config
+    imported model as model.json, with the vocabulary, the data given with it, the
+    settings, the AdamW state and the step, so that sample, evaluate and train --resume
+    take it. A UsageError names a folder that cannot be had."""
     data = (
         imported.source.to_dict()
         if imported.source
         else {"dataset": None, "path": None, "sha256": None}
     )
-    defaults = language.TRAINING_DEFAULTS[config.kind]
     metadata = {
         "data": {**data, "seed": seed},
         "vocab": {"tokens": imported.vocab.tokens, "boundary": imported.vocab.boundary},
-        "training": {"batch_size": imported.details.get("batch_size", defaults["batch_size"])},
+        "training": imported.training,
         "imported": {
             "format": imported.format,
             "file": os.fspath(file.resolve()),
             **imported.details,
+        },
+        "optimizer": imported.optimizer,
+        # the generators as a new run's with this seed (the file holds none of ours)
+        "resume": {
+            "step": imported.step,
+            "rng": rng_states(imported.model, np.random.default_rng([seed, 1])),
         },
     }
     label = imported.source.label if imported.source else "imported"

@@ -122,6 +122,32 @@ TRAINING_DEFAULTS: dict[str, dict[str, Any]] = {
     ),
 }
 
+
+def default_training(
+    kind: str, steps: int | None = None, lr: float | None = None
+) -> dict[str, Any]:
+    """The settings train gives a ``kind`` model unless told otherwise; ``steps`` and
+    ``lr``, when given, are the run's, and the warmup (nanoGPT's 100, or a twentieth of a
+    shorter run) and the decay's floor follow them."""
+    d = TRAINING_DEFAULTS[kind]
+    gpt = kind == "gpt"
+    steps = steps or d["steps"]
+    lr = d["lr"] if lr is None else lr
+    return dict(
+        steps=steps,
+        batch_size=d["batch_size"],
+        lr=lr,
+        min_lr=lr * d.get("decay_to", 1.0),
+        warmup=min(100, steps // 20) * gpt,
+        weight_decay=d["weight_decay"],
+        decay_all=not gpt,
+        betas=(0.9, 0.99),
+        grad_clip=1.0 if gpt else 0.0,
+        eval_interval=d["eval_interval"],
+        eval_iters=20,
+    )
+
+
 #: The train options that only the 2-D and digits models take.
 _CLASSIC_OPTIONS = (
     "samples",
@@ -206,7 +232,6 @@ def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
     for name in _NOT_FOR.get(kind, ()):
         if getattr(args, name) is not None:
             raise UsageError(_option(name), f"does not apply to --model {kind}")
-    defaults = TRAINING_DEFAULTS[kind]
     seed = args.seed
     try:
         text, source = C.read_source(given_dataset, args.data)
@@ -241,13 +266,12 @@ def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
         config = M.check_config(replace(config, **changes))
     except ValueError as e:
         raise UsageError("--n-embd" if "n_embd" in str(e) else "--model", str(e)) from None
-    gpt = kind == "gpt"
-    lr = args.lr if args.lr is not None else defaults["lr"]
-    steps = steps_option(args) or defaults["steps"]
-    warmup = args.warmup_iters if args.warmup_iters is not None else min(100, steps // 20) * gpt
+    base = default_training(kind, steps_option(args), args.lr)
+    lr, steps = base["lr"], base["steps"]
+    warmup = args.warmup_iters if args.warmup_iters is not None else base["warmup"]
     if warmup >= steps:
         raise UsageError("--warmup-iters", f"must be less than the run's {steps:,} steps")
-    min_lr = args.min_lr if args.min_lr is not None else lr * defaults.get("decay_to", 1.0)
+    min_lr = args.min_lr if args.min_lr is not None else base["min_lr"]
     if min_lr > lr:
         raise UsageError("--min-lr", f"must be at most the learning rate ({lr:g})")
     settings = LMSettings(
@@ -255,18 +279,16 @@ def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
         dataset=given_dataset,
         data=source.path,
         steps=steps,
-        batch_size=args.batch_size if args.batch_size is not None else defaults["batch_size"],
+        batch_size=args.batch_size if args.batch_size is not None else base["batch_size"],
         lr=lr,
         min_lr=min_lr,
         warmup=warmup,
-        weight_decay=(
-            args.weight_decay if args.weight_decay is not None else defaults["weight_decay"]
-        ),
-        decay_all=not gpt,
-        betas=(0.9, 0.99),
-        grad_clip=1.0 if gpt else 0.0,
-        eval_interval=args.eval_interval or defaults["eval_interval"],
-        eval_iters=args.eval_iters or 20,
+        weight_decay=(args.weight_decay if args.weight_decay is not None else base["weight_decay"]),
+        decay_all=base["decay_all"],
+        betas=base["betas"],
+        grad_clip=base["grad_clip"],
+        eval_interval=args.eval_interval or base["eval_interval"],
+        eval_iters=args.eval_iters or base["eval_iters"],
         threads=args.threads or DEFAULT_THREADS,
         seed=seed,
         source=source,
@@ -351,19 +373,30 @@ def check_lm_work(settings: LMSettings) -> None:
 
 # ---------------------------------------------------------------------- the optimiser
 def make_optimizer(model: M.LanguageModel, settings: LMSettings) -> AdamW:
+    """The run's AdamW (``adamw`` with its settings)."""
+    return adamw(model, settings.lr, settings.betas, settings.weight_decay, settings.decay_all)
+
+
+def adamw(
+    model: M.LanguageModel,
+    lr: float,
+    betas: tuple[float, float],
+    weight_decay: float,
+    decay_all: bool,
+) -> AdamW:
     """AdamW as makemore (weight decay on every parameter) or nanoGPT's
-    configure_optimizers (on the 2-D weights only; biases and LayerNorm gains are not
-    decayed) set it up."""
+    configure_optimizers (on the 2-D weights only, the first group; biases and LayerNorm
+    gains, the second, are not decayed) set it up, over the parameters in their order."""
     params = model.parameters()
-    if settings.decay_all:
-        groups = [{"params": params, "weight_decay": settings.weight_decay}]
+    if decay_all:
+        groups = [{"params": params, "weight_decay": weight_decay}]
     else:
         groups = [
-            {"params": [p for p in params if p.ndim >= 2], "weight_decay": settings.weight_decay},
+            {"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
             {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
         ]
         groups = [g for g in groups if g["params"]]
-    return AdamW(groups, lr=settings.lr, betas=settings.betas, eps=1e-8)
+    return AdamW(groups, lr=lr, betas=betas, eps=1e-8)
 
 
 # ---------------------------------------------------------------------- the loop

@@ -2,8 +2,9 @@
 settings, data split, optimiser state, step and generators, so that it takes the steps an
 unbroken run would have (docs/training.md).
 
-``RUN`` is a run folder (its ``last.json``, the last step taken) or a checkpoint file
-(``RUN/model.json`` is the best so far). The resumed run writes a new run folder (``--out``
+``RUN`` is a run folder (its ``last.json``, the last step taken; an imported run's
+``model.json``, its only checkpoint) or a checkpoint file (``RUN/model.json`` is the best
+so far). The resumed run writes a new run folder (``--out``
 or the default ``runs/<dataset>-<time>/``), whose metrics.json names the checkpoint in
 ``resumed_from``; the old folder is only read.
 """
@@ -109,19 +110,27 @@ def resolve_resume(
             "--steps, --eval-interval, --eval-iters and --threads)",
         )
     path = resume_file(args.resume)
-    if args.resume.is_dir() and not path.exists():
-        raise UsageError(
-            "--resume",
-            f"{args.resume} has no {LAST} to resume from: language-model runs write one (an "
-            "MLP run is quick to train again)",
-        )
+    no_last = UsageError(
+        "--resume",
+        f"{args.resume} has no {LAST} to resume from: language-model runs write one (an "
+        "MLP run is quick to train again)",
+    )
+    imported_only = args.resume.is_dir() and not path.exists()
+    if imported_only:  # an imported run's one checkpoint is its model.json
+        path = args.resume / "model.json"
+        if not path.exists():
+            raise no_last
     try:
         run = load_lm_run(path)
+        if imported_only and "imported" not in run.checkpoint.metadata:
+            raise no_last
         point = ResumePoint.read(path, run.checkpoint.metadata)
         settings = _settings(
             path, run.training, run.checkpoint.architecture.config, run.checkpoint.metadata["data"]
         )
-    except (CheckpointError, NotALanguageModel) as e:
+    except NotALanguageModel as e:
+        raise no_last if imported_only else UsageError("--resume", str(e)) from None
+    except CheckpointError as e:
         raise UsageError("--resume", str(e)) from None
     if run.corpus is None:
         raise UsageError("--resume", f"cannot resume {path}: {run.missing}")
