@@ -648,8 +648,12 @@ def test_an_imported_optimizer_that_does_not_fit_is_one_line_and_exit_2(tmp_path
     fewer = {**good["optimizer"], "param_groups": groups}
     amsgrad = {**good["optimizer"], "param_groups": [
         {**g, "amsgrad": True} for g in good["optimizer"]["param_groups"]]}  # fmt: skip
+    huge = {**good["optimizer"], "state": dict(good["optimizer"]["state"])}
+    expanded = torch.zeros(1, 1, dtype=torch.float64).expand(2**30, 2**10)  # 8 bytes on disk
+    huge["state"][1] = {**huge["state"][1], "exp_avg_sq": expanded}
     for name, optimizer, said in (
         ("shape", wrong_shape, "parameter 0's exp_avg has shape (3, 3)"),
+        ("huge", huge, "exp_avg_sq has shape (1073741824, 1024)"),
         ("count", fewer, "its groups hold"),
         ("amsgrad", amsgrad, "uses amsgrad"),
     ):

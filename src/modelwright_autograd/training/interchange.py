@@ -34,6 +34,7 @@ from ..checkpoint import (
 from ..files import UnreadableFile, atomic_write, read_bounded
 from ..lm import corpus as C
 from ..lm import models as M
+from ..optim import AdamW
 from ..optim_state import ADAMW_SETTINGS, optimizer_from_json, optimizer_to_json
 from . import language, lm_run
 from .outputs import RunFolder
@@ -452,16 +453,20 @@ def _optimizer(
     )
     if saved is not None:
         try:
-            ours.load_state_dict(_from_torch_adamw(saved, model.config.dtype))
+            ours.load_state_dict(_from_torch_adamw(saved, ours, model.config.dtype))
         except (ValueError, TypeError) as e:
             raise CheckpointError(path, f"its 'optimizer' does not fit the model: {e}") from None
     return optimizer_to_json(ours, model)
 
 
-def _from_torch_adamw(saved: Any, dtype: str) -> dict[str, Any]:
-    """torch.optim.AdamW's state_dict in our Adam.load_state_dict's terms (NumPy moments,
-    whole-number steps), which checks the groups' sizes and the moments' shapes; a
-    ValueError for anything torch's AdamW would not have written or ours cannot take."""
+def _from_torch_adamw(saved: Any, ours: AdamW, dtype: str) -> dict[str, Any]:
+    """torch.optim.AdamW's state_dict in the terms of ``ours``' load_state_dict (NumPy
+    moments, whole-number steps), which checks the groups' sizes; each moment's shape is
+    checked against its parameter's before it is read. A ValueError for anything torch's
+    AdamW would not have written or ours cannot take."""
+    import torch
+
+    shapes = [p.data.shape for group in ours.param_groups for p in group["params"]]
     groups, state = (saved.get(k) if isinstance(saved, dict) else None for k in _PARTS)
     if not isinstance(groups, list) or not isinstance(state, dict):
         raise ValueError("it needs 'state' (a dict) and 'param_groups' (a list)")
@@ -482,8 +487,10 @@ def _from_torch_adamw(saved: Any, dtype: str) -> dict[str, Any]:
         )
     moments = {}
     for i, entry in state.items():
+        if not (type(i) is int and 0 <= i < len(shapes)):
+            raise ValueError(f"it has state for parameter {shown(i)}; the model has {len(shapes)}")
         if not isinstance(entry, dict) or set(entry) != {"step", *_MOMENTS}:
-            raise ValueError(f"parameter {str(i)[:20]}'s state is not step, exp_avg, exp_avg_sq")
+            raise ValueError(f"parameter {i}'s state is not step, exp_avg, exp_avg_sq")
         step = entry["step"]
         step = float(step) if _is_number(step) else None
         if step is None or not step.is_integer():
@@ -491,9 +498,15 @@ def _from_torch_adamw(saved: Any, dtype: str) -> dict[str, Any]:
         arrays = {}
         for key in _MOMENTS:
             value = entry[key]
-            if not (hasattr(value, "is_floating_point") and value.is_floating_point()):
-                raise ValueError(f"parameter {i}'s {key} is not a floating-point tensor")
-            arrays[key] = value.detach().to("cpu").double().numpy().astype(dtype)
+            problem = _not_weights(torch, value)
+            if problem is not None:
+                raise ValueError(f"parameter {i}'s {key} is {problem[0]}, {problem[1]}")
+            if tuple(value.shape) != shapes[i]:
+                raise ValueError(
+                    f"parameter {i}'s {key} has shape {tuple(value.shape)}, the parameter "
+                    f"{shapes[i]}"
+                )
+            arrays[key] = value.detach().to(torch.float64).numpy().astype(dtype)
             if not np.isfinite(arrays[key]).all() or (
                 key == "exp_avg_sq" and (arrays[key] < 0).any()
             ):
@@ -524,20 +537,10 @@ def _tensors(path: Path, state: Any, where: str) -> dict[str, np.ndarray]:
     for name, value in state.items():
         if not isinstance(name, str):
             raise CheckpointError(path, f"{where} has the name {shown(name)}, not a string")
-        if not isinstance(value, torch.Tensor):
+        problem = _not_weights(torch, value)
+        if problem is not None:
             raise CheckpointError(
-                path, f"{where} holds a {type(value).__name__} under {shown(name)}, not a tensor"
-            )
-        if not value.is_floating_point():
-            raise CheckpointError(
-                path, f"{where} holds {value.dtype} data under {shown(name)}, not weights"
-            )
-        if value.layout != torch.strided or value.device.type != "cpu":
-            kind = value.layout if value.layout != torch.strided else value.device.type
-            raise CheckpointError(
-                path,
-                f"{where} holds a {str(kind).removeprefix('torch.')} tensor under "
-                f"{shown(name)}, not plain weights",
+                path, f"{where} holds {problem[0]} under {shown(name)}, {problem[1]}"
             )
         numbers += value.numel()
         if numbers > MAX_IMPORT_NUMBERS:
@@ -560,6 +563,18 @@ def _tensors(path: Path, state: Any, where: str) -> dict[str, np.ndarray]:
                 path, f"{where} holds NaN or infinite numbers under {shown(name)} (corrupt?)"
             )
     return out
+
+
+def _not_weights(torch: Any, value: Any) -> tuple[str, str] | None:
+    """What ``value`` is and why it is not a plain floating-point CPU tensor, or None."""
+    if not isinstance(value, torch.Tensor):
+        return f"a {type(value).__name__}", "not a tensor"
+    if not value.is_floating_point():
+        return f"{value.dtype} data", "not weights"
+    if value.layout != torch.strided or value.device.type != "cpu":
+        kind = value.layout if value.layout != torch.strided else value.device.type
+        return f"a {str(kind).removeprefix('torch.')} tensor", "not plain weights"
+    return None
 
 
 def _nanogpt_model_args(path: Path, args: Any, state: Mapping[str, np.ndarray]) -> M.LMConfig:
