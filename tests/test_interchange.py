@@ -609,6 +609,7 @@ def test_resuming_an_imported_nanogpt_checkpoint_takes_torchs_next_step(tmp_path
     ckpt, config, data = _float64_nanogpt_checkpoint(tmp_path)
     run = tmp_path / "imported"
     assert cli.main(["import", str(ckpt), "--data", str(data), "--out", str(run)]) == 0
+    assert "with the file's AdamW state at step 3" in capsys.readouterr().out
     imported = load_checkpoint(run / "model.json").metadata
     assert imported["resume"]["step"] == 3
     assert all(entry["step"] == 3 for entry in imported["optimizer"]["state"].values())
@@ -674,6 +675,7 @@ def test_resuming_an_imported_makemore_model_starts_a_fresh_adamw(tmp_path, caps
     run = tmp_path / "run"
     argv = ["import", str(tmp_path / "model.pt"), "--dataset", "names", "--out", str(run)]
     assert cli.main(argv) == 0
+    assert "no optimiser state: train --resume starts a fresh AdamW" in capsys.readouterr().out
     saved = load_checkpoint(run / "model.json")
     assert saved.metadata["optimizer"]["state"] == {} and saved.metadata["resume"]["step"] == 0
     resumed = tmp_path / "resumed"

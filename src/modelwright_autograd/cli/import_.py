@@ -22,12 +22,14 @@ def add_import(subparsers: Subparsers) -> None:
         help="turn a nanoGPT ckpt.pt, a makemore model.pt or a torch state_dict into a run",
         description="Read FILE, nanoGPT's ckpt.pt, makemore's model.pt or a torch state_dict "
         "of one of the language models, with torch.load(weights_only=True), and write a run "
-        "folder holding it as model.json with its vocabulary: sample and evaluate then take "
-        "it. A GPT's characters come from meta.pkl (beside FILE, or --meta) or the text it "
-        "was trained on (--data or --dataset, as nanoGPT's prepare.py makes them); a names "
-        "model's from its names file (makemore's files hold none). Give the data to evaluate "
-        "the run. Exit code 2 for a file that is not one of these, or whose names, shapes or "
-        "contents do not fit; 1 without torch.",
+        "folder holding it as model.json with its vocabulary, settings and AdamW state "
+        "(nanoGPT's ckpt.pt holds one; makemore's model.pt none, so resuming starts a fresh "
+        "one): sample, evaluate and train --resume then take it. A GPT's characters come "
+        "from meta.pkl (beside FILE, or --meta) or the text it was trained on (--data or "
+        "--dataset, as nanoGPT's prepare.py makes them); a names model's from its names file "
+        "(makemore's files hold none). Give the data to evaluate or resume the run. Exit "
+        "code 2 for a file that is not one of these, or whose names, shapes or contents "
+        "(its optimiser state's too) do not fit; 1 without torch.",
     )
     p.add_argument("file", type=file_path, metavar="FILE", help="the ckpt.pt or model.pt")
     p.add_argument(
@@ -92,6 +94,12 @@ def run_import(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         return 1
     arch = language.M.LMArchitecture(imported.model.config).describe()
     lines = [f"wrote {run.shown}: the {arch} from {imported.format}'s {shown_path(args.file)}"]
+    if imported.optimizer["state"]:
+        lines.append(f"  with the file's AdamW state at step {imported.step:,}")
+    else:
+        lines.append("  the file holds no optimiser state: train --resume starts a fresh AdamW")
     if source is None:
-        lines.append("  (no --data or --dataset: sample works; evaluate needs the data)")
+        lines.append(
+            "  (no --data or --dataset: sample works; evaluate and --resume need the data)"
+        )
     return emit(lines)
