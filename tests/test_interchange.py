@@ -26,8 +26,9 @@ from benchmarks import lm_torch as LT  # noqa: E402
 from modelwright_autograd import cli  # noqa: E402
 from modelwright_autograd.checkpoint import CheckpointError, load_checkpoint  # noqa: E402
 from modelwright_autograd.lm import corpus as C  # noqa: E402
+from modelwright_autograd.lm import models as M  # noqa: E402
 from modelwright_autograd.optim_state import optimizer_from_json  # noqa: E402
-from modelwright_autograd.training import interchange, language  # noqa: E402
+from modelwright_autograd.training import interchange  # noqa: E402
 
 TINY_GPT = ["--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--block-size", "16"]
 
@@ -520,7 +521,7 @@ def test_a_gpt_export_carries_the_runs_adamw_state_and_torch_continues_it(tmp_pa
     for i, entry in checkpoint["optimizer"]["state"].items():
         assert entry["exp_avg"].shape == in_order[i].shape
     # ours, from the run's checkpoint: the same moments and step, to the bit
-    ours = language.adamw(saved.model, 1.0, (0.5, 0.5), 0.0, decay_all=False)
+    ours = M.configure_optimizers(saved.model, 0.0, 1.0, (0.5, 0.5))  # the file's settings
     optimizer_from_json(run / "model.json", saved.metadata["optimizer"], ours, saved.model)
     mine = ours.state_dict()["state"]
     for i, entry in optimizer.state_dict()["state"].items():

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..checks import positive_int
+from ..optim import AdamW
 from ..seeding import numpy_rng
 from ..tensor import Tensor, gelu
 from ..tensor import functional as F
@@ -384,3 +385,26 @@ def state_dict_doc(torch: Any, model: LanguageModel) -> dict[str, Any]:
     if model.config.kind == "gpt":
         doc["model_args"] = {k: getattr(model.config, k) for k in NANOGPT_ARGS}
     return doc
+
+
+def configure_optimizers(
+    model: LanguageModel,
+    weight_decay: float,
+    learning_rate: float,
+    betas: tuple[float, float],
+    decay_all: bool = False,
+) -> AdamW:
+    """nanoGPT's ``GPT.configure_optimizers``: AdamW (eps 1e-8) with weight decay on the
+    2-D weights only (the first group; biases and LayerNorm gains, the second, are not
+    decayed), each group in parameter order; ``decay_all`` decays every parameter in one
+    group, as makemore does."""
+    params = model.parameters()
+    if decay_all:
+        groups = [{"params": params, "weight_decay": weight_decay}]
+    else:
+        groups = [
+            {"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
+            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
+        ]
+        groups = [g for g in groups if g["params"]]
+    return AdamW(groups, lr=learning_rate, betas=betas, eps=1e-8)

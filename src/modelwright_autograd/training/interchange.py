@@ -37,9 +37,9 @@ from ..lm import models as M
 from ..optim import AdamW
 from ..optim_state import ADAMW_SETTINGS, optimizer_from_json, optimizer_to_json
 from . import language, lm_run
+from .nanogpt_config import betas_of, from_nanogpt_config, is_number, setting, to_nanogpt_config
 from .outputs import RunFolder
 from .run_state import rng_states
-from .settings import MAX_STEPS
 
 FORMATS = ("nanogpt", "makemore", "state_dict")
 #: What torch.compile puts before every name (nanoGPT's scripts strip it).
@@ -115,9 +115,9 @@ def _nanogpt_files(torch: Any, run: lm_run.LMRun) -> dict[str, tuple[bytes, str]
         "model": state,
         "optimizer": optimizer,
         "model_args": {k: getattr(config, k) for k in M.NANOGPT_ARGS},
-        "iter_num": int(_setting(resume, "step", _setting(best, "step", 0))),
-        "best_val_loss": _setting(best, "val", _setting(best, "test", 1e9)),  # train.py's 1e9
-        "config": _nanogpt_config(run),
+        "iter_num": int(setting(resume, "step", setting(best, "step", 0))),
+        "best_val_loss": setting(best, "val", setting(best, "test", 1e9)),  # train.py's 1e9
+        "config": to_nanogpt_config(run),
     }
     tokens = run.vocab.tokens
     meta = {
@@ -150,12 +150,11 @@ def _nanogpt_optimizer(
     ``"optimizer"`` entry) or, if it saved none, a fresh one with the run's settings; and
     whether it was the run's. An OptimizerStateError for a state that does not fit."""
     training = run.training
-    ours = language.adamw(
+    ours = M.configure_optimizers(
         run.model,
-        _setting(training, "lr", 1e-3),
-        _betas(training),
-        _setting(training, "weight_decay", 0.1),
-        decay_all=False,
+        setting(training, "weight_decay", 0.1),
+        setting(training, "lr", 1e-3),
+        betas_of(training),
     )
     doc = run.checkpoint.metadata.get("optimizer")
     if doc is not None:
@@ -182,58 +181,6 @@ def _nanogpt_optimizer(
     }
     optimizer.load_state_dict(layout)
     return optimizer.state_dict(), doc is not None
-
-
-def _setting(training: dict, key: str, default: float) -> float:
-    """A number from the run's stored settings, or ``default`` if it holds none."""
-    value = training.get(key)
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
-    return float(value) if ok else default
-
-
-def _betas(training: dict) -> tuple[float, float]:
-    betas = training.get("betas")
-    if isinstance(betas, list) and len(betas) == 2:
-        return (_setting({"b": betas[0]}, "b", 0.9), _setting({"b": betas[1]}, "b", 0.99))
-    return (0.9, 0.99)
-
-
-def _nanogpt_config(run: lm_run.LMRun) -> dict[str, Any]:
-    """nanoGPT's ``config`` (its train.py's settings) from ours; sample.py reads its
-    ``dataset``, the folder under data/ that holds meta.pkl."""
-    c, t = run.model.config, run.training
-    data = run.checkpoint.metadata.get("data")
-    label = (
-        C.Source(data.get("dataset"), data.get("path"), "").label
-        if isinstance(data, dict)
-        else "data"
-    )
-    lr, min_lr, steps = t.get("lr"), t.get("min_lr"), t.get("steps")
-    beta1, beta2 = _betas(t)
-    config = {
-        "dataset": f"{label}_char",
-        "batch_size": t.get("batch_size"),
-        "block_size": c.block_size,
-        "n_layer": c.n_layer,
-        "n_head": c.n_head,
-        "n_embd": c.n_embd,
-        "dropout": c.dropout,
-        "bias": c.bias,
-        "learning_rate": lr,
-        "max_iters": steps,
-        "weight_decay": t.get("weight_decay"),
-        "beta1": beta1,
-        "beta2": beta2,
-        "grad_clip": t.get("grad_clip"),
-        "decay_lr": min_lr != lr or bool(t.get("warmup")),
-        "warmup_iters": t.get("warmup"),
-        "lr_decay_iters": steps,
-        "min_lr": min_lr,
-        "eval_interval": t.get("eval_interval"),
-        "eval_iters": t.get("eval_iters"),
-        "gradient_accumulation_steps": 1,
-    }
-    return {k: v for k, v in config.items() if isinstance(v, (int, float, str, bool))}
 
 
 def _makemore_files(torch: Any, run: lm_run.LMRun, out: Path) -> dict[str, tuple[bytes, str]]:
@@ -369,7 +316,7 @@ def import_model(
         iter_num, best = payload.get("iter_num"), payload.get("best_val_loss")
         if isinstance(iter_num, int) and not isinstance(iter_num, bool) and iter_num >= 0:
             details["iter_num"] = iter_num
-        if _is_number(best) and np.isfinite(float(best)):
+        if is_number(best) and np.isfinite(float(best)):
             details["best_val_loss"] = float(best)
         settings = payload.get("config") if isinstance(payload.get("config"), dict) else {}
         batch = settings.get("batch_size")
@@ -391,50 +338,12 @@ def import_model(
         _check_tied(path, state)
     model = _built(path, config, state)
     vocab = _vocabulary(path, config, meta, corpus_text, seed, source)
-    training = _training(config.kind, settings or {}, details.get("batch_size"), seed)
+    training = from_nanogpt_config(config.kind, settings or {}, details.get("batch_size"), seed)
     saved = payload.get("optimizer") if fmt == "nanogpt" else None
     optimizer = _optimizer(path, saved, model, training)
     given = source if corpus_text is not None else None
     step = details.get("iter_num", 0)
     return Imported(model, vocab, fmt, given, details, training, optimizer, step)
-
-
-def _training(
-    kind: str, config: Mapping[str, Any], batch_size: int | None, seed: int
-) -> dict[str, Any]:
-    """The settings an imported run resumes with: nanoGPT's ``config`` where it holds a
-    value train would take (its cosine decays over max_iters, lr_decay_iters being
-    nanoGPT's other name for it), train's defaults for the rest."""
-
-    def whole(key: str, least: int) -> int | None:
-        value = config.get(key)
-        return value if type(value) is int and least <= value <= MAX_STEPS else None
-
-    def real(key: str, below: float = np.inf) -> float | None:
-        value = config.get(key)
-        ok = _is_number(value) and 0 <= float(value) < below and np.isfinite(float(value))
-        return float(value) if ok else None
-
-    lr = real("learning_rate")
-    t = language.default_training(kind, whole("max_iters", 1), lr if lr else None)
-    found = {
-        "batch_size": batch_size,
-        "weight_decay": real("weight_decay"),
-        "grad_clip": real("grad_clip"),
-        "eval_interval": whole("eval_interval", 1),
-        "eval_iters": whole("eval_iters", 1),
-    }
-    t.update({k: v for k, v in found.items() if v is not None})
-    beta1, beta2 = real("beta1", 1.0), real("beta2", 1.0)
-    if beta1 is not None and beta2 is not None:
-        t["betas"] = (beta1, beta2)
-    if config.get("decay_lr") is False:
-        t["min_lr"], t["warmup"] = t["lr"], 0
-    else:
-        min_lr, warmup = real("min_lr", t["lr"] * (1 + 1e-12)), whole("warmup_iters", 0)
-        t["min_lr"] = t["min_lr"] if min_lr is None else min_lr
-        t["warmup"] = warmup if warmup is not None and warmup < t["steps"] else t["warmup"]
-    return {**t, "betas": list(t["betas"]), "seed": seed}
 
 
 def _optimizer(
@@ -444,11 +353,11 @@ def _optimizer(
     (nanoGPT's ckpt.pt ``optimizer``: torch.optim.AdamW's state_dict over its
     configure_optimizers groups) when there is one, else a fresh AdamW (no moments) with
     the run's settings. A CheckpointError names a state that does not fit the model."""
-    ours = language.adamw(
+    ours = M.configure_optimizers(
         model,
+        training["weight_decay"],
         training["lr"],
         tuple(training["betas"]),
-        training["weight_decay"],
         training["decay_all"],
     )
     if saved is not None:
@@ -492,7 +401,7 @@ def _from_torch_adamw(saved: Any, ours: AdamW, dtype: str) -> dict[str, Any]:
         if not isinstance(entry, dict) or set(entry) != {"step", *_MOMENTS}:
             raise ValueError(f"parameter {i}'s state is not step, exp_avg, exp_avg_sq")
         step = entry["step"]
-        step = float(step) if _is_number(step) else None
+        step = float(step) if is_number(step) else None
         if step is None or not step.is_integer():
             raise ValueError(f"parameter {i} has a step that is not a whole number")
         arrays = {}
@@ -517,12 +426,6 @@ def _from_torch_adamw(saved: Any, ours: AdamW, dtype: str) -> dict[str, Any]:
 
 _PARTS = ("param_groups", "state")
 _MOMENTS = ("exp_avg", "exp_avg_sq")
-
-
-def _is_number(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
-        hasattr(value, "numel") and value.numel() == 1 and value.is_floating_point()
-    )
 
 
 def _tensors(path: Path, state: Any, where: str) -> dict[str, np.ndarray]:
@@ -583,7 +486,7 @@ def _nanogpt_model_args(path: Path, args: Any, state: Mapping[str, np.ndarray]) 
         raise CheckpointError(path, f"'model_args' must hold {M.NANOGPT_ARGS}, got {shown(got)}")
     values = dict(args)
     values["dropout"] = (
-        float(values["dropout"]) if _is_number(values["dropout"]) else values["dropout"]
+        float(values["dropout"]) if is_number(values["dropout"]) else values["dropout"]
     )
     return _checked(path, M.LMConfig("gpt", **values, dtype=_dtype(state)))
 

@@ -373,30 +373,10 @@ def check_lm_work(settings: LMSettings) -> None:
 
 # ---------------------------------------------------------------------- the optimiser
 def make_optimizer(model: M.LanguageModel, settings: LMSettings) -> AdamW:
-    """The run's AdamW (``adamw`` with its settings)."""
-    return adamw(model, settings.lr, settings.betas, settings.weight_decay, settings.decay_all)
-
-
-def adamw(
-    model: M.LanguageModel,
-    lr: float,
-    betas: tuple[float, float],
-    weight_decay: float,
-    decay_all: bool,
-) -> AdamW:
-    """AdamW as makemore (weight decay on every parameter) or nanoGPT's
-    configure_optimizers (on the 2-D weights only, the first group; biases and LayerNorm
-    gains, the second, are not decayed) set it up, over the parameters in their order."""
-    params = model.parameters()
-    if decay_all:
-        groups = [{"params": params, "weight_decay": weight_decay}]
-    else:
-        groups = [
-            {"params": [p for p in params if p.ndim >= 2], "weight_decay": weight_decay},
-            {"params": [p for p in params if p.ndim < 2], "weight_decay": 0.0},
-        ]
-        groups = [g for g in groups if g["params"]]
-    return AdamW(groups, lr=lr, betas=betas, eps=1e-8)
+    """The run's AdamW (``models.configure_optimizers`` with its settings)."""
+    return M.configure_optimizers(
+        model, settings.weight_decay, settings.lr, settings.betas, settings.decay_all
+    )
 
 
 # ---------------------------------------------------------------------- the loop
