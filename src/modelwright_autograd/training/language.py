@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shutil
 import sys
 import time
@@ -178,9 +179,9 @@ LM_OPTIONS = (
     "max_iters",
     "threads",
 )
-#: The BLAS threads a language-model run uses unless --threads says otherwise: one, the
-#: fastest for the default GPT on this project's 2-core machine (docs/training.md).
-DEFAULT_THREADS = 1
+#: The BLAS threads a language-model run uses unless --threads says otherwise: one per core,
+#: the fastest on an idle machine (a busy one runs faster on one: docs/training.md).
+DEFAULT_THREADS = os.cpu_count() or 1
 
 
 #: The size options a model does not have.
