@@ -115,8 +115,8 @@ _ALLOWED = (
 class ExpressionError(ValueError):
     """A rejected expression or ``name=value`` pair, with the column it points at.
 
-    ``str(error)`` is the message followed by the text, a caret line under the offending
-    part and a hint (what the language allows), ready to print.
+    ``str(error)`` is one line, ready to print: the message, the text with the offending
+    part between » and «, and a hint (what the language allows).
     """
 
     def __init__(
@@ -140,18 +140,18 @@ class ExpressionError(ValueError):
         return self.start + 1
 
     def __str__(self) -> str:
-        hint = f"\n  ({self.hint})" if self.hint else ""
+        hint = f" ({self.hint})" if self.hint else ""
         if self.text is None:
             return self.message + hint
-        # a window of at most WINDOW characters around the offending part, so that the
-        # message stays short however long the text is
+        # one line: a window of at most WINDOW characters around the offending part, which
+        # stands between » and «, so that the message stays short however long the text is
         lo = max(0, min(self.start - WINDOW // 3, len(self.text) - WINDOW))
         hi = min(len(self.text), lo + WINDOW)
-        shown = "".join(ch if ch.isprintable() else " " for ch in self.text[lo:hi])
+        shown = "".join(ch if ch.isprintable() else " " for ch in self.text)
         before, after = ("…" if lo else ""), ("…" if hi < len(self.text) else "")
-        width = max(1, min(self.end, hi) - self.start)
-        carets = " " * (len(before) + self.start - lo) + "^" * width
-        return f"{self.message} (column {self.column})\n  {before}{shown}{after}\n  {carets}{hint}"
+        end = min(self.end, max(hi, self.start))
+        part = f"{shown[lo : self.start]}»{shown[self.start : end]}«{shown[end:hi]}"
+        return f"{self.message} (column {self.column}): {before}{part}{after}{hint}"
 
 
 def parse_assignments(pairs: Iterable[str]) -> dict[str, Value]:
