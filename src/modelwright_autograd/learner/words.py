@@ -17,6 +17,16 @@ from .tensor.programs import Program as TensorProgram
 
 TODO = "not done yet:"  # how a diagnosis of NotImplementedError begins
 BECAUSE = "fails because "  # how a row failing only because of a more basic one begins
+#: How a walk in the wrong order shows on the diamond graph (both engines' "order" row):
+#: no gradient reached the inputs, or one reached them too early.
+NO_GRADIENT_ORDER = (
+    "the inputs got no gradient: backward() must call every node's _backward, "
+    "outputs first: walk the topological order in reverse"
+)
+EARLY_ORDER = (
+    "a node passed its gradient on before all of its users had pushed theirs: "
+    "sort topologically and walk in reverse"
+)
 
 
 def walk_diagnosis(program: Program, reply: dict[str, Any]) -> str:

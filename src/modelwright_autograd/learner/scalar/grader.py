@@ -20,7 +20,16 @@ import time
 from ..base import MAX_HANGS
 from ..locate import Target
 from ..report import FAIL, NOTE, PASS, Report, Row
-from ..words import _error_text, _failure_text, _label, _multiple, _result_error, walk_diagnosis
+from ..words import (
+    EARLY_ORDER,
+    NO_GRADIENT_ORDER,
+    _error_text,
+    _failure_text,
+    _label,
+    _multiple,
+    _result_error,
+    walk_diagnosis,
+)
 from .cases import CHAIN_LENGTH, OP_CHECKS, ORDER_PROGRAM, OVERCOUNTED, SEED_PROGRAM
 from .network import NetworkChecks
 from .ops import OpChecks
@@ -268,15 +277,9 @@ class Grader(OpChecks, NetworkChecks):
         if k:
             text = f"counted {k} times: {OVERCOUNTED}"
         elif result["grads"] == [0.0, 0.0]:
-            text = (
-                "the inputs got no gradient: backward() must call every node's _backward, "
-                "outputs first: walk the topological order in reverse"
-            )
+            text = NO_GRADIENT_ORDER
         else:
-            text = (
-                "a node passed its gradient on before all of its users had pushed theirs: "
-                "sort topologically and walk in reverse"
-            )
+            text = EARLY_ORDER
         self.add(Row(name, FAIL, text, self.code(program)))
 
     def check_accumulation(self) -> None:

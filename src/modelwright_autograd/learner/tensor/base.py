@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..report import FAIL
+from ..report import FAIL, Row
 from ..words import TODO, _array_text, _error_text, _failure_text
 from .cases import OP_SPECS
 from .oracle import agree, array_of, tensor_oracle
@@ -45,6 +45,15 @@ class TensorBase:
     def results(self, programs: list[Program]) -> list[dict[str, Any]] | dict[str, Any]:
         reply = self.g.ask({"do": "tensor_programs", "programs": programs})
         return reply if "failure" in reply or "error" in reply else reply["results"]
+
+    def one_result(self, name: str, program: Program, what: str) -> dict[str, Any] | None:
+        """``program``'s result, or None once a failing row named ``name`` says that the
+        engine's process gave none (``what`` is the code it was running)."""
+        results = self.results([program])
+        if isinstance(results, dict):
+            self.g.add(Row(name, FAIL, _failure_text(results, what)))
+            return None
+        return results[0]
 
     def code(self, program: Program) -> list[str]:
         _, grads = self.want(program)

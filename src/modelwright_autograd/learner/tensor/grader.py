@@ -23,7 +23,7 @@ import numpy as np
 
 from ..base import MAX_HANGS
 from ..report import FAIL, PASS, Row
-from ..words import _array_text, _failure_text, _look
+from ..words import EARLY_ORDER, NO_GRADIENT_ORDER, _array_text, _failure_text, _look
 from .cases import OP_SPECS, _program
 from .network import TensorNetworkChecks
 from .ops import TensorOpChecks
@@ -96,12 +96,10 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
 
     def check_seed(self) -> None:
         program = _program(1, [(2, 3)], [["sum", 0, None, False]], weighted=False)
-        results = self.results([program])
         name = "seed"
-        if isinstance(results, dict):
-            self.g.add(Row(name, FAIL, _failure_text(results, "a.sum().backward()")))
+        result = self.one_result(name, program, "a.sum().backward()")
+        if result is None:
             return
-        result = results[0]
         if "error" in result:
             self.g.add(Row(name, FAIL, self.result_text(program, result), self.code(program)))
             return
@@ -126,12 +124,10 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
             [(2, 3), (2, 3)],
             [["mul", 0, 1], ["mul_c", 2, 3.0], ["mul_c", 3, 2.0], ["add", 2, 4]],
         )
-        results = self.results([program])
         name = "order"
-        if isinstance(results, dict):
-            self.g.add(Row(name, FAIL, _failure_text(results, "a diamond graph")))
+        result = self.one_result(name, program, "a diamond graph")
+        if result is None:
             return
-        result = results[0]
         ops_fail = self.status.get("add") == FAIL or self.status.get("mul") == FAIL
         if "error" in result and ops_fail:  # the failing op's block is above
             text = "a diamond graph's backward raised an error (probably because of + or * above)"
@@ -156,13 +152,7 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
             self.g.add(Row(name, FAIL, text))  # the cause's block is above
             return
         elif all(not np.any(array_of(g)) for g in result["grads"]):
-            text = (
-                "the inputs got no gradient: backward() must call every node's _backward, "
-                "outputs first: walk the topological order in reverse"
-            )
+            text = NO_GRADIENT_ORDER
         else:
-            text = (
-                "a node passed its gradient on before all of its users had pushed theirs: "
-                "sort topologically and walk in reverse"
-            )
+            text = EARLY_ORDER
         self.g.add(Row(name, FAIL, text, self.code(program)))
