@@ -1,12 +1,13 @@
 """Compile a scalar graph once into straight-line Python, forward and backward.
 
 ``compiled(fn, inputs)`` calls ``fn(*inputs)`` once on Values, walks the graph it builds,
-and writes it out as Python: one local variable per node, each op's forward and each
-rule's gradients from the templates registered beside the rule in engine.py (``@emits``),
+and writes it out as Python: one statement per node, each op's forward and each rule's
+gradients from the templates registered beside the rule in engine.py (``@emits``),
 constants folded, every gradient the sum of its contributions in the order ``backward()``
-adds them. The result is a function ``(floats) -> (loss, grads)`` with the interpreter's
-numbers bit for bit. docs/performance.md ("The compiled path") shows an emitted function
-and explains the guards and the chunking.
+adds them, a dead value's name reused for the next. The result is a function
+``(floats) -> (loss, grads)`` with the interpreter's numbers bit for bit.
+docs/performance.md ("The compiled path") shows an emitted function and explains the
+guards, the names and the parts.
 """
 
 from __future__ import annotations
@@ -25,12 +26,13 @@ from . import engine, floats
 from .engine import Value, source_of
 from .templates import Grad
 
-#: Statements per emitted function: a long graph becomes several functions, so no code
-#: object grows past what CPython compiles quickly (values crossing a boundary go through
-#: the list ``x``).
-CHUNK = 10000
+#: Statements per emitted function: a very long graph becomes several functions, values
+#: crossing a boundary going through the list ``x``. A crossing costs a store and a load,
+#: so parts are large: the size sweep's graphs (up to 30,000 nodes) are one function.
+CHUNK = 200_000
 #: Terms per statement in a long sum (a fused sum or dot, a gradient with many uses):
-#: longer sums continue on the next line, so no expression nests deeply.
+#: longer sums continue on the next line, so no expression nests deeply. An input's
+#: gradient is added up in place in runs of this many terms, as its uses come.
 TERMS = 32
 
 #: What the emitted source may call: the float helpers the rules use on floats.
@@ -275,7 +277,7 @@ class _Writer:
                 self._forward(node, id(node) in varying)
         for node, op, other, result in guards:
             test = f"{self.names[id(node)]} {op} {self._name(other)}"
-            reads = [n for n in (self.names[id(node)], self._name(other)) if n[0] == "v"]
+            reads = _names(self.names[id(node)], self._name(other))
             self.statements.append(
                 (f"if {'not ' if result else ''}{test}: return False", None, reads)
             )
@@ -331,10 +333,16 @@ class _Writer:
         self.names[id(node)] = name
 
     def _backward(self, loss: Value, inputs: list[Value], varying: set[int]) -> list[str]:
-        """Each gradient as one sum of its contributions, written when its node's rule
-        runs, in ``backward()``'s order (so in its order of addition)."""
+        """Each node's gradient as one sum of its contributions, written when its rule
+        runs, and each input's added up in place as its uses come: in ``backward()``'s
+        order, so in its order of addition."""
         self.statements.append(("# backward", None, []))
         terms: dict[int, list[str]] = {id(loss): ["1.0"]}
+        leaves = {id(v): self._new("g") for v in inputs}  # each input's gradient, in place
+        waiting: dict[int, list[str]] = {}  # an input's terms not yet added
+        started: set[str] = set()  # the inputs' gradients written so far
+        if id(loss) in leaves:  # the loss is an input: d loss / d loss = 1
+            waiting[id(loss)] = terms.pop(id(loss))
         order = engine._interior_order(loss) if id(loss) in varying else []
         for node in reversed(order):
             if id(node) not in varying or not node._prev:  # a constant, or a leaf root
@@ -346,7 +354,7 @@ class _Writer:
                 gate = engine._relu_backward.source.grads(g, out, out)[0]
                 d = self._new("d")
                 self.statements.append(
-                    (f"{d} = 0.0 if {gate.zero_if} else {gate.expr}", d, [g, out])
+                    (f"{d} = 0.0 if {gate.zero_if} else {gate.expr}", d, _names(g, out))
                 )
                 g = d
             args = [self.names[id(p)] for p in node._prev]
@@ -354,17 +362,26 @@ class _Writer:
                 if id(p) not in varying or grad is None:
                     continue
                 term = self._term(grad if isinstance(grad, Grad) else Grad(grad))
-                if term is not None:
+                if term is None:
+                    continue
+                if id(p) not in leaves:
                     terms.setdefault(id(p), []).append(term)
-        grads = []
-        for v in inputs:
-            if id(v) not in terms:
-                grads.append("0.0")
-                continue
-            g = self._new("g")
-            self._emit_sum(g, ["0.0", *terms[id(v)]])  # a leaf's grad starts at 0.0
-            grads.append(g)
-        return grads
+                    continue
+                run = waiting.setdefault(id(p), [])
+                run.append(term)
+                if len(run) == TERMS - 1:  # with the gradient so far: one full line
+                    self._add_into(leaves[id(p)], waiting.pop(id(p)), started)
+        for v in inputs:  # the runs left, in the inputs' order
+            if id(v) in waiting:
+                self._add_into(leaves[id(v)], waiting.pop(id(v)), started)
+        return [leaves[id(v)] if leaves[id(v)] in started else "0.0" for v in inputs]
+
+    def _add_into(self, g: str, run: list[str], started: set[str]) -> None:
+        """An input's gradient plus its next terms, where they come, not at the end: the
+        values they read are still fresh in the cache, and the same sum, left to right,
+        as one line at the end would be. The first run starts at 0.0, as ``grad`` does."""
+        self._emit_sum(g, [g if g in started else "0.0", *run])
+        started.add(g)
 
     def _gradient(self, terms: list[str]) -> str:
         """A node's gradient: the sum of its terms in a new variable, or the one term itself
@@ -392,8 +409,9 @@ class _Writer:
         turn on the list ``x`` (the inputs, then a slot per value crossing a boundary)."""
         loss = f"[{', '.join([self.loss, *self.extra])}]" if self.extra else self.loss
         final = f"return {loss}, [{', '.join(self.grads)}]"
-        self.statements.append((final, None, [self.loss, *self.extra, *self.grads]))
-        chunks = [self.statements[i : i + CHUNK] for i in range(0, len(self.statements), CHUNK)]
+        self.statements.append((final, None, _names(self.loss, *self.extra, *self.grads)))
+        statements = _registers(self.statements, self.n_inputs)
+        chunks = [statements[i : i + CHUNK] for i in range(0, len(statements), CHUNK)]
         imports, exports = _crossings(chunks)
         slot_of = self.slot_of
         for names in imports:
@@ -404,8 +422,7 @@ class _Writer:
             body = [f"    {n} = x[{slot_of[n]}]" for n in sorted(imports[i], key=_order_key)]
             body.extend(f"    {text}" for text, _, _ in chunk)
             body.extend(f"    x[{slot_of[n]}] = {n}" for n in sorted(exports[i], key=_order_key))
-            text = "\n".join(body)
-            lines += [f"def part{i}(x):", text if len(chunks) == 1 else _renamed(text), ""]
+            lines += [f"def part{i}(x):", *body, ""]
         lines += [
             "def run(x):",
             f'    """{self.nodes} nodes: (loss, grads), or False when a guard fails."""',
@@ -427,20 +444,54 @@ class _Writer:
 _NAME = re.compile(r"\b[vgdt]\d+\b")
 
 
-def _renamed(text: str) -> str:
-    """A part's code with its variables numbered from 0 in order of appearance: every part
-    then uses the same names, which CPython keeps once (a name is a str of about 55 bytes,
-    two a node), instead of each part having names of its own."""
-    local: dict[str, str] = {}
+def _names(*texts: str) -> list[str]:
+    """Those of ``texts`` that are names (the others are literals)."""
+    return [t for t in texts if _NAME.fullmatch(t)]
 
-    def rename(match: re.Match[str]) -> str:
-        name = match.group()
-        new = local.get(name)
-        if new is None:
-            new = local[name] = f"{name[0]}{len(local)}"
-        return new
 
-    return _NAME.sub(rename, text)
+def _registers(
+    statements: list[tuple[str, str | None, list[str]]], n_inputs: int
+) -> list[tuple[str, str | None, list[str]]]:
+    """The statements with each value's name replaced by a register: once a value is read
+    for the last time, its name goes to the next value of its kind (``v`` a value, ``g`` a
+    gradient, ``d`` a gradient through a ReLU, ``t`` a pre-activation). The code then keeps
+    as many variables as values are alive at once, not one per node, which keeps it small
+    (a name costs about 60 bytes) and its floats few: a dead one is freed when its name is
+    reused, and the next float takes its place, still in the cache. The inputs
+    ``v0``..``v{n_inputs - 1}`` keep their names."""
+    last: dict[str, int] = {}
+    for i, (_, _, reads) in enumerate(statements):
+        for name in reads:
+            last[name] = i
+    inputs = {f"v{i}" for i in range(n_inputs)}
+    register = {name: name for name in inputs}
+    free: dict[str, list[str]] = {}
+    made = {"v": n_inputs}
+    out = []
+    for i, (text, target, reads) in enumerate(statements):
+        names = {name: register[name] for name in reads}
+        for name in set(reads) - inputs:
+            if last[name] == i and name != target:  # its last read: the name is free
+                free.setdefault(name[0], []).append(register.pop(name))
+        if target is not None:
+            if target not in register:
+                pool = free.get(target[0])
+                if pool:
+                    register[target] = pool.pop()  # the most recently freed
+                else:
+                    made[target[0]] = made.get(target[0], 0) + 1
+                    register[target] = f"{target[0]}{made[target[0]] - 1}"
+            names[target] = register[target]
+            if target not in last:  # never read: free at once
+                free.setdefault(target[0], []).append(register.pop(target))
+        out.append(
+            (
+                _NAME.sub(lambda m, names=names: names[m[0]], text),
+                names.get(target) if target is not None else None,
+                [names[name] for name in reads],
+            )
+        )
+    return out
 
 
 def _has_name(expr: str) -> bool:
@@ -483,7 +534,7 @@ def _crossings(
         local: set[str] = set()
         needed: set[str] = set()
         for _, target, reads in chunk:
-            needed.update(r for r in reads if r not in local and _NAME.fullmatch(r))
+            needed.update(r for r in reads if r not in local)
             if target is not None:
                 local.add(target)
         imports.append(needed)
