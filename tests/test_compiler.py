@@ -144,6 +144,19 @@ def test_random_graphs_bit_for_bit(program):
     check_program(program)
 
 
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(), st.integers(1, 12), st.integers(2, 5))
+def test_random_graphs_in_small_parts_and_short_lines_bit_for_bit(program, chunk, terms):
+    """Parts of a few statements (reused names crossing every boundary) and lines of a few
+    terms (an input's gradient added up in many runs): still the interpreter's bits."""
+    saved = compiler.CHUNK, compiler.TERMS
+    compiler.CHUNK, compiler.TERMS = chunk, terms
+    try:
+        check_program(program)
+    finally:
+        compiler.CHUNK, compiler.TERMS = saved
+
+
 @pytest.mark.slow
 @settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(programs(max_steps=40))
@@ -231,6 +244,25 @@ def test_a_comparison_is_a_guard_and_a_failed_guard_runs_the_interpreter(capsys)
     assert err.count("\n") == 1 and "guard failed" in err
     assert_same(cf([1.0, 4.0]), interpreted(fn, [1.0, 4.0]))
     assert cf.fallbacks == 2 and capsys.readouterr().err == ""  # the note once
+
+
+@pytest.mark.parametrize("chunk, terms", [(1, 2), (2, 3), (3, 2), (5, 32), (200_000, 2)])
+def test_guards_hold_in_small_parts_and_short_lines(monkeypatch, capsys, chunk, terms):
+    """Guards read values of the forward pass that may live in an earlier part, under a
+    reused name: each call is the interpreter's, on either side of every comparison."""
+    monkeypatch.setattr(compiler, "CHUNK", chunk)
+    monkeypatch.setattr(compiler, "TERMS", terms)
+
+    def fn(a, b, c):
+        h = a * b + c
+        h = h.tanh() * a if h > 0 else h * h + b
+        return max(h, c) * a + (b * c).relu()
+
+    cf = compile_at(fn, [0.5, 0.7, 0.1])
+    assert cf.guards == 2
+    for xs in ([0.5, 0.7, 0.1], [0.4, 0.9, -0.2], [-1.0, 0.7, 0.1], [0.5, -3.0, 2.0]):
+        assert_same(cf(xs), interpreted(fn, xs))
+    assert cf.fallbacks == 2  # the last two take the other branch
 
 
 def test_fallback_leaves_the_example_inputs_as_they_were():

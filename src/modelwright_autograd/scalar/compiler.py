@@ -422,6 +422,8 @@ class _Writer:
             body = [f"    {n} = x[{slot_of[n]}]" for n in sorted(imports[i], key=_order_key)]
             body.extend(f"    {text}" for text, _, _ in chunk)
             body.extend(f"    x[{slot_of[n]}] = {n}" for n in sorted(exports[i], key=_order_key))
+            if all(line.lstrip().startswith("#") for line in body):  # comments only
+                body.append("    pass")
             lines += [f"def part{i}(x):", *body, ""]
         lines += [
             "def run(x):",
