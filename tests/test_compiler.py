@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 import random
+from fractions import Fraction
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
@@ -278,6 +280,68 @@ def test_reading_data_that_depends_on_the_inputs_is_refused():
         compile_at(lambda z: losses.binary_cross_entropy_with_logits([z], [1.0]), [0.3])
 
 
+def test_reading_data_that_depends_on_the_inputs_is_refused_even_off_the_graph():
+    """z is not on the loss's graph, but the branch taken depends on it."""
+
+    def fn(x):
+        z = x * 2.0
+        return x * 3.0 if z.data > 0 else x * 5.0
+
+    with pytest.raises(CompileError, match=r"reads \.data .*test_compiler\.py:\d+"):
+        compile_at(fn, [1.0])
+
+
+def test_reading_a_value_through_repr_is_refused():
+    def fn(x):
+        return x * 3.0 if repr(x * 2.0).startswith("Value(data=2") else x * 5.0
+
+    with pytest.raises(CompileError, match=r"repr at test_compiler\.py:\d+"):
+        compile_at(fn, [1.0])
+
+
+@pytest.mark.parametrize(
+    "bound, traced, other",
+    [
+        (Fraction(1, 3), 0.5, 1 / 3),  # 1/3 as a float is below the Fraction
+        (2**53 + 1, 2.0**53 + 2, 2.0**53),  # an int no float equals
+        (np.float32(0.1), 0.0, 0.1),  # NumPy compares in float32: 0.1 is not below
+        (10**400, 1.0, 1e308),  # an int too large for a float
+    ],
+)
+def test_a_guard_compares_with_the_number_as_python_did(bound, traced, other):
+    def fn(x):
+        return x * 3.0 if x < bound else x * 5.0
+
+    cf = compile_at(fn, [traced])
+    assert cf.guards == 1
+    for x in (traced, other):
+        assert_same(cf([x]), interpreted(fn, [x]))
+
+
+def test_a_fallback_returns_an_output_that_is_an_input_at_the_new_numbers():
+    def fn(x, y):
+        return y * 2.0 if x > 0 else y
+
+    cf = compile_at(fn, [1.0, 5.0])
+    assert_same(cf([-1.0, 7.0]), interpreted(fn, [-1.0, 7.0]))
+    assert cf.fallbacks == 1
+
+
+def test_a_fallback_returns_what_the_branch_taken_returns():
+    def fn(x, y):
+        return x * y if x > 0 else [x * y, y]
+
+    cf = compile_at(fn, [1.0, 5.0])
+    (loss, extra), grads = cf([-1.0, 7.0])
+    assert (loss, extra, grads) == (-7.0, 7.0, [7.0, -1.0])
+
+
+def test_no_line_adds_more_than_TERMS_numbers():
+    cf = compile_at(lambda *xs: sum_values(xs), [float(i) for i in range(100)])
+    lines = [line for line in cf.source.splitlines() if " + " in line]
+    assert len(lines) > 3 and max(line.count(" + ") + 1 for line in lines) == compiler.TERMS
+
+
 def test_reading_a_constants_data_is_fine():
     c = Value(2.0)
     cf = compile_at(lambda a: a * c.data, [1.5])
@@ -302,8 +366,57 @@ def test_refusals_are_one_line(call, message):
 
 def test_an_op_made_by_hand_is_refused():
     a = Value(1.0)
-    with pytest.raises(CompileError, match="op 'spy' has no source"):
+    with pytest.raises(CompileError, match="op 'spy' was made by hand"):
         compiled(lambda a: Value(2.0, (a,), "spy", lambda g, out, a: (g,)), [a])
+
+
+def test_an_op_made_by_hand_with_an_engine_rule_is_refused():
+    """Its data (5.0) is not what the rule's op computes (3.0 * 3.0): the code would be."""
+    from modelwright_autograd.scalar import engine
+
+    x = Value(3.0)
+    with pytest.raises(CompileError, match="op 'my_op' was made by hand"):
+        compiled(lambda x: Value(5.0, (x, x), "my_op", engine._mul_backward) * 1.0, [x])
+
+
+def test_an_op_made_by_hand_before_fn_ran_is_refused():
+    a = Value(1.0)
+    spy = Value(2.0, (a,), "spy", lambda g, out, a: (g,))
+    with pytest.raises(CompileError, match="op 'spy' computed from the inputs before fn ran"):
+        compiled(lambda a: spy * a, [a])
+
+
+def test_a_value_of_the_inputs_computed_before_fn_ran_is_refused():
+    """Calling fn again (the fallback) would not recompute it, so the compiled code and
+    the interpreter would disagree on it."""
+    a = Value(1.0)
+    twice = a * 2.0
+    with pytest.raises(CompileError, match=r"op '\*' computed from the inputs before fn ran"):
+        compiled(lambda a: twice + a, [a])
+
+
+def test_a_value_computed_from_the_inputs_under_no_grad_is_refused():
+    """The graph holds it as a constant, but it changes with the inputs."""
+    from modelwright_autograd import no_grad
+
+    def fn(x):
+        with no_grad():
+            s = x * 2.0
+        return x * s
+
+    with pytest.raises(CompileError, match=r"under no_grad\(\)"):
+        compile_at(fn, [3.0])
+
+
+def test_no_grad_on_constants_inside_fn_is_fine():
+    from modelwright_autograd import no_grad
+
+    def fn(x):
+        with no_grad():
+            c = Value(2.0) * 3.0
+        return x * c
+
+    assert_same(compile_at(fn, [3.0])([4.0]), interpreted(fn, [4.0]))
 
 
 def test_wrong_number_of_inputs_is_refused():

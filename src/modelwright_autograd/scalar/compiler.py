@@ -21,7 +21,7 @@ from itertools import count
 from typing import Any
 
 from ..checks import as_float, describe
-from ..graph import enable_grad, topological_order
+from ..graph import GradMode, enable_grad, topological_order
 from . import engine, floats
 from .engine import Value, source_of
 from .templates import Grad
@@ -74,23 +74,65 @@ def _literal(x: float) -> str:
 
 class _Trace:
     """What ``fn`` did besides building the graph: the Value comparisons it made (each a
-    guard) and the ``.data`` it read outside the engine (each a refusal, if the value
-    depends on the inputs). Installed on the Value class only while ``fn`` runs."""
+    guard); the ``.data`` it read outside the engine, or through ``repr`` (each a refusal,
+    if the value depends on the inputs); the nodes the engine made while no_grad() was on,
+    with their operands (a refusal, if they depend on the inputs: the graph holds them as
+    constants); and the nodes made by hand, ``Value(data, _prev, op, rule)`` (a refusal:
+    their data need not be what the rule's op computes). Installed on the Value class and
+    the engine only while ``fn`` runs."""
 
     def __init__(self) -> None:
-        self.comparisons: list[tuple[Value, str, Value | float, bool]] = []
+        self.comparisons: list[tuple[Value, str, object, bool]] = []
         self.reads: list[tuple[Value, str]] = []
+        self.untracked: list[tuple[Value, list[Value]]] = []
+        self.by_hand: list[Value] = []
+        self.made: set[int] = set()  # the nodes the engine made while fn ran
 
     def __enter__(self) -> _Trace:
-        self.saved = {name: Value.__dict__[name] for name in (*_COMPARISONS, "data")}
+        names = (*_COMPARISONS, "data", "__repr__", "__init__")
+        self.saved = {name: Value.__dict__[name] for name in names}
         for name, op in _COMPARISONS.items():
             setattr(Value, name, self._recording(self.saved[name], op))
         Value.data = _DataReads(self.saved["data"], self.reads)  # type: ignore[misc]
+        Value.__repr__ = self._repr(self.saved["__repr__"])  # type: ignore[method-assign]
+        Value.__init__ = self._init(self.saved["__init__"])  # type: ignore[method-assign]
+        self.node = engine._node
+        engine._node = self._node  # type: ignore[assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:
         for name, attr in self.saved.items():
             setattr(Value, name, attr)
+        engine._node = self.node  # type: ignore[assignment]
+
+    def _repr(self, method: Callable[[Value], str]) -> Callable[[Value], str]:
+        reads = self.reads
+
+        def read(value: Value) -> str:
+            caller = sys._getframe(1)
+            reads.append((value, f"repr at {_where(caller)}"))
+            return method(value)
+
+        return read
+
+    def _init(self, method: Callable[..., None]) -> Callable[..., None]:
+        by_hand = self.by_hand
+
+        def init(value: Value, data: float, _prev: tuple[Value, ...] = (), *args: Any, **kw: Any):
+            method(value, data, _prev, *args, **kw)
+            if _prev:
+                by_hand.append(value)
+
+        return init
+
+    def _node(self, data: float, a: Any, b: Any, op: str, rule: Any) -> Value:
+        out = self.node(data, a, b, op, rule)
+        self.made.add(id(out))
+        if not GradMode.enabled and (a is not None or b is not None):
+            operands = [a] if a is not None else []
+            operands += list(b) if isinstance(b, tuple) else [b] if b is not None else []
+            self.untracked.append((out, operands))
+        return out
 
     def _recording(self, method: Callable[..., Any], op: str) -> Callable[..., Any]:
         comparisons = self.comparisons
@@ -102,6 +144,11 @@ class _Trace:
             return result
 
         return compare
+
+
+def _where(frame: Any) -> str:
+    """A frame's file name and line, as ``losses.py:48``."""
+    return f"{frame.f_code.co_filename.rpartition('/')[2]}:{frame.f_lineno}"
 
 
 class _DataReads:
@@ -117,8 +164,7 @@ class _DataReads:
             return self
         caller = sys._getframe(1)
         if caller.f_code.co_filename != engine.__file__:
-            where = f"{caller.f_code.co_filename.rpartition('/')[2]}:{caller.f_lineno}"
-            self.reads.append((obj, where))
+            self.reads.append((obj, _where(caller)))
         return self.slot.__get__(obj, cls)
 
     def __set__(self, obj: Value, value: float) -> None:
@@ -139,6 +185,7 @@ class Compiled:
         nodes: int,
         guards: int,
         many: bool,
+        constants: dict[str, object],
     ) -> None:
         self.fn = fn
         self.inputs = inputs
@@ -147,7 +194,7 @@ class Compiled:
         self.guards = guards
         self.many = many
         self.fallbacks = 0
-        namespace = dict(NAMESPACE)
+        namespace = {**NAMESPACE, **constants}
         exec(compile(source, "<compiled scalar graph>", "exec"), namespace)
         for name, part in namespace.items():
             if name.startswith("part"):  # the table of line and column numbers: half the
@@ -186,14 +233,15 @@ class Compiled:
             for v, x in zip(self.inputs, xs):
                 v.data, v.grad = x, 0.0
             with enable_grad():
-                outs = _outputs(self.fn(*self.inputs))
+                result = self.fn(*self.inputs)
+            outs = _outputs(result)
             outs[0].backward()
             grads = [float(v.grad) for v in self.inputs]
+            values = [o.data for o in outs]  # now: an output may be an input, put back below
         finally:
             for v, (data, grad) in zip(self.inputs, saved):
                 v.data, v.grad = data, grad
-        loss = [o.data for o in outs] if self.many else outs[0].data
-        return loss, grads
+        return (values if isinstance(result, (list, tuple)) else values[0]), grads
 
 
 def compiled(
@@ -217,7 +265,8 @@ def compiled(
     outs = _outputs(result)
     many = isinstance(result, (list, tuple))
     writer = _Writer(inputs, outs, trace)
-    return Compiled(fn, inputs, writer.source(), writer.nodes, writer.guards, many)
+    source = writer.source()
+    return Compiled(fn, inputs, source, writer.nodes, writer.guards, many, writer.constants)
 
 
 def _check_inputs(example_inputs: Sequence[Value]) -> list[Value]:
@@ -237,6 +286,35 @@ def _check_inputs(example_inputs: Sequence[Value]) -> list[Value]:
             raise CompileError(f"compiled: input {i} appears twice")
         seen.add(id(v))
     return list(example_inputs)
+
+
+def _refuse(order: list[Value], trace: _Trace, varying: set[int]) -> None:
+    """Raise CompileError, in one line, for what a compiled graph could not follow."""
+    for node, where in trace.reads:
+        if id(node) in varying:
+            raise CompileError(
+                f"compiled: fn reads .data of a value that depends on the inputs ({where}); "
+                "a compiled graph cannot follow it: compare Values instead (v > 0 is a guard)"
+            )
+    in_graph = {id(node) for node in order}
+    for out, _ in trace.untracked:
+        if id(out) in varying and id(out) in in_graph:
+            raise CompileError(
+                "compiled: fn computes a value from the inputs under no_grad(), which the "
+                "graph would hold as a constant; compute it outside fn, or with grad on"
+            )
+    for node in trace.by_hand:
+        if id(node) in in_graph:
+            raise CompileError(
+                f"compiled: a node of op {node._op!r} was made by hand (Value(data, _prev, "
+                "...)); only the engine's ops compile"
+            )
+    for node in order:
+        if node._prev and id(node) in varying and id(node) not in trace.made:
+            raise CompileError(
+                f"compiled: fn uses a value of op {node._op!r} computed from the inputs before "
+                "fn ran, which calling fn again would not recompute; compute it inside fn"
+            )
 
 
 def _outputs(result: Any) -> list[Value]:
@@ -259,34 +337,50 @@ class _Writer:
         for i, v in enumerate(inputs):
             self.names[id(v)] = f"v{i}"
         self.fresh = count(len(inputs))
+        self.constants: dict[str, object] = {}  # numbers a guard compares with, kept as they are
         compared = [v for c in trace.comparisons for v in (c[0], c[2]) if isinstance(v, Value)]
         order = _forward_order([*outs, *compared])
-        varying = self._varying(order)
+        untracked = [v for _, operands in trace.untracked for v in operands]
+        seen = [n for n, _ in trace.reads]
+        varying = self._varying(_forward_order([*outs, *compared, *seen, *untracked]))
+        for out, operands in trace.untracked:  # in the order they were made
+            if any(id(v) in varying for v in operands):
+                varying.add(id(out))
+        _refuse(order, trace, varying)
         guards = [c for c in trace.comparisons if id(c[0]) in varying or id(c[2]) in varying]
         self.guards = len(guards)
-        for node, where in trace.reads:
-            if id(node) in varying:
-                raise CompileError(
-                    f"compiled: fn reads .data of a value that depends on the inputs ({where}); "
-                    "a compiled graph cannot follow it: compare Values instead (v > 0 is a guard)"
-                )
         self.nodes = len(order)
         self.statements.append(("# forward", None, []))
         for node in order:
             if id(node) not in self.names:
                 self._forward(node, id(node) in varying)
         for node, op, other, result in guards:
-            test = f"{self.names[id(node)]} {op} {self._name(other)}"
-            reads = _names(self.names[id(node)], self._name(other))
+            left, right = self.names[id(node)], self._operand(other)
             self.statements.append(
-                (f"if {'not ' if result else ''}{test}: return False", None, reads)
+                (
+                    f"if {'not ' if result else ''}{left} {op} {right}: return False",
+                    None,
+                    _names(left, right),
+                )
             )
         self.loss = self.names[id(outs[0])]
         self.extra = [self.names[id(o)] for o in outs[1:]]
         self.grads = self._backward(outs[0], inputs, varying)
 
-    def _name(self, v: Value | float) -> str:
-        return self.names[id(v)] if isinstance(v, Value) else _literal(float(v))  # type: ignore[arg-type]
+    def _operand(self, other: object) -> str:
+        """What a guard compares a value with, as source that compares as ``fn`` did: a
+        Value's name, a float or int literal (an int exactly, however large), or, for a
+        number of another type (a Fraction, a NumPy float32), the number itself, kept in
+        the code's namespace as ``_k0``, ``_k1``, ..."""
+        if isinstance(other, Value):
+            return self.names[id(other)]
+        if type(other) is float:
+            return _literal(other)
+        if type(other) in (int, bool):
+            return repr(other)
+        name = f"_k{len(self.constants)}"
+        self.constants[name] = other
+        return name
 
     def _varying(self, order: list[Value]) -> set[int]:
         """The nodes that depend on an input (all others are constants)."""
@@ -300,16 +394,17 @@ class _Writer:
         return f"{prefix}{next(self.fresh)}"
 
     def _emit_sum(self, target: str, terms: list[str]) -> None:
-        """target = t1 + t2 + ..., left to right, TERMS to a statement."""
-        first = True
-        for start in range(0, len(terms), TERMS):
-            part = terms[start : start + TERMS]
-            if not first:
-                part = [target, *part]
+        """target = t1 + t2 + ..., left to right, at most TERMS numbers a statement (the
+        first line's TERMS terms, then ``target`` and TERMS - 1 more a line)."""
+        part, rest = terms[:TERMS], terms[TERMS:]
+        while True:
             self.statements.append(
                 (f"{target} = {' + '.join(part)}", target, _NAME.findall(" ".join(part)))
             )
-            first = False
+            if not rest:
+                return
+            more = max(TERMS - 1, 1)
+            part, rest = [target, *rest[:more]], rest[more:]
 
     def _forward(self, node: Value, varying: bool) -> None:
         if not varying:  # a constant: a leaf, or computed from constants only
