@@ -295,7 +295,7 @@ def test_reading_a_value_through_repr_is_refused():
     def fn(x):
         return x * 3.0 if repr(x * 2.0).startswith("Value(data=2") else x * 5.0
 
-    with pytest.raises(CompileError, match=r"repr at test_compiler\.py:\d+"):
+    with pytest.raises(CompileError, match=r"reads repr of .* \(test_compiler\.py:\d+\)"):
         compile_at(fn, [1.0])
 
 
@@ -406,6 +406,132 @@ def test_a_value_computed_from_the_inputs_under_no_grad_is_refused():
 
     with pytest.raises(CompileError, match=r"under no_grad\(\)"):
         compile_at(fn, [3.0])
+
+
+def test_a_value_of_the_inputs_through_no_grad_grad_no_grad_is_refused():
+    """The dependence passes a no_grad node, a recorded one, and a no_grad node again."""
+    from modelwright_autograd import no_grad
+
+    def fn(x):
+        with no_grad():
+            y = x * 2.0
+        z = y + 1.0
+        with no_grad():
+            w = z * 3.0
+        return w * x
+
+    with pytest.raises(CompileError, match=r"under no_grad\(\) \(test_compiler\.py:\d+\)"):
+        compile_at(fn, [1.5])
+
+
+@pytest.mark.parametrize("input_too", [False, True])
+def test_writing_data_of_a_value_of_the_graph_is_refused(input_too):
+    def fn(x):
+        if input_too:
+            x.data = 0.5
+            return x * x
+        y = x * 2.0
+        y.data = 3.0
+        return y * x
+
+    with pytest.raises(CompileError, match=r"writes \.data .*\(test_compiler\.py:\d+\)"):
+        compile_at(fn, [1.5])
+
+
+def test_reading_grad_and_calling_backward_inside_fn_are_refused():
+    def reads_grad(x):
+        return x * (x.grad + 1.0)
+
+    def calls_backward(x):
+        y = x * x
+        y.backward()
+        return y
+
+    with pytest.raises(CompileError, match=r"reads \.grad of a value that depends"):
+        compile_at(reads_grad, [1.5])
+    with pytest.raises(CompileError, match=r"calls backward\(\) \(test_compiler\.py:\d+\)"):
+        compile_at(calls_backward, [1.5])
+    assert Value(2.0).backward is not None and (Value(2.0) * 3.0).data == 6.0  # put back
+
+
+def test_a_read_inside_a_library_names_fns_own_line():
+    import copy
+
+    with pytest.raises(CompileError, match=r"reads \.data .*\(test_compiler\.py:\d+\)"):
+        compile_at(lambda x: copy.copy(x * 2.0) * x, [1.5])
+
+
+def test_compiles_in_two_threads_at_once_each_succeed_and_put_the_class_back():
+    """The first trace waits (up to 0.5 s) for the second to begin; the second outlasts the
+    first. Unlocked, the second would restore the first's patches when it ended, leaving
+    the class patched for good; locked, the second waits for the first."""
+    import threading
+    import time
+
+    from modelwright_autograd.scalar import engine
+
+    data, node = Value.__dict__["data"], engine._node
+    second_began = threading.Event()
+    results: dict[str, object] = {}
+
+    def first(a, b):
+        second_began.wait(0.5)
+        return (a * b).tanh()
+
+    def second(a, b):
+        second_began.set()
+        time.sleep(0.2)
+        return (a + b).relu() * a
+
+    def work(name: str, fn) -> None:
+        try:
+            results[name] = compile_at(fn, [0.3, 0.9])([0.2, 0.7]) == interpreted(fn, [0.2, 0.7])
+        except Exception as e:  # the test reports what went wrong
+            results[name] = e
+
+    one = threading.Thread(target=work, args=("first", first))
+    one.start()
+    time.sleep(0.05)  # the first is tracing
+    two = threading.Thread(target=work, args=("second", second))
+    two.start()
+    one.join()
+    two.join()
+    assert results == {"first": True, "second": True}
+    assert Value.__dict__["data"] is data and engine._node is node
+
+
+def test_another_threads_values_behave_as_ever_while_fn_is_traced():
+    """While fn is traced (and waits), another thread compares, reads .data, writes it
+    and calls backward(): nothing is refused there, nothing of it is recorded here."""
+    import threading
+
+    traced, done = threading.Event(), threading.Event()
+    seen: list[object] = []
+
+    def other() -> None:
+        traced.wait()
+        try:
+            a = Value(2.0)
+            b = a * a
+            b.backward()
+            a.data = 3.0
+            seen.append((b > 1.0, b.data, a.grad, repr(a)))
+        except Exception as e:  # the test reports what went wrong
+            seen.append(e)
+        done.set()
+
+    def fn(x):
+        traced.set()
+        done.wait()
+        return x * x
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    cf = compile_at(fn, [1.5])
+    thread.join()
+    assert seen == [(True, 4.0, 4.0, "Value(data=3.0, grad=4.0)")]
+    assert cf.guards == 0
+    assert_same(cf([2.5]), interpreted(lambda x: x * x, [2.5]))
 
 
 def test_no_grad_on_constants_inside_fn_is_fine():

@@ -29,6 +29,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "scalar.nn",
             "scalar.losses",
             "scalar.compiler",
+            "scalar.tracing",
             "tensor.nn",
             "tensor.conv",
             "tensor.nn_ops",

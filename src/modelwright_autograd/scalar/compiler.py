@@ -21,10 +21,11 @@ from itertools import count
 from typing import Any
 
 from ..checks import as_float, describe
-from ..graph import GradMode, enable_grad, topological_order
+from ..graph import enable_grad
 from . import engine, floats
 from .engine import Value, source_of
 from .templates import Grad
+from .tracing import CompileError, Trace, dependent, forward_order, refuse
 
 #: Statements per emitted function: a very long graph becomes several functions, values
 #: crossing a boundary going through the list ``x``. A crossing costs a store and a load,
@@ -48,20 +49,6 @@ NAMESPACE: dict[str, Any] = {
     "_nan": math.nan,
 }
 
-#: Value's comparisons, recorded as guards while ``fn`` runs.
-_COMPARISONS = {
-    "__lt__": "<",
-    "__le__": "<=",
-    "__gt__": ">",
-    "__ge__": ">=",
-    "__eq__": "==",
-    "__ne__": "!=",
-}
-
-
-class CompileError(ValueError):
-    """``fn`` builds a graph that cannot be compiled (the message says why, in one line)."""
-
 
 def _literal(x: float) -> str:
     """A float as source that reads back as the same float (sign of zero included)."""
@@ -70,105 +57,6 @@ def _literal(x: float) -> str:
     if x in (math.inf, -math.inf):
         return "_inf" if x > 0 else "(-_inf)"
     return repr(x) if math.copysign(1.0, x) > 0 else f"({x!r})"
-
-
-class _Trace:
-    """What ``fn`` did besides building the graph: the Value comparisons it made (each a
-    guard); the ``.data`` it read outside the engine, or through ``repr`` (each a refusal,
-    if the value depends on the inputs); the nodes the engine made while no_grad() was on,
-    with their operands (a refusal, if they depend on the inputs: the graph holds them as
-    constants); and the nodes made by hand, ``Value(data, _prev, op, rule)`` (a refusal:
-    their data need not be what the rule's op computes). Installed on the Value class and
-    the engine only while ``fn`` runs."""
-
-    def __init__(self) -> None:
-        self.comparisons: list[tuple[Value, str, object, bool]] = []
-        self.reads: list[tuple[Value, str]] = []
-        self.untracked: list[tuple[Value, list[Value]]] = []
-        self.by_hand: list[Value] = []
-        self.made: set[int] = set()  # the nodes the engine made while fn ran
-
-    def __enter__(self) -> _Trace:
-        names = (*_COMPARISONS, "data", "__repr__", "__init__")
-        self.saved = {name: Value.__dict__[name] for name in names}
-        for name, op in _COMPARISONS.items():
-            setattr(Value, name, self._recording(self.saved[name], op))
-        Value.data = _DataReads(self.saved["data"], self.reads)  # type: ignore[misc]
-        Value.__repr__ = self._repr(self.saved["__repr__"])  # type: ignore[method-assign]
-        Value.__init__ = self._init(self.saved["__init__"])  # type: ignore[method-assign]
-        self.node = engine._node
-        engine._node = self._node  # type: ignore[assignment]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for name, attr in self.saved.items():
-            setattr(Value, name, attr)
-        engine._node = self.node  # type: ignore[assignment]
-
-    def _repr(self, method: Callable[[Value], str]) -> Callable[[Value], str]:
-        reads = self.reads
-
-        def read(value: Value) -> str:
-            caller = sys._getframe(1)
-            reads.append((value, f"repr at {_where(caller)}"))
-            return method(value)
-
-        return read
-
-    def _init(self, method: Callable[..., None]) -> Callable[..., None]:
-        by_hand = self.by_hand
-
-        def init(value: Value, data: float, _prev: tuple[Value, ...] = (), *args: Any, **kw: Any):
-            method(value, data, _prev, *args, **kw)
-            if _prev:
-                by_hand.append(value)
-
-        return init
-
-    def _node(self, data: float, a: Any, b: Any, op: str, rule: Any) -> Value:
-        out = self.node(data, a, b, op, rule)
-        self.made.add(id(out))
-        if not GradMode.enabled and (a is not None or b is not None):
-            operands = [a] if a is not None else []
-            operands += list(b) if isinstance(b, tuple) else [b] if b is not None else []
-            self.untracked.append((out, operands))
-        return out
-
-    def _recording(self, method: Callable[..., Any], op: str) -> Callable[..., Any]:
-        comparisons = self.comparisons
-
-        def compare(self: Value, other: object) -> Any:
-            result = method(self, other)
-            if result is not NotImplemented:
-                comparisons.append((self, op, other, result))  # type: ignore[arg-type]
-            return result
-
-        return compare
-
-
-def _where(frame: Any) -> str:
-    """A frame's file name and line, as ``losses.py:48``."""
-    return f"{frame.f_code.co_filename.rpartition('/')[2]}:{frame.f_lineno}"
-
-
-class _DataReads:
-    """``Value.data`` while tracing: the slot itself, noting each read made outside the
-    engine (a loss reading ``z.data`` to branch on it)."""
-
-    def __init__(self, slot: Any, reads: list[tuple[Value, str]]) -> None:
-        self.slot = slot
-        self.reads = reads
-
-    def __get__(self, obj: Value | None, cls: type | None = None) -> Any:
-        if obj is None:
-            return self
-        caller = sys._getframe(1)
-        if caller.f_code.co_filename != engine.__file__:
-            self.reads.append((obj, _where(caller)))
-        return self.slot.__get__(obj, cls)
-
-    def __set__(self, obj: Value, value: float) -> None:
-        self.slot.__set__(obj, value)
 
 
 class Compiled:
@@ -260,7 +148,7 @@ def compiled(
             "use backward(create_graph=True) on Values"
         )
     inputs = _check_inputs(example_inputs)
-    with _Trace() as trace, enable_grad():
+    with Trace() as trace, enable_grad():
         result = fn(*inputs)
     outs = _outputs(result)
     many = isinstance(result, (list, tuple))
@@ -288,35 +176,6 @@ def _check_inputs(example_inputs: Sequence[Value]) -> list[Value]:
     return list(example_inputs)
 
 
-def _refuse(order: list[Value], trace: _Trace, varying: set[int]) -> None:
-    """Raise CompileError, in one line, for what a compiled graph could not follow."""
-    for node, where in trace.reads:
-        if id(node) in varying:
-            raise CompileError(
-                f"compiled: fn reads .data of a value that depends on the inputs ({where}); "
-                "a compiled graph cannot follow it: compare Values instead (v > 0 is a guard)"
-            )
-    in_graph = {id(node) for node in order}
-    for out, _ in trace.untracked:
-        if id(out) in varying and id(out) in in_graph:
-            raise CompileError(
-                "compiled: fn computes a value from the inputs under no_grad(), which the "
-                "graph would hold as a constant; compute it outside fn, or with grad on"
-            )
-    for node in trace.by_hand:
-        if id(node) in in_graph:
-            raise CompileError(
-                f"compiled: a node of op {node._op!r} was made by hand (Value(data, _prev, "
-                "...)); only the engine's ops compile"
-            )
-    for node in order:
-        if node._prev and id(node) in varying and id(node) not in trace.made:
-            raise CompileError(
-                f"compiled: fn uses a value of op {node._op!r} computed from the inputs before "
-                "fn ran, which calling fn again would not recompute; compute it inside fn"
-            )
-
-
 def _outputs(result: Any) -> list[Value]:
     outs = list(result) if isinstance(result, (list, tuple)) else [result]
     if not outs or not all(isinstance(o, Value) for o in outs):
@@ -329,7 +188,7 @@ def _outputs(result: Any) -> list[Value]:
 class _Writer:
     """Writes one traced graph as the source of ``run(x)`` and its chunk functions."""
 
-    def __init__(self, inputs: list[Value], outs: list[Value], trace: _Trace) -> None:
+    def __init__(self, inputs: list[Value], outs: list[Value], trace: Trace) -> None:
         self.statements: list[tuple[str, str | None, list[str]]] = []  # text, target, reads
         self.names: dict[int, str] = {}  # id(node) -> its value's name or literal
         self.n_inputs = len(inputs)
@@ -339,14 +198,9 @@ class _Writer:
         self.fresh = count(len(inputs))
         self.constants: dict[str, object] = {}  # numbers a guard compares with, kept as they are
         compared = [v for c in trace.comparisons for v in (c[0], c[2]) if isinstance(v, Value)]
-        order = _forward_order([*outs, *compared])
-        untracked = [v for _, operands in trace.untracked for v in operands]
-        seen = [n for n, _ in trace.reads]
-        varying = self._varying(_forward_order([*outs, *compared, *seen, *untracked]))
-        for out, operands in trace.untracked:  # in the order they were made
-            if any(id(v) in varying for v in operands):
-                varying.add(id(out))
-        _refuse(order, trace, varying)
+        order = forward_order([*outs, *compared])
+        varying = dependent([*outs, *compared], inputs, trace)
+        refuse(order, trace, varying)
         guards = [c for c in trace.comparisons if id(c[0]) in varying or id(c[2]) in varying]
         self.guards = len(guards)
         self.nodes = len(order)
@@ -381,14 +235,6 @@ class _Writer:
         name = f"_k{len(self.constants)}"
         self.constants[name] = other
         return name
-
-    def _varying(self, order: list[Value]) -> set[int]:
-        """The nodes that depend on an input (all others are constants)."""
-        varying = set(self.names)
-        for node in order:
-            if any(id(p) in varying for p in node._prev):
-                varying.add(id(node))
-        return varying
 
     def _new(self, prefix: str) -> str:
         return f"{prefix}{next(self.fresh)}"
@@ -605,20 +451,6 @@ def _folded(expr: str, literal: bool = True) -> Any:
 
 def _order_key(name: str) -> tuple[str, int]:
     return name[0], int(name[1:])
-
-
-def _forward_order(roots: list[Value]) -> list[Value]:
-    """Every node the roots depend on, each after its inputs, each once."""
-    seen: set[int] = set()
-    order = []
-    for root in roots:
-        if id(root) in seen:
-            continue
-        for node in topological_order(root):
-            if id(node) not in seen:
-                seen.add(id(node))
-                order.append(node)
-    return order
 
 
 def _crossings(
