@@ -16,7 +16,7 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
-from modelwright_autograd import compiled
+from modelwright_autograd import Value, compiled, sum_values
 
 from .common import Sizes, log, summarize
 from .scalar import (
@@ -136,7 +136,78 @@ def run(sizes: Sizes) -> dict[str, Any]:
         "fallbacks": cf.fallbacks,
         "memory": memory,
         "sweep": sweep(sizes),
+        "long": long_graphs(sizes),
     }
+
+
+def _chain(n: int) -> Callable[..., Any]:
+    """h = h * b + a, n nodes."""
+
+    def fn(a: Any, b: Any) -> Any:
+        h = a
+        for _ in range(n // 2):
+            h = h * b + a
+        return h
+
+    return fn
+
+
+def _shared(n: int) -> Callable[..., Any]:
+    """About 1.5 n nodes of tanh, relu and values used on several paths."""
+
+    def fn(a: Any, b: Any) -> Any:
+        h, outs = a, []
+        for i in range(n // 4):
+            h = (h * b + 0.001 * i).tanh() + a
+            outs.append(h.relu())
+        return sum_values(outs)
+
+    return fn
+
+
+def _tanh_chain(n: int) -> Callable[..., Any]:
+    """h = tanh(h * b + a), n nodes."""
+
+    def fn(a: Any, b: Any) -> Any:
+        h = a
+        for _ in range(n // 3):
+            h = (h * b + a).tanh()
+        return h
+
+    return fn
+
+
+LONG_GRAPHS = {
+    "chain h = h * b + a": (_chain, 20_000),
+    "tanh, relu, shared values": (_shared, 30_000),
+    "chain h = tanh(h * b + a)": (_tanh_chain, 300_000),
+}
+
+
+def long_graphs(sizes: Sizes) -> list[dict[str, Any]]:
+    """Each long graph compiled once (CPU time), its parts counted, and its result at other
+    inputs checked against the interpreter's, bit for bit."""
+    rows = []
+    for name, (build, n) in LONG_GRAPHS.items():
+        fn = build(n // 100 if sizes.smoke else n)
+        log(f"compiled: compiling {name}")
+        gc.collect()
+        start = time.process_time()
+        cf = compiled(fn, [Value(0.3), Value(0.9)])
+        seconds = time.process_time() - start
+        a, b = Value(0.2), Value(-0.7)
+        loss = fn(a, b)
+        loss.backward()
+        rows.append(
+            {
+                "graph": name,
+                "nodes": cf.nodes,
+                "parts": cf.source.count("def part"),
+                "compile_seconds": seconds,
+                "equal_to_interpreter": cf([0.2, -0.7]) == (loss.data, [a.grad, b.grad]),
+            }
+        )
+    return rows
 
 
 def sweep(sizes: Sizes) -> dict[str, Any]:

@@ -109,6 +109,8 @@ def test_smoke_compiled_section_has_the_interpreters_losses(smoke: tuple[str, di
     assert sec["compile_seconds"] > 0 and sec["nodes"] > 0
     for graph in ("fused", "unfused"):
         assert sec["memory"][graph]["compiled_bytes_per_node"] > 0
+    assert [r["graph"] for r in sec["long"]] == [row[0] for row in _table_rows(markdown, "Long")]
+    assert len(sec["long"]) == 3 and all(r["equal_to_interpreter"] for r in sec["long"])
     config = data["config"]
     sizes = [(p["samples"], p["width"]) for p in sec["sweep"]["points"]]
     assert sizes == [(n, w) for n in config["sweep_samples"] for w in config["sweep_widths"]]

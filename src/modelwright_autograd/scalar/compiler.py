@@ -21,7 +21,7 @@ from itertools import count
 from typing import Any
 
 from ..checks import as_float, describe
-from ..graph import enable_grad
+from ..graph import enable_grad, topological_order
 from . import engine, floats
 from .engine import Value, source_of
 from .templates import Grad
@@ -63,7 +63,9 @@ class Compiled:
     """A graph written out as Python. Call it with the inputs' numbers (floats, in the
     order of the example inputs): it returns ``(loss, grads)``, the loss a float (a list of
     floats, the loss first, when ``fn`` returned several Values) and ``grads`` d loss /
-    d input for each input. ``source`` is the emitted code."""
+    d input for each input. ``source`` is the emitted code, ``nodes`` the graph's size,
+    ``guards`` the comparisons checked on each call and ``fallbacks`` the calls so far
+    that ran the interpreter because one went the other way."""
 
     def __init__(
         self,
@@ -72,7 +74,6 @@ class Compiled:
         source: str,
         nodes: int,
         guards: int,
-        many: bool,
         constants: dict[str, object],
     ) -> None:
         self.fn = fn
@@ -80,7 +81,6 @@ class Compiled:
         self._source = zlib.compress(source.encode(), 1)  # a tenth of the size, kept to print
         self.nodes = nodes
         self.guards = guards
-        self.many = many
         self.fallbacks = 0
         namespace = {**NAMESPACE, **constants}
         exec(compile(source, "<compiled scalar graph>", "exec"), namespace)
@@ -117,16 +117,20 @@ class Compiled:
                 file=sys.stderr,
             )
         saved = [(v.data, v.grad) for v in self.inputs]
+        others: list[tuple[Value, float]] = []  # the other leaves backward() adds into
         try:
             for v, x in zip(self.inputs, xs):
                 v.data, v.grad = x, 0.0
             with enable_grad():
                 result = self.fn(*self.inputs)
             outs = _outputs(result)
+            others = [(v, v.grad) for v in topological_order(outs[0]) if not v._prev]
             outs[0].backward()
             grads = [float(v.grad) for v in self.inputs]
             values = [o.data for o in outs]  # now: an output may be an input, put back below
         finally:
+            for v, grad in others:
+                v.grad = grad
             for v, (data, grad) in zip(self.inputs, saved):
                 v.data, v.grad = data, grad
         return (values if isinstance(result, (list, tuple)) else values[0]), grads
@@ -151,10 +155,8 @@ def compiled(
     with Trace() as trace, enable_grad():
         result = fn(*inputs)
     outs = _outputs(result)
-    many = isinstance(result, (list, tuple))
     writer = _Writer(inputs, outs, trace)
-    source = writer.source()
-    return Compiled(fn, inputs, source, writer.nodes, writer.guards, many, writer.constants)
+    return Compiled(fn, inputs, writer.source(), writer.nodes, writer.guards, writer.constants)
 
 
 def _check_inputs(example_inputs: Sequence[Value]) -> list[Value]:
@@ -198,10 +200,11 @@ class _Writer:
         self.fresh = count(len(inputs))
         self.constants: dict[str, object] = {}  # numbers a guard compares with, kept as they are
         compared = [v for c in trace.comparisons for v in (c[0], c[2]) if isinstance(v, Value)]
-        order = forward_order([*outs, *compared])
         varying = dependent([*outs, *compared], inputs, trace)
-        refuse(order, trace, varying)
         guards = [c for c in trace.comparisons if id(c[0]) in varying or id(c[2]) in varying]
+        guarded = [v for c in guards for v in (c[0], c[2]) if isinstance(v, Value)]
+        order = forward_order([*outs, *guarded])  # a comparison of constants is no guard
+        refuse(order, trace, varying)
         self.guards = len(guards)
         self.nodes = len(order)
         self.statements.append(("# forward", None, []))
@@ -217,9 +220,12 @@ class _Writer:
                     _names(left, right),
                 )
             )
-        self.loss = self.names[id(outs[0])]
-        self.extra = [self.names[id(o)] for o in outs[1:]]
-        self.grads = self._backward(outs[0], inputs, varying)
+        loss = self.names[id(outs[0])]
+        extra = [self.names[id(o)] for o in outs[1:]]
+        grads = self._backward(outs[0], inputs, varying)
+        value = f"[{', '.join([loss, *extra])}]" if extra else loss
+        final = f"return {value}, [{', '.join(grads)}]"
+        self.statements.append((final, None, _names(loss, *extra, *grads)))
 
     def _operand(self, other: object) -> str:
         """What a guard compares a value with, as source that compares as ``fn`` did: a
@@ -279,10 +285,10 @@ class _Writer:
         order, so in its order of addition."""
         self.statements.append(("# backward", None, []))
         terms: dict[int, list[str]] = {id(loss): ["1.0"]}
-        leaves = {id(v): self._new("g") for v in inputs}  # each input's gradient, in place
+        input_grads = {id(v): self._new("g") for v in inputs}  # added up in place
         waiting: dict[int, list[str]] = {}  # an input's terms not yet added
         started: set[str] = set()  # the inputs' gradients written so far
-        if id(loss) in leaves:  # the loss is an input: d loss / d loss = 1
+        if id(loss) in input_grads:  # the loss is an input: d loss / d loss = 1
             waiting[id(loss)] = terms.pop(id(loss))
         order = engine._interior_order(loss) if id(loss) in varying else []
         for node in reversed(order):
@@ -292,6 +298,8 @@ class _Writer:
             source = source_of(node)
             out = self.names[id(node)]
             if source.relu:
+                # relu's rule, given the neuron's output as its output (its input, the
+                # pre-activation, is not read: the gate is out <= 0.0)
                 gate = engine._relu_backward.source.grads(g, out, out)[0]
                 d = self._new("d")
                 self.statements.append(
@@ -305,17 +313,17 @@ class _Writer:
                 term = self._term(grad if isinstance(grad, Grad) else Grad(grad))
                 if term is None:
                     continue
-                if id(p) not in leaves:
+                if id(p) not in input_grads:
                     terms.setdefault(id(p), []).append(term)
                     continue
                 run = waiting.setdefault(id(p), [])
                 run.append(term)
                 if len(run) == TERMS - 1:  # with the gradient so far: one full line
-                    self._add_into(leaves[id(p)], waiting.pop(id(p)), started)
+                    self._add_into(input_grads[id(p)], waiting.pop(id(p)), started)
         for v in inputs:  # the runs left, in the inputs' order
             if id(v) in waiting:
-                self._add_into(leaves[id(v)], waiting.pop(id(v)), started)
-        return [leaves[id(v)] if leaves[id(v)] in started else "0.0" for v in inputs]
+                self._add_into(input_grads[id(v)], waiting.pop(id(v)), started)
+        return [input_grads[id(v)] if input_grads[id(v)] in started else "0.0" for v in inputs]
 
     def _add_into(self, g: str, run: list[str], started: set[str]) -> None:
         """An input's gradient plus its next terms, where they come, not at the end: the
@@ -348,9 +356,6 @@ class _Writer:
     def source(self) -> str:
         """The chunk functions ``part0``, ``part1``, ... and ``run``, which calls them in
         turn on the list ``x`` (the inputs, then a slot per value crossing a boundary)."""
-        loss = f"[{', '.join([self.loss, *self.extra])}]" if self.extra else self.loss
-        final = f"return {loss}, [{', '.join(self.grads)}]"
-        self.statements.append((final, None, _names(self.loss, *self.extra, *self.grads)))
         statements = _registers(self.statements, self.n_inputs)
         chunks = [statements[i : i + CHUNK] for i in range(0, len(statements), CHUNK)]
         imports, exports = _crossings(chunks)

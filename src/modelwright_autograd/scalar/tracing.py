@@ -1,15 +1,15 @@
 """What a traced function did besides building its graph, and what of it compiled code
 could not follow (compiler.py writes the graph out; this module watches ``fn`` do it).
 
-While ``fn`` runs inside ``Trace``, the Value class and the engine note: each comparison
-of Values (a guard); each read of ``.data`` or ``.grad`` and each ``repr`` made outside the
+While a ``Trace`` is open, the Value class and the engine note, for it: each comparison of
+Values (a guard); each read of ``.data`` or ``.grad`` and each ``repr`` made outside the
 engine; each write of ``.data``; each call of ``backward()``; each node the engine makes,
 and, of those, the ones made while no_grad() is on, with their operands; and each node
 made by hand, ``Value(data, _prev, op, rule)``. ``refuse`` then raises CompileError, in one
-line naming the file and line in ``fn``'s code, for what would make the compiled code
-compute something other than the interpreter. One trace runs at a time (a lock), and
-only ``fn``'s thread is watched: the patches are on the class every thread's Values share,
-and another thread's Values behave as ever meanwhile.
+line naming the file and line that did it, for what would make the compiled code compute
+something other than the interpreter. What every thread does is noted in every open trace
+(fn may hand work to a thread); only what involves a trace's own inputs counts there, so
+traces in several threads at once, and other threads' Values, go on as ever.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import os
 import sys
 import sysconfig
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
-from ..graph import GradMode, topological_order
+from ..graph import GradMode, GraphCycleError
 from . import engine
 from .engine import Value
 
@@ -34,8 +34,11 @@ COMPARISONS = {
     "__eq__": "==",
     "__ne__": "!=",
 }
+_PATCHED = (*COMPARISONS, "data", "grad", "__repr__", "__init__", "backward")
 
-_LOCK = threading.RLock()  # reentrant: fn may itself compile another function
+_ACTIVE: list[Trace] = []  # the traces open now, in any thread
+_SAVED: dict[str, Any] = {}  # the originals, while the patches are in place
+_INSTALLING = threading.Lock()  # the first trace to open patches, the last to close restores
 _STDLIB = sysconfig.get_paths()["stdlib"]
 _INSTALLED = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
 _OWN = {engine.__file__, __file__, os.path.join(os.path.dirname(__file__), "compiler.py")}
@@ -63,141 +66,143 @@ def _passing(filename: str) -> bool:
 
 
 class Trace:
-    """Installed on the Value class and the engine while ``fn`` runs (see the module)."""
+    """What happened while it was open (see the module)."""
 
     def __init__(self) -> None:
         self.comparisons: list[tuple[Value, str, object, bool]] = []
         self.reads: list[tuple[Value, str, str]] = []  # (value, what, where)
         self.writes: list[tuple[Value, str]] = []
+        self.backwards: list[tuple[Value, str]] = []
         self.untracked: list[tuple[Value, list[Value], str]] = []
         self.by_hand: list[tuple[Value, str]] = []
         self.made: set[int] = set()
 
     def __enter__(self) -> Trace:
-        _LOCK.acquire()
-        self.thread = threading.get_ident()
-        names = (*COMPARISONS, "data", "grad", "__repr__", "__init__", "backward")
-        self.saved = {name: Value.__dict__[name] for name in names}
-        for name, op in COMPARISONS.items():
-            setattr(Value, name, self._comparing(self.saved[name], op))
-        Value.data = _Watched(self.saved["data"], "data", self)  # type: ignore[misc]
-        Value.grad = _Watched(self.saved["grad"], "grad", self)  # type: ignore[misc]
-        Value.__repr__ = self._repr(self.saved["__repr__"])  # type: ignore[method-assign]
-        Value.__init__ = self._init(self.saved["__init__"])  # type: ignore[method-assign]
-        Value.backward = self._backward(self.saved["backward"])  # type: ignore[method-assign]
-        self.node = engine._node
-        engine._node = self._node  # type: ignore[assignment]
+        with _INSTALLING:
+            if not _ACTIVE:
+                _install()
+            _ACTIVE.append(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        try:
-            for name, attr in self.saved.items():
-                setattr(Value, name, attr)
-            engine._node = self.node  # type: ignore[assignment]
-        finally:
-            _LOCK.release()
+        with _INSTALLING:
+            _ACTIVE.remove(self)
+            if not _ACTIVE:
+                _uninstall()
 
-    def watching(self) -> bool:
-        """Whether the running thread is ``fn``'s."""
-        return threading.get_ident() == self.thread
 
-    def _comparing(self, method: Callable[..., Any], op: str) -> Callable[..., Any]:
-        comparisons = self.comparisons
+def _install() -> None:
+    _SAVED.update({name: Value.__dict__[name] for name in _PATCHED}, _node=engine._node)
+    try:
+        for name, op in COMPARISONS.items():
+            setattr(Value, name, _comparing(_SAVED[name], op))
+        Value.data = _Watched(_SAVED["data"], "data")  # type: ignore[misc]
+        Value.grad = _Watched(_SAVED["grad"], "grad")  # type: ignore[misc]
+        Value.__repr__ = _repr  # type: ignore[method-assign]
+        Value.__init__ = _init  # type: ignore[method-assign]
+        Value.backward = _backward  # type: ignore[method-assign]
+        engine._node = _node
+    except BaseException:
+        _uninstall()
+        raise
 
-        def compare(value: Value, other: object) -> Any:
-            result = method(value, other)
-            if result is not NotImplemented and self.watching():
-                comparisons.append((value, op, other, result))
-            return result
 
-        return compare
+def _uninstall() -> None:
+    for name in _PATCHED:
+        if name in _SAVED:
+            setattr(Value, name, _SAVED[name])
+    if "_node" in _SAVED:
+        engine._node = _SAVED["_node"]
+    _SAVED.clear()
 
-    def _repr(self, method: Callable[[Value], str]) -> Callable[[Value], str]:
-        reads = self.reads
 
-        def read(value: Value) -> str:
-            if self.watching():
-                reads.append((value, "repr", where(sys._getframe(1))))
-            return method(value)
+def _comparing(method: Callable[..., Any], op: str) -> Callable[..., Any]:
+    def compare(value: Value, other: object) -> Any:
+        result = method(value, other)
+        if result is not NotImplemented:
+            for trace in _ACTIVE:
+                trace.comparisons.append((value, op, other, result))
+        return result
 
-        return read
+    return compare
 
-    def _init(self, method: Callable[..., None]) -> Callable[..., None]:
-        by_hand = self.by_hand
 
-        def init(value: Value, data: float, _prev: Iterable[Value] = (), *args: Any, **kw: Any):
-            method(value, data, _prev, *args, **kw)
-            if _prev and self.watching():
-                by_hand.append((value, where(sys._getframe(1))))
+def _repr(value: Value) -> str:
+    at = where(sys._getframe(1))
+    for trace in _ACTIVE:
+        trace.reads.append((value, "repr", at))
+    return _SAVED["__repr__"](value)
 
-        return init
 
-    def _backward(self, method: Callable[..., None]) -> Callable[..., None]:
-        def backward(value: Value, *args: Any, **kwargs: Any) -> None:
-            if self.watching():
-                raise CompileError(
-                    f"compiled: fn calls backward() ({where(sys._getframe(1))}); the compiled "
-                    "function computes the gradients itself: return the loss"
-                )
-            method(value, *args, **kwargs)
+def _init(value: Value, *args: Any, **kwargs: Any) -> None:
+    _SAVED["__init__"](value, *args, **kwargs)
+    if value._a is not None or value._b is not None:  # it has inputs: an op made by hand
+        at = where(sys._getframe(1))
+        for trace in _ACTIVE:
+            trace.by_hand.append((value, at))
 
-        return backward
 
-    def _node(self, data: float, a: Any, b: Any, op: str, rule: Any) -> Value:
-        out = self.node(data, a, b, op, rule)
-        if not self.watching():
-            return out
-        self.made.add(id(out))
-        if not GradMode.enabled and (a is not None or b is not None):
-            operands = [a] if a is not None else []
-            operands += list(b) if isinstance(b, tuple) else [b] if b is not None else []
-            self.untracked.append((out, operands, where(sys._getframe(1))))
-        return out
+def _backward(value: Value, *args: Any, **kwargs: Any) -> None:
+    at = where(sys._getframe(1))
+    for trace in _ACTIVE:
+        trace.backwards.append((value, at))
+    _SAVED["backward"](value, *args, **kwargs)
+
+
+def _node(data: float, a: Any, b: Any, op: str, rule: Any) -> Value:
+    out = _SAVED["_node"](data, a, b, op, rule)
+    untracked = not GradMode.enabled and (a is not None or b is not None)
+    if untracked:
+        operands = [a] if a is not None else []
+        operands += list(b) if isinstance(b, tuple) else [b] if b is not None else []
+        at = where(sys._getframe(1))
+    for trace in _ACTIVE:
+        trace.made.add(id(out))
+        if untracked:
+            trace.untracked.append((out, operands, at))
+    return out
 
 
 class _Watched:
     """``Value.data`` or ``Value.grad`` while tracing: the slot itself, noting each read
     made outside the engine and (``data``) each write."""
 
-    def __init__(self, slot: Any, name: str, trace: Trace) -> None:
+    def __init__(self, slot: Any, name: str) -> None:
         self.slot = slot
         self.name = name
-        self.trace = trace
 
     def __get__(self, obj: Value | None, cls: type | None = None) -> Any:
         if obj is None:
             return self
         caller = sys._getframe(1)
-        if caller.f_code.co_filename != engine.__file__ and self.trace.watching():
-            self.trace.reads.append((obj, f".{self.name}", where(caller)))
+        if caller.f_code.co_filename != engine.__file__:
+            at = where(caller)
+            for trace in _ACTIVE:
+                trace.reads.append((obj, f".{self.name}", at))
         return self.slot.__get__(obj, cls)
 
     def __set__(self, obj: Value, value: Any) -> None:
         caller = sys._getframe(1)
-        outside = caller.f_code.co_filename != engine.__file__
-        if self.name == "data" and outside and self.trace.watching():
-            self.trace.writes.append((obj, where(caller)))
+        if self.name == "data" and caller.f_code.co_filename != engine.__file__:
+            at = where(caller)
+            for trace in _ACTIVE:
+                trace.writes.append((obj, at))
         self.slot.__set__(obj, value)
 
 
 def dependent(roots: list[Value], inputs: list[Value], trace: Trace) -> set[int]:
-    """The ids of the nodes that depend on an input: through their inputs, and through
-    the operands of a node made under no_grad() (which keeps none), until nothing changes
-    (a chain of no_grad, grad, no_grad needs a pass for each switch)."""
+    """The ids of the nodes that depend on an input: through their inputs, and through the
+    operands of a node made under no_grad() (which keeps none), one pass in an order that
+    puts such a node after its operands too."""
+    kept = {id(out): operands for out, operands, _ in trace.untracked}
     extra = [v for _, operands, _ in trace.untracked for v in operands]
-    seen = [v for v, _, _ in trace.reads] + [v for v, _ in trace.writes]
-    order = forward_order([*roots, *extra, *seen])
+    seen = [v for v, _, _ in trace.reads] + [v for v, _ in trace.writes + trace.backwards]
     depends = {id(v) for v in inputs}
-    while True:
-        before = len(depends)
-        for node in order:
-            if id(node) not in depends and any(id(p) in depends for p in node._prev):
-                depends.add(id(node))
-        for out, operands, _ in trace.untracked:
-            if any(id(v) in depends for v in operands):
-                depends.add(id(out))
-        if len(depends) == before:
-            return depends
+    for node in forward_order([*roots, *extra, *seen], kept):
+        inputs_of = kept.get(id(node), node._prev)
+        if id(node) not in depends and any(id(p) in depends for p in inputs_of):
+            depends.add(id(node))
+    return depends
 
 
 def refuse(order: list[Value], trace: Trace, depends: set[int]) -> None:
@@ -208,6 +213,12 @@ def refuse(order: list[Value], trace: Trace, depends: set[int]) -> None:
             raise CompileError(
                 f"compiled: fn reads {what} of a value that depends on the inputs ({at}); "
                 "a compiled graph cannot follow it: compare Values instead (v > 0 is a guard)"
+            )
+    for node, at in trace.backwards:
+        if id(node) in depends:
+            raise CompileError(
+                f"compiled: fn calls backward() on a value that depends on the inputs ({at}); "
+                "the compiled function computes the gradients itself: return the loss"
             )
     in_graph = {id(node) for node in order}
     for node, at in trace.writes:
@@ -236,15 +247,31 @@ def refuse(order: list[Value], trace: Trace, depends: set[int]) -> None:
             )
 
 
-def forward_order(roots: list[Value]) -> list[Value]:
-    """Every node the roots depend on, each after its inputs, each once."""
-    seen: set[int] = set()
-    order = []
+def forward_order(roots: list[Value], kept: dict[int, list[Value]] | None = None) -> list[Value]:
+    """Every node the roots depend on, each after its inputs (for a node made under
+    no_grad(), after the operands ``kept`` holds for it), each once: one walk for all the
+    roots, whose nodes are shared."""
+    kept = kept or {}
+    listed: set[int] = set()
+    order: list[Value] = []
     for root in roots:
-        if id(root) in seen:
+        if id(root) in listed:
             continue
-        for node in topological_order(root):
-            if id(node) not in seen:
-                seen.add(id(node))
+        walking = {id(root)}
+        stack = [(root, iter(kept.get(id(root), root._prev)))]
+        while stack:
+            node, inputs = stack[-1]
+            for p in inputs:
+                if id(p) in listed:
+                    continue
+                if id(p) in walking:
+                    raise GraphCycleError("the graph has a cycle: a node is its own input")
+                walking.add(id(p))
+                stack.append((p, iter(kept.get(id(p), p._prev))))
+                break
+            else:
+                stack.pop()
+                walking.discard(id(node))
+                listed.add(id(node))
                 order.append(node)
     return order
