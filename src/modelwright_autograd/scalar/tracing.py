@@ -9,11 +9,16 @@ made by hand, ``Value(data, _prev, op, rule)``. ``refuse`` then raises CompileEr
 line naming the file and line that did it, for what would make the compiled code compute
 something other than the interpreter. What every thread does is noted in every open trace
 (fn may hand work to a thread); only what involves a trace's own inputs counts there, so
-traces in several threads at once, and other threads' Values, go on as ever.
+traces in several threads at once, and other threads' Values, give what they always do
+(more slowly). The open traces are a tuple replaced whole, never changed in place, so a
+patch reading it in one thread sees every trace open then, whatever others close; and the
+patches call the originals and note nothing when no trace is open, so patches left on by
+an interrupted close change nothing but speed until the next close takes them off.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import sysconfig
@@ -36,28 +41,38 @@ COMPARISONS = {
 }
 _PATCHED = (*COMPARISONS, "data", "grad", "__repr__", "__init__", "backward")
 
-_ACTIVE: list[Trace] = []  # the traces open now, in any thread
-_SAVED: dict[str, Any] = {}  # the originals, while the patches are in place
+_ORIGINAL = {name: Value.__dict__[name] for name in _PATCHED}
+_ORIGINAL_NODE = engine._node
+_ACTIVE: tuple[Trace, ...] = ()  # the traces open now, in any thread (replaced, not changed)
 _INSTALLING = threading.Lock()  # the first trace to open patches, the last to close restores
 _STDLIB = sysconfig.get_paths()["stdlib"]
 _INSTALLED = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
 _OWN = {engine.__file__, __file__, os.path.join(os.path.dirname(__file__), "compiler.py")}
+
+Site = tuple[str, int]  # (file, line)
 
 
 class CompileError(ValueError):
     """``fn`` builds a graph that cannot be compiled (the message says why, in one line)."""
 
 
-def where(frame: Any) -> str:
-    """``file.py:line`` of the innermost frame at or above ``frame`` that is ``fn``'s code
-    (or a library of the user's), not the engine's, the compiler's or Python's own."""
+def site(frame: Any) -> Site:
+    """Where something happened: the file and line of the innermost frame at or above
+    ``frame`` that is ``fn``'s code (or a library's it called), past the engine's, the
+    compiler's and the standard library's (kept as numbers; ``where`` writes them out)."""
     f = frame
     while f is not None and _passing(f.f_code.co_filename):
         f = f.f_back
     f = f or frame
-    return f"{f.f_code.co_filename.rpartition('/')[2]}:{f.f_lineno}"
+    return f.f_code.co_filename, f.f_lineno
 
 
+def where(at: Site) -> str:
+    """``file.py:line``."""
+    return f"{at[0].rpartition('/')[2]}:{at[1]}"
+
+
+@functools.cache
 def _passing(filename: str) -> bool:
     """Whether a frame of ``filename`` is one to look past for ``fn``'s line."""
     if filename in _OWN or filename.startswith("<frozen"):
@@ -70,50 +85,45 @@ class Trace:
 
     def __init__(self) -> None:
         self.comparisons: list[tuple[Value, str, object, bool]] = []
-        self.reads: list[tuple[Value, str, str]] = []  # (value, what, where)
-        self.writes: list[tuple[Value, str]] = []
-        self.backwards: list[tuple[Value, str]] = []
-        self.untracked: list[tuple[Value, list[Value], str]] = []
-        self.by_hand: list[tuple[Value, str]] = []
+        self.reads: list[tuple[Value, str, Site]] = []  # (value, what, where)
+        self.writes: list[tuple[Value, Site]] = []
+        self.backwards: list[tuple[Value, Site]] = []
+        self.untracked: list[tuple[Value, list[Value], Site]] = []
+        self.by_hand: list[tuple[Value, Site]] = []
         self.made: set[int] = set()
 
     def __enter__(self) -> Trace:
+        global _ACTIVE
         with _INSTALLING:
-            if not _ACTIVE:
-                _install()
-            _ACTIVE.append(self)
+            _install()  # first: interrupted before the next line, the patches do nothing
+            _ACTIVE = (*_ACTIVE, self)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        global _ACTIVE
         with _INSTALLING:
-            _ACTIVE.remove(self)
+            _ACTIVE = tuple(t for t in _ACTIVE if t is not self)
             if not _ACTIVE:
                 _uninstall()
 
 
 def _install() -> None:
-    _SAVED.update({name: Value.__dict__[name] for name in _PATCHED}, _node=engine._node)
-    try:
-        for name, op in COMPARISONS.items():
-            setattr(Value, name, _comparing(_SAVED[name], op))
-        Value.data = _Watched(_SAVED["data"], "data")  # type: ignore[misc]
-        Value.grad = _Watched(_SAVED["grad"], "grad")  # type: ignore[misc]
-        Value.__repr__ = _repr  # type: ignore[method-assign]
-        Value.__init__ = _init  # type: ignore[method-assign]
-        Value.backward = _backward  # type: ignore[method-assign]
-        engine._node = _node
-    except BaseException:
-        _uninstall()
-        raise
+    """Put the patches on Value and the engine (again, if they are on): each calls the
+    original, and notes what happened in every open trace, if any."""
+    for name, op in COMPARISONS.items():
+        setattr(Value, name, _comparing(_ORIGINAL[name], op))
+    Value.data = _Watched(_ORIGINAL["data"], "data")  # type: ignore[misc]
+    Value.grad = _Watched(_ORIGINAL["grad"], "grad")  # type: ignore[misc]
+    Value.__repr__ = _repr  # type: ignore[method-assign]
+    Value.__init__ = _init  # type: ignore[method-assign]
+    Value.backward = _backward  # type: ignore[method-assign]
+    engine._node = _node
 
 
 def _uninstall() -> None:
     for name in _PATCHED:
-        if name in _SAVED:
-            setattr(Value, name, _SAVED[name])
-    if "_node" in _SAVED:
-        engine._node = _SAVED["_node"]
-    _SAVED.clear()
+        setattr(Value, name, _ORIGINAL[name])
+    engine._node = _ORIGINAL_NODE
 
 
 def _comparing(method: Callable[..., Any], op: str) -> Callable[..., Any]:
@@ -128,38 +138,47 @@ def _comparing(method: Callable[..., Any], op: str) -> Callable[..., Any]:
 
 
 def _repr(value: Value) -> str:
-    at = where(sys._getframe(1))
-    for trace in _ACTIVE:
-        trace.reads.append((value, "repr", at))
-    return _SAVED["__repr__"](value)
+    traces = _ACTIVE
+    if traces:
+        at = site(sys._getframe(1))
+        for trace in traces:
+            trace.reads.append((value, "repr", at))
+    return _ORIGINAL["__repr__"](value)
 
 
 def _init(value: Value, *args: Any, **kwargs: Any) -> None:
-    _SAVED["__init__"](value, *args, **kwargs)
-    if value._a is not None or value._b is not None:  # it has inputs: an op made by hand
-        at = where(sys._getframe(1))
-        for trace in _ACTIVE:
+    _ORIGINAL["__init__"](value, *args, **kwargs)
+    traces = _ACTIVE
+    if traces and (value._a is not None or value._b is not None):  # an op made by hand
+        at = site(sys._getframe(1))
+        for trace in traces:
             trace.by_hand.append((value, at))
 
 
 def _backward(value: Value, *args: Any, **kwargs: Any) -> None:
-    at = where(sys._getframe(1))
-    for trace in _ACTIVE:
-        trace.backwards.append((value, at))
-    _SAVED["backward"](value, *args, **kwargs)
+    traces = _ACTIVE
+    if traces:
+        at = site(sys._getframe(1))
+        for trace in traces:
+            trace.backwards.append((value, at))
+    _ORIGINAL["backward"](value, *args, **kwargs)
 
 
 def _node(data: float, a: Any, b: Any, op: str, rule: Any) -> Value:
-    out = _SAVED["_node"](data, a, b, op, rule)
-    untracked = not GradMode.enabled and (a is not None or b is not None)
-    if untracked:
-        operands = [a] if a is not None else []
-        operands += list(b) if isinstance(b, tuple) else [b] if b is not None else []
-        at = where(sys._getframe(1))
-    for trace in _ACTIVE:
+    out = _ORIGINAL_NODE(data, a, b, op, rule)
+    traces = _ACTIVE
+    if not traces:
+        return out
+    if GradMode.enabled or (a is None and b is None):
+        for trace in traces:
+            trace.made.add(id(out))
+        return out
+    operands = [a] if a is not None else []
+    operands += list(b) if isinstance(b, tuple) else [b] if b is not None else []
+    at = site(sys._getframe(1))
+    for trace in traces:
         trace.made.add(id(out))
-        if untracked:
-            trace.untracked.append((out, operands, at))
+        trace.untracked.append((out, operands, at))
     return out
 
 
@@ -174,19 +193,23 @@ class _Watched:
     def __get__(self, obj: Value | None, cls: type | None = None) -> Any:
         if obj is None:
             return self
-        caller = sys._getframe(1)
-        if caller.f_code.co_filename != engine.__file__:
-            at = where(caller)
-            for trace in _ACTIVE:
-                trace.reads.append((obj, f".{self.name}", at))
+        traces = _ACTIVE
+        if traces:
+            caller = sys._getframe(1)
+            if caller.f_code.co_filename != engine.__file__:
+                at = site(caller)
+                for trace in traces:
+                    trace.reads.append((obj, f".{self.name}", at))
         return self.slot.__get__(obj, cls)
 
     def __set__(self, obj: Value, value: Any) -> None:
-        caller = sys._getframe(1)
-        if self.name == "data" and caller.f_code.co_filename != engine.__file__:
-            at = where(caller)
-            for trace in _ACTIVE:
-                trace.writes.append((obj, at))
+        traces = _ACTIVE
+        if traces and self.name == "data":
+            caller = sys._getframe(1)
+            if caller.f_code.co_filename != engine.__file__:
+                at = site(caller)
+                for trace in traces:
+                    trace.writes.append((obj, at))
         self.slot.__set__(obj, value)
 
 
@@ -207,43 +230,47 @@ def dependent(roots: list[Value], inputs: list[Value], trace: Trace) -> set[int]
 
 def refuse(order: list[Value], trace: Trace, depends: set[int]) -> None:
     """Raise CompileError, in one line, for what the compiled code of the graph ``order``
-    could not follow."""
+    could not follow. The place named is where it happened: in fn, or in another thread
+    while fn ran."""
     for node, what, at in trace.reads:
         if id(node) in depends:
             raise CompileError(
-                f"compiled: fn reads {what} of a value that depends on the inputs ({at}); "
-                "a compiled graph cannot follow it: compare Values instead (v > 0 is a guard)"
+                f"compiled: {what} of a value that depends on the inputs is read while fn runs "
+                f"({where(at)}); a compiled graph cannot follow it: compare Values instead "
+                "(v > 0 is a guard)"
             )
     for node, at in trace.backwards:
         if id(node) in depends:
             raise CompileError(
-                f"compiled: fn calls backward() on a value that depends on the inputs ({at}); "
-                "the compiled function computes the gradients itself: return the loss"
+                "compiled: backward() is called on a value that depends on the inputs while fn "
+                f"runs ({where(at)}); the compiled function computes the gradients itself: "
+                "return the loss"
             )
     in_graph = {id(node) for node in order}
     for node, at in trace.writes:
         if id(node) in in_graph:
             raise CompileError(
-                f"compiled: fn writes .data of a value of the graph ({at}); the compiled code "
-                "would compute what its op computes instead"
+                f"compiled: .data of a value of the graph is written while fn runs ({where(at)});"
+                " the compiled code would compute what its op computes instead"
             )
     for out, _, at in trace.untracked:
         if id(out) in depends and id(out) in in_graph:
             raise CompileError(
-                f"compiled: fn computes a value from the inputs under no_grad() ({at}), which "
-                "the graph would hold as a constant; compute it with grad on"
+                f"compiled: a value is computed from the inputs under no_grad() ({where(at)}), "
+                "which the graph would hold as a constant; compute it with grad on"
             )
     for node, at in trace.by_hand:
         if id(node) in in_graph:
             raise CompileError(
-                f"compiled: a node of op {node._op!r} was made by hand ({at}); only the "
+                f"compiled: a node of op {node._op!r} was made by hand ({where(at)}); only the "
                 "engine's ops compile"
             )
     for node in order:
         if node._prev and id(node) in depends and id(node) not in trace.made:
             raise CompileError(
-                f"compiled: fn uses a value of op {node._op!r} computed from the inputs before "
-                "fn ran, which calling fn again would not recompute; compute it inside fn"
+                f"compiled: a value of op {node._op!r} computed from the inputs before fn ran "
+                "is used or compared while fn runs, and calling fn again would not recompute "
+                "it; compute it inside fn"
             )
 
 
