@@ -671,6 +671,26 @@ def test_patches_left_on_with_no_trace_open_change_nothing():
     assert engine._node is tracing._ORIGINAL_NODE
 
 
+def test_a_trace_whose_close_was_cut_short_is_forgotten():
+    """A Ctrl-C at the wrong moment can skip a trace's close: once the frame that held it
+    is gone, nothing is noted for it, and the next close takes the patches off."""
+    import gc
+
+    from modelwright_autograd.scalar import tracing
+
+    originals = {name: Value.__dict__[name] for name in tracing._PATCHED}
+    lost = tracing.Trace()
+    lost.open()
+    seen = lost.reads
+    del lost
+    gc.collect()
+    assert tracing._open() == []
+    (Value(2.0) * 3.0).data  # noqa: B018 - a read no trace notes now
+    assert seen == []
+    assert_same(compile_at(lambda x: x * x, [1.5])([2.5]), interpreted(lambda x: x * x, [2.5]))
+    assert all(Value.__dict__[name] is attr for name, attr in originals.items())
+
+
 def test_no_grad_on_constants_inside_fn_is_fine():
     from modelwright_autograd import no_grad
 

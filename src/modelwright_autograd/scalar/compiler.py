@@ -152,8 +152,13 @@ def compiled(
             "use backward(create_graph=True) on Values"
         )
     inputs = _check_inputs(example_inputs)
-    with Trace() as trace, enable_grad():
-        result = fn(*inputs)
+    trace = Trace()
+    try:  # not a with: a Ctrl-C just after open() still reaches close()
+        trace.open()
+        with enable_grad():
+            result = fn(*inputs)
+    finally:
+        trace.close()
     outs = _outputs(result)
     writer = _Writer(inputs, outs, trace)
     return Compiled(fn, inputs, writer.source(), writer.nodes, writer.guards, writer.constants)

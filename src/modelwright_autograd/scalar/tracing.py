@@ -10,10 +10,9 @@ line naming the file and line that did it, for what would make the compiled code
 something other than the interpreter. What every thread does is noted in every open trace
 (fn may hand work to a thread); only what involves a trace's own inputs counts there, so
 traces in several threads at once, and other threads' Values, give what they always do
-(more slowly). The open traces are a tuple replaced whole, never changed in place, so a
-patch reading it in one thread sees every trace open then, whatever others close; and the
-patches call the originals and note nothing when no trace is open, so patches left on by
-an interrupted close change nothing but speed until the next close takes them off.
+(more slowly). The patches call the originals and note nothing when no trace is open, so
+patches left on by an interrupted close change nothing but speed until the next close
+takes them off.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ import os
 import sys
 import sysconfig
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -43,7 +43,10 @@ _PATCHED = (*COMPARISONS, "data", "grad", "__repr__", "__init__", "backward")
 
 _ORIGINAL = {name: Value.__dict__[name] for name in _PATCHED}
 _ORIGINAL_NODE = engine._node
-_ACTIVE: tuple[Trace, ...] = ()  # the traces open now, in any thread (replaced, not changed)
+#: The traces open now, in any thread: weak references, so that a trace whose close was cut
+#: short (a Ctrl-C at the wrong moment) is gone with the frame that held it; a tuple,
+#: replaced whole and never changed in place, so a patch reading it sees every trace then.
+_ACTIVE: tuple[weakref.ref[Trace], ...] = ()
 _INSTALLING = threading.Lock()  # the first trace to open patches, the last to close restores
 _STDLIB = sysconfig.get_paths()["stdlib"]
 _INSTALLED = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
@@ -92,19 +95,36 @@ class Trace:
         self.by_hand: list[tuple[Value, Site]] = []
         self.made: set[int] = set()
 
-    def __enter__(self) -> Trace:
+    def open(self) -> None:
         global _ACTIVE
         with _INSTALLING:
             _install()  # first: interrupted before the next line, the patches do nothing
-            _ACTIVE = (*_ACTIVE, self)
+            _ACTIVE = (*_ACTIVE, weakref.ref(self))
+
+    def close(self) -> None:
+        """Stop noting (again is fine); the last trace open takes the patches off."""
+        global _ACTIVE
+        with _INSTALLING:
+            _ACTIVE = tuple(r for r in _ACTIVE if r() not in (None, self))
+            if not _ACTIVE:
+                _uninstall()
+
+    def __enter__(self) -> Trace:
+        try:
+            self.open()
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
-        global _ACTIVE
-        with _INSTALLING:
-            _ACTIVE = tuple(t for t in _ACTIVE if t is not self)
-            if not _ACTIVE:
-                _uninstall()
+        self.close()
+
+
+def _open() -> list[Trace]:
+    """The traces open now."""
+    refs = _ACTIVE
+    return [trace for ref in refs if (trace := ref()) is not None] if refs else []
 
 
 def _install() -> None:
@@ -130,7 +150,7 @@ def _comparing(method: Callable[..., Any], op: str) -> Callable[..., Any]:
     def compare(value: Value, other: object) -> Any:
         result = method(value, other)
         if result is not NotImplemented:
-            for trace in _ACTIVE:
+            for trace in _open():
                 trace.comparisons.append((value, op, other, result))
         return result
 
@@ -138,7 +158,7 @@ def _comparing(method: Callable[..., Any], op: str) -> Callable[..., Any]:
 
 
 def _repr(value: Value) -> str:
-    traces = _ACTIVE
+    traces = _open()
     if traces:
         at = site(sys._getframe(1))
         for trace in traces:
@@ -148,7 +168,7 @@ def _repr(value: Value) -> str:
 
 def _init(value: Value, *args: Any, **kwargs: Any) -> None:
     _ORIGINAL["__init__"](value, *args, **kwargs)
-    traces = _ACTIVE
+    traces = _open()
     if traces and (value._a is not None or value._b is not None):  # an op made by hand
         at = site(sys._getframe(1))
         for trace in traces:
@@ -156,7 +176,7 @@ def _init(value: Value, *args: Any, **kwargs: Any) -> None:
 
 
 def _backward(value: Value, *args: Any, **kwargs: Any) -> None:
-    traces = _ACTIVE
+    traces = _open()
     if traces:
         at = site(sys._getframe(1))
         for trace in traces:
@@ -166,7 +186,7 @@ def _backward(value: Value, *args: Any, **kwargs: Any) -> None:
 
 def _node(data: float, a: Any, b: Any, op: str, rule: Any) -> Value:
     out = _ORIGINAL_NODE(data, a, b, op, rule)
-    traces = _ACTIVE
+    traces = _open()
     if not traces:
         return out
     if GradMode.enabled or (a is None and b is None):
@@ -193,7 +213,7 @@ class _Watched:
     def __get__(self, obj: Value | None, cls: type | None = None) -> Any:
         if obj is None:
             return self
-        traces = _ACTIVE
+        traces = _open()
         if traces:
             caller = sys._getframe(1)
             if caller.f_code.co_filename != engine.__file__:
@@ -203,7 +223,7 @@ class _Watched:
         return self.slot.__get__(obj, cls)
 
     def __set__(self, obj: Value, value: Any) -> None:
-        traces = _ACTIVE
+        traces = _open()
         if traces and self.name == "data":
             caller = sys._getframe(1)
             if caller.f_code.co_filename != engine.__file__:
