@@ -691,6 +691,19 @@ def test_a_trace_whose_close_was_cut_short_is_forgotten():
     assert all(Value.__dict__[name] is attr for name, attr in originals.items())
 
 
+def test_a_graph_with_a_cycle_is_refused_as_the_interpreter_refuses_it():
+    from modelwright_autograd.graph import GraphCycleError
+
+    def fn(x):
+        y = x * 2.0
+        z = y + 1.0
+        y._a = z  # an input slot edited by hand: y is now among its own inputs
+        return z
+
+    with pytest.raises(GraphCycleError, match="cycle through a Value"):
+        compile_at(fn, [1.5])
+
+
 def test_no_grad_on_constants_inside_fn_is_fine():
     from modelwright_autograd import no_grad
 

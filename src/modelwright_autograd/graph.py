@@ -6,7 +6,7 @@ was computed from. That is all the walk needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -50,6 +50,40 @@ def topological_order(root: Any, leaves: bool = True) -> list[Any]:
         else:
             stack.pop()
             order.append(node)
+    return order
+
+
+def forward_order(
+    roots: Iterable[Any], instead: dict[int, Sequence[Any]] | None = None
+) -> list[Any]:
+    """Every node the roots depend on, each after its inputs, each once: one walk for all
+    the roots, sharing what they share (``topological_order`` once per root would walk the
+    shared part again each time). ``instead`` gives, by a node's id, the inputs to walk in
+    place of its own (the compiler's tracing puts a node made under no_grad() after the
+    operands it no longer keeps). A cycle is a GraphCycleError, as for topological_order."""
+    instead = instead or {}
+    listed: set[int] = set()
+    order: list[Any] = []
+    for root in roots:
+        if id(root) in listed:
+            continue
+        walking = {id(root)}
+        stack = [(root, iter(instead.get(id(root), root._prev)))]
+        while stack:
+            node, inputs = stack[-1]
+            for p in inputs:
+                if id(p) in listed:
+                    continue
+                if id(p) in walking:
+                    raise GraphCycleError(p)
+                walking.add(id(p))
+                stack.append((p, iter(instead.get(id(p), p._prev))))
+                break
+            else:
+                stack.pop()
+                walking.discard(id(node))
+                listed.add(id(node))
+                order.append(node)
     return order
 
 

@@ -21,11 +21,11 @@ from itertools import count
 from typing import Any
 
 from ..checks import as_float, describe
-from ..graph import enable_grad, topological_order
+from ..graph import enable_grad, forward_order, topological_order
 from . import engine, floats
 from .engine import Value, source_of
 from .templates import Grad
-from .tracing import CompileError, Trace, dependent, forward_order, refuse
+from .tracing import CompileError, Trace, dependent, refuse
 
 #: Statements per emitted function: a very long graph becomes several functions, values
 #: crossing a boundary going through the list ``x``. A crossing costs a store and a load,

@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..graph import GradMode, GraphCycleError
+from ..graph import GradMode, forward_order
 from . import engine
 from .engine import Value
 
@@ -292,33 +292,3 @@ def refuse(order: list[Value], trace: Trace, depends: set[int]) -> None:
                 "is used or compared while fn runs, and calling fn again would not recompute "
                 "it; compute it inside fn"
             )
-
-
-def forward_order(roots: list[Value], kept: dict[int, list[Value]] | None = None) -> list[Value]:
-    """Every node the roots depend on, each after its inputs (for a node made under
-    no_grad(), after the operands ``kept`` holds for it), each once: one walk for all the
-    roots, whose nodes are shared."""
-    kept = kept or {}
-    listed: set[int] = set()
-    order: list[Value] = []
-    for root in roots:
-        if id(root) in listed:
-            continue
-        walking = {id(root)}
-        stack = [(root, iter(kept.get(id(root), root._prev)))]
-        while stack:
-            node, inputs = stack[-1]
-            for p in inputs:
-                if id(p) in listed:
-                    continue
-                if id(p) in walking:
-                    raise GraphCycleError("the graph has a cycle: a node is its own input")
-                walking.add(id(p))
-                stack.append((p, iter(kept.get(id(p), p._prev))))
-                break
-            else:
-                stack.pop()
-                walking.discard(id(node))
-                listed.add(id(node))
-                order.append(node)
-    return order
