@@ -271,14 +271,3 @@ def test_checker_reports_a_circle_within_a_layer_and_resolves_package_imports(tm
 def test_checker_reports_a_module_in_no_layer(tmp_path):
     root = _package(tmp_path, {"schedules.py": "", "lm/model.py": "from ..schedules import x\n"})
     assert layer_problems(module_imports(root)) == ["schedules is in no layer: add it to LAYERS"]
-
-
-def test_no_module_is_over_700_lines():
-    """A module has one job that its name says; past 700 lines it has grown two."""
-    root = Path(modelwright_autograd.__file__).parent
-    long = {
-        str(path.relative_to(root)): n
-        for path in root.rglob("*.py")
-        if (n := len(path.read_text("utf-8").splitlines())) > 700
-    }
-    assert not long, long
