@@ -22,7 +22,7 @@ from ..optim import AdamW
 from ..seeding import numpy_rng
 from ..tensor import Tensor, gelu
 from ..tensor import functional as F
-from ..tensor.nn import Dropout, Embedding, LayerNorm, Linear, Module
+from ..tensor.nn import Dropout, Embedding, LayerNorm, Linear, Module, Sequential, Tanh
 
 #: The models, in makemore's order (gpt is nanoGPT's).
 KINDS = ("bigram", "mlp", "transformer", "gpt")
@@ -127,10 +127,6 @@ class LanguageModel(Module):
         return F.cross_entropy(logits.reshape(-1, v), targets.reshape(-1), IGNORE_INDEX)
 
 
-def _normal(rng: Any, std: float, shape: tuple[int, ...], dtype: str) -> Tensor:
-    return Tensor(rng.normal(0.0, std, shape), requires_grad=True, dtype=dtype)
-
-
 class Bigram(LanguageModel):
     """makemore's bigram: a (vocab, vocab) table of logits, row = the current character,
     starting at zero (every next character equally likely)."""
@@ -154,8 +150,9 @@ class MLP(LanguageModel):
         rng = numpy_rng(seed)
         v, t, c, h = config.vocab_size, config.block_size, config.n_embd, config.n_hidden
         self.wte = Embedding(v + 1, c, seed=rng, dtype=config.dtype)
-        self.mlp = _Sequence(
+        self.mlp = Sequential(  # as makemore's: the second Linear is mlp.2
             Linear(t * c, h, seed=rng, dtype=config.dtype),
+            Tanh(),
             Linear(h, v, seed=rng, dtype=config.dtype),
         )
 
@@ -167,20 +164,7 @@ class MLP(LanguageModel):
         padded = np.concatenate([np.full((b, k - 1), self.config.vocab_size), idx], axis=1)
         windows = np.lib.stride_tricks.sliding_window_view(padded, k, axis=1)[:, :t, ::-1]
         x = self.wte(windows).reshape(b, t, k * self.config.n_embd)
-        hidden, out = self.mlp.layers
-        return out(hidden(x).tanh())
-
-
-class _Sequence(Module):
-    """Modules named 0, 1, ... as torch.nn.Sequential's, applied by the owner (makemore's
-    MLP puts its Tanh at index 1, so the second Linear is ``mlp.2``)."""
-
-    def __init__(self, first: Linear, second: Linear) -> None:
-        self.layers = [first, second]
-
-    def _named_children(self):  # type: ignore[no-untyped-def]
-        yield "0", self.layers[0]
-        yield "2", self.layers[1]
+        return self.mlp(x)
 
 
 class CausalSelfAttention(Module):

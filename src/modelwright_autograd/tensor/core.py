@@ -203,7 +203,7 @@ def make_node(
     data: Any,
     prev: tuple[Tensor, ...],
     op: str,
-    backward: Callable[[Tensor], None] | None,
+    backward: Callable[..., Grads] | None,
     ctx: Any = None,
 ) -> Tensor:
     """The output node of an op, built without the public constructor's checks.

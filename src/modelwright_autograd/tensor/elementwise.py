@@ -88,8 +88,8 @@ def _elementwise(
 
 
 # ---------------------------------------------------------------------- binary arithmetic
-# Each forward is followed by its rule ``rule(g, out, ctx, need, *inputs)`` (see the kit
-# above): it returns one gradient per input, skipping those with ``need[i]`` False.
+# Each forward is followed by its rule ``rule(g, out, ctx, need, *inputs)`` (see
+# kit.py): it returns one gradient per input, skipping those with ``need[i]`` False.
 
 
 def _add(a: Tensor, other: Operand) -> Tensor:
