@@ -268,13 +268,117 @@ def test_guards_hold_in_small_parts_and_short_lines(monkeypatch, capsys, chunk, 
 
 
 def test_fallback_leaves_the_other_leaves_gradients_as_they_were():
-    """A parameter that is not an input is a constant to the compiled code, and a call
+    """A parameter that is not an input gets no gradient from the compiled code, and a call
     that falls back must not add into its grad either."""
     w = Value(-3.0)
     cf = compiled(lambda a: a * w if a > 0 else a * w * w, [Value(1.0)])
     for x in (2.0, -1.0, -2.0):
         cf([x])
     assert cf.fallbacks == 2 and w.grad == 0.0
+
+
+# ------------------------------------------------------------------ what is not an input
+def test_a_parameter_not_among_the_inputs_is_read_on_each_call():
+    """The issue's case: w changes after the trace; fn would give 3 * 7 = 21, not 3 * 2."""
+    w = Value(2.0)
+    cf = compiled(lambda x: x * w, [Value(1.0)])
+    w.data = 7.0
+    assert cf([3.0]) == (21.0, [7.0])
+
+
+def test_parameters_updated_between_calls_are_read_on_each_call():
+    """An MLP's parameters, not inputs, stepped by SGD between calls: each call is the
+    interpreter's at the parameters of then (the inputs are the data point)."""
+    model = MLP(2, [4, 3, 1], seed=0)
+
+    def fn(a, b):
+        return (model([a, b]) - 1.0) ** 2
+
+    cf = compile_at(fn, [0.5, -1.0])
+    for step in range(5):
+        for p in model.parameters():
+            p.data -= 0.05 * (p.data + 0.1 * step)  # any change will do
+        x = [0.3 * step - 0.5, 0.7]
+        want = interpreted(fn, x)
+        model.zero_grad()
+        assert_same(cf(x), want)
+
+
+def test_a_value_computed_outside_fn_is_read_not_recomputed():
+    """fn reads h's .data as it is (nothing recomputes h when w changes); so does the code."""
+    w = Value(2.0)
+    h = w * 3.0
+    cf = compiled(lambda x: x * h + w, [Value(1.0)])
+    w.data = 5.0
+    assert cf([2.0]) == (2.0 * 6.0 + 5.0, [6.0])
+    h.data = -1.0
+    assert cf([2.0]) == (2.0 * -1.0 + 5.0, [-1.0])
+
+
+def test_a_comparison_of_a_parameter_is_a_guard():
+    w = Value(1.0)
+
+    def fn(x):
+        return x * w if w > 0 else x - w
+
+    cf = compiled(fn, [Value(1.0)])
+    assert cf.guards == 1
+    w.data = -2.0
+    assert cf([3.0]) == (5.0, [1.0]) and cf.fallbacks == 1
+
+
+@pytest.mark.parametrize("what", ["data", "grad"])
+def test_reading_a_parameter_of_the_graph_is_refused(what):
+    """Its number is frozen where fn reads it, while the parameter is read on each call."""
+    w = Value(2.0)
+    with pytest.raises(
+        CompileError, match=rf"\.{what} of a value that depends .*Value made outside fn"
+    ):
+        compiled(lambda x: x * w + getattr(w, what), [Value(1.0)])
+
+
+def test_a_value_computed_from_a_parameter_under_no_grad_is_refused():
+    from modelwright_autograd import no_grad
+
+    w = Value(2.0)
+
+    def fn(x):
+        with no_grad():
+            s = w * 2.0
+        return x * s + w
+
+    with pytest.raises(CompileError, match=r"no_grad\(\) .* or a Value made outside fn"):
+        compiled(fn, [Value(1.0)])
+
+
+def test_a_number_that_changes_between_calls_is_refused():
+    """random.random() inside fn: a second call gives another number, which the code would
+    have frozen."""
+    rng = random.Random(0)
+    with pytest.raises(CompileError, match=r"fn computed .* on its first call and .* on a second"):
+        compiled(lambda x: x * rng.random(), [Value(1.0)])
+
+
+def test_a_draw_that_changes_the_graph_is_refused():
+    rng = random.Random(1)  # draws 0.134, then 0.847: tanh, then x * x
+
+    def fn(x):
+        return x.tanh() if rng.random() < 0.5 else x * x
+
+    with pytest.raises(CompileError, match=r"a second call of fn .* built another graph"):
+        compiled(fn, [Value(1.0)])
+
+
+def test_a_graph_fn_keeps_between_calls_is_fine():
+    """fn returns the graph it built on its first call: the second call's is the same."""
+    built: list[Value] = []
+
+    def fn(x):
+        if not built:
+            built.append(x * 2.0 + 1.0)
+        return built[0]
+
+    assert compiled(fn, [Value(1.0)])([5.0]) == (11.0, [2.0])
 
 
 def test_fallback_leaves_the_example_inputs_as_they_were():
@@ -600,7 +704,7 @@ def test_a_compiled_function_falling_back_inside_fn_is_not_fns_backward():
         return x * inner([-1.0])[0]
 
     assert_same(compile_at(fn, [1.5])([2.5]), interpreted(fn, [2.5]))
-    assert inner.fallbacks == 2  # while fn was traced, and in the interpreter's run of fn
+    assert inner.fallbacks == 3  # fn's two calls when compiled, and the interpreter's
 
 
 def test_a_trace_closing_in_another_thread_while_fn_compares_drops_no_guard():

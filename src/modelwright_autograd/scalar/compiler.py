@@ -25,7 +25,7 @@ from ..graph import enable_grad, forward_order, topological_order
 from . import engine, floats
 from .engine import Value, source_of
 from .templates import Grad
-from .tracing import CompileError, Trace, dependent, refuse
+from .tracing import CompileError, Trace, dependent, outside, refuse
 
 #: Statements per emitted function: a very long graph becomes several functions, values
 #: crossing a boundary going through the list ``x``. A crossing costs a store and a load,
@@ -65,12 +65,15 @@ class Compiled:
     floats, the loss first, when ``fn`` returned several Values) and ``grads`` d loss /
     d input for each input. ``source`` is the emitted code, ``nodes`` the graph's size,
     ``guards`` the comparisons checked on each call and ``fallbacks`` the calls so far
-    that ran the interpreter because one went the other way."""
+    that ran the interpreter because one went the other way. ``outside`` are the Values
+    the graph uses that ``fn`` did not make (parameters not among the inputs): their
+    ``.data`` is read on each call, as ``fn`` reads it."""
 
     def __init__(
         self,
         fn: Callable[..., Any],
         inputs: list[Value],
+        outside: list[Value],
         source: str,
         nodes: int,
         guards: int,
@@ -78,6 +81,7 @@ class Compiled:
     ) -> None:
         self.fn = fn
         self.inputs = inputs
+        self.outside = outside
         self._source = zlib.compress(source.encode(), 1)  # a tenth of the size, kept to print
         self.nodes = nodes
         self.guards = guards
@@ -101,7 +105,9 @@ class Compiled:
             v if type(v) is float else as_float(v, f"compiled input {i}")
             for i, v in enumerate(inputs)
         ]
-        result = self._run(xs)
+        now = [v.data for v in self.outside]
+        now = [x if type(x) is float else as_float(x, "the .data of a Value fn uses") for x in now]
+        result = self._run(xs + now)
         if result is False:
             return self._interpret(xs)
         return result
@@ -141,10 +147,12 @@ def compiled(
 ) -> Compiled:
     """Trace ``fn(*example_inputs)`` once and compile its graph (see the module's doc).
 
-    ``example_inputs`` are leaf Values; every other leaf the graph reaches (a parameter
-    not among them, a number) is a constant, folded into the code. ``fn`` returns the loss
-    Value, or a sequence of Values whose first is the loss (the others are returned as
-    numbers too). The Value comparisons ``fn`` makes are guards, checked on each call.
+    ``example_inputs`` are leaf Values. A Value the graph uses that ``fn`` did not make
+    (a parameter not among them) is read on each call; a number is a constant, folded into
+    the code. ``fn`` is called twice, and refused if the two graphs differ (a number from
+    ``random.random()``). ``fn`` returns the loss Value, or a sequence of Values whose
+    first is the loss (the others are returned as numbers too). The Value comparisons
+    ``fn`` makes are guards, checked on each call.
     """
     if create_graph:
         raise CompileError(
@@ -160,8 +168,59 @@ def compiled(
     finally:
         trace.close()
     outs = _outputs(result)
-    writer = _Writer(inputs, outs, trace)
-    return Compiled(fn, inputs, writer.source(), writer.nodes, writer.guards, writer.constants)
+    writer = _Writer(inputs, outs, trace)  # first: it refuses what fn did that it cannot follow
+    with enable_grad():
+        again = _outputs(fn(*inputs))
+    _same_graph(outs, again, trace)
+    del again
+    return Compiled(
+        fn,
+        inputs,
+        writer.outside,
+        writer.source(),
+        writer.nodes,
+        writer.guards,
+        writer.constants,
+    )
+
+
+def _same_graph(outs: list[Value], again: list[Value], trace: Trace) -> None:
+    """Refuse unless a second call of ``fn`` built the graph of the first: the same ops on
+    the same Values and the same numbers. A number fn computes from no Value (a
+    ``random.random()``, a batch drawn anew) would be frozen into the code."""
+    first, second = forward_order(outs), forward_order(again)
+    at = {id(node): i for i, node in enumerate(first)}
+    at_again = {id(node): i for i, node in enumerate(second)}
+    same = len(first) == len(second) and len(outs) == len(again)
+    for a, b in zip(first, second) if same else ():
+        if a is b:  # an input, or a Value made outside fn
+            continue
+        same = (
+            id(a) in trace.made
+            and a._op == b._op
+            and [at[id(p)] for p in a._prev] == [at_again[id(p)] for p in b._prev]
+        )
+        if not same:
+            break
+        if not a._prev and not _same_number(a.data, b.data):
+            raise CompileError(
+                f"compiled: fn computed {a.data!r} on its first call and {b.data!r} on a second"
+                " with the same inputs (from random.random(), a global, a batch drawn anew?);"
+                " the compiled code would keep the first: pass it as a Value"
+            )
+    if not same:
+        raise CompileError(
+            "compiled: a second call of fn with the same inputs built another graph (a "
+            "branch on random.random() or on state fn changes?); the compiled code could not "
+            "follow it"
+        )
+
+
+def _same_number(x: float, y: float) -> bool:
+    """Equal with the same sign of zero, or both nan."""
+    if x != x or y != y:
+        return x != x and y != y
+    return x == y and math.copysign(1.0, x) == math.copysign(1.0, y)
 
 
 def _check_inputs(example_inputs: Sequence[Value]) -> list[Value]:
@@ -198,18 +257,22 @@ class _Writer:
     def __init__(self, inputs: list[Value], outs: list[Value], trace: Trace) -> None:
         self.statements: list[tuple[str, str | None, list[str]]] = []  # text, target, reads
         self.names: dict[int, str] = {}  # id(node) -> its value's name or literal
-        self.n_inputs = len(inputs)
-        self.slot_of = {f"v{i}": i for i in range(len(inputs))}
-        for i, v in enumerate(inputs):
+        self.outside = outside(outs, inputs, trace)  # read on each call, after the inputs
+        slots = [*inputs, *self.outside]
+        self.n_inputs = len(slots)
+        self.slot_of = {f"v{i}": i for i in range(len(slots))}
+        for i, v in enumerate(slots):
             self.names[id(v)] = f"v{i}"
-        self.fresh = count(len(inputs))
+        self.fresh = count(len(slots))
         self.constants: dict[str, object] = {}  # numbers a guard compares with, kept as they are
         compared = [v for c in trace.comparisons for v in (c[0], c[2]) if isinstance(v, Value)]
-        varying = dependent([*outs, *compared], inputs, trace)
+        varying = dependent([*outs, *compared], slots, trace, stop=self.outside)
         guards = [c for c in trace.comparisons if id(c[0]) in varying or id(c[2]) in varying]
         guarded = [v for c in guards for v in (c[0], c[2]) if isinstance(v, Value)]
-        order = forward_order([*outs, *guarded])  # a comparison of constants is no guard
-        refuse(order, trace, varying)
+        order = forward_order(  # a comparison of constants is no guard
+            [*outs, *guarded], {id(v): () for v in self.outside}
+        )
+        refuse(order, trace, varying, inputs)
         self.guards = len(guards)
         self.nodes = len(order)
         self.statements.append(("# forward", None, []))
@@ -296,9 +359,10 @@ class _Writer:
         if id(loss) in input_grads:  # the loss is an input: d loss / d loss = 1
             waiting[id(loss)] = terms.pop(id(loss))
         order = engine._interior_order(loss) if id(loss) in varying else []
+        read = {id(v) for v in self.outside}  # fn reads them: no gradient through them
         for node in reversed(order):
-            if id(node) not in varying or not node._prev:  # a constant, or a leaf root
-                continue
+            if id(node) not in varying or not node._prev or id(node) in read:
+                continue  # a constant, a leaf root, or read from outside fn
             g = self._gradient(terms.pop(id(node), ["0.0"]))
             source = source_of(node)
             out = self.names[id(node)]

@@ -169,7 +169,11 @@ def _repr(value: Value) -> str:
 def _init(value: Value, *args: Any, **kwargs: Any) -> None:
     _ORIGINAL["__init__"](value, *args, **kwargs)
     traces = _open()
-    if traces and (value._a is not None or value._b is not None):  # an op made by hand
+    if not traces:
+        return
+    for trace in traces:
+        trace.made.add(id(value))
+    if value._a is not None or value._b is not None:  # an op made by hand
         at = site(sys._getframe(1))
         for trace in traces:
             trace.by_hand.append((value, at))
@@ -233,11 +237,36 @@ class _Watched:
         self.slot.__set__(obj, value)
 
 
-def dependent(roots: list[Value], inputs: list[Value], trace: Trace) -> set[int]:
+def outside(outs: list[Value], inputs: list[Value], trace: Trace) -> list[Value]:
+    """The Values the graph of ``outs`` uses that ``fn`` did not make and that are not
+    inputs (a parameter, a value computed before fn ran): fn reads their ``.data`` on each
+    call, so the compiled code does too (``refuse`` refuses one computed from the inputs)."""
+    given = {id(v) for v in inputs}
+    kept = {id(out): operands for out, operands, _ in trace.untracked}
+    found: list[Value] = []
+    seen: set[int] = set()
+    stack = list(outs)
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or id(node) in given:
+            continue
+        seen.add(id(node))
+        if id(node) in trace.made:
+            stack.extend(kept.get(id(node), node._prev))
+        else:
+            found.append(node)
+    return found
+
+
+def dependent(
+    roots: list[Value], inputs: list[Value], trace: Trace, stop: list[Value] | None = None
+) -> set[int]:
     """The ids of the nodes that depend on an input: through their inputs, and through the
     operands of a node made under no_grad() (which keeps none), one pass in an order that
-    puts such a node after its operands too."""
+    puts such a node after its operands too. The inputs of the nodes ``stop`` are not
+    walked."""
     kept = {id(out): operands for out, operands, _ in trace.untracked}
+    kept.update((id(v), ()) for v in stop or ())
     extra = [v for _, operands, _ in trace.untracked for v in operands]
     seen = [v for v, _, _ in trace.reads] + [v for v, _ in trace.writes + trace.backwards]
     depends = {id(v) for v in inputs}
@@ -248,23 +277,24 @@ def dependent(roots: list[Value], inputs: list[Value], trace: Trace) -> set[int]
     return depends
 
 
-def refuse(order: list[Value], trace: Trace, depends: set[int]) -> None:
+def refuse(order: list[Value], trace: Trace, depends: set[int], inputs: list[Value]) -> None:
     """Raise CompileError, in one line, for what the compiled code of the graph ``order``
-    could not follow. The place named is where it happened: in fn, or in another thread
-    while fn ran."""
+    could not follow (``depends``: what depends on the ``inputs`` or on a Value from
+    outside fn). The place named is where it happened: in fn, or in another thread while
+    fn ran."""
     for node, what, at in trace.reads:
         if id(node) in depends:
             raise CompileError(
-                f"compiled: {what} of a value that depends on the inputs is read while fn runs "
-                f"({where(at)}); a compiled graph cannot follow it: compare Values instead "
-                "(v > 0 is a guard)"
+                f"compiled: {what} of a value that depends on the inputs or on a Value made "
+                f"outside fn is read while fn runs ({where(at)}); a compiled graph cannot "
+                "follow it: compare Values instead (v > 0 is a guard)"
             )
     for node, at in trace.backwards:
         if id(node) in depends:
             raise CompileError(
-                "compiled: backward() is called on a value that depends on the inputs while fn "
-                f"runs ({where(at)}); the compiled function computes the gradients itself: "
-                "return the loss"
+                "compiled: backward() is called on a value that depends on the inputs or on a "
+                f"Value made outside fn while fn runs ({where(at)}); the compiled function "
+                "computes the gradients itself: return the loss"
             )
     in_graph = {id(node) for node in order}
     for node, at in trace.writes:
@@ -276,8 +306,9 @@ def refuse(order: list[Value], trace: Trace, depends: set[int]) -> None:
     for out, _, at in trace.untracked:
         if id(out) in depends and id(out) in in_graph:
             raise CompileError(
-                f"compiled: a value is computed from the inputs under no_grad() ({where(at)}), "
-                "which the graph would hold as a constant; compute it with grad on"
+                f"compiled: a value is computed under no_grad() ({where(at)}) from the inputs "
+                "or a Value made outside fn, which the graph would hold as a constant; "
+                "compute it with grad on"
             )
     for node, at in trace.by_hand:
         if id(node) in in_graph:
@@ -285,8 +316,10 @@ def refuse(order: list[Value], trace: Trace, depends: set[int]) -> None:
                 f"compiled: a node of op {node._op!r} was made by hand ({where(at)}); only the "
                 "engine's ops compile"
             )
-    for node in order:
-        if node._prev and id(node) in depends and id(node) not in trace.made:
+    computed = [v for v in order if v._prev and id(v) not in trace.made]
+    from_inputs = dependent(computed, inputs, trace) if computed else set()
+    for node in computed:
+        if id(node) in from_inputs:
             raise CompileError(
                 f"compiled: a value of op {node._op!r} computed from the inputs before fn ran "
                 "is used or compared while fn runs, and calling fn again would not recompute "
