@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..report import FAIL, Row
-from ..words import TODO, _array_text, _error_text, _failure_text
-from .cases import OP_SPECS
+from ..words import TODO, _array_text, _error_text, _failure_text, _look
+from .cases import _SYMBOL, OP_SPECS
 from .oracle import agree, array_of, tensor_oracle
-from .programs import Program, input_names, to_code
+from .programs import OPS, Program, input_names, to_code
 
 if TYPE_CHECKING:
     from ..base import GraderBase as Grader
@@ -32,6 +32,7 @@ class TensorBase:
         self.loss_ops_wrong: list[str] = []  # "a * b", "sum": wrong on their first case
         self.broadcast_helper: dict[str, str] = {}  # op -> the helper its broadcast bug is in
         self.broadcast_first: dict[str, str] = {}  # helper -> the first row naming it
+        self.narrow = ""  # the dtype of the engine's data when narrower than float64
 
     # ------------------------------------------------------------------ plumbing
     def want(self, program: Program) -> tuple[np.ndarray, list[np.ndarray]]:
@@ -82,6 +83,38 @@ class TensorBase:
             "+= into one changes the other (and out.grad). Add into each tensor's own array "
             "(self.grad += g) or store a copy; torch never shares a leaf's gradient"
         )
+
+    def written_text(self, program: Program, result: dict[str, Any]) -> str:
+        """Words for an op that changed a tensor's numbers in place ('' when none did):
+        the op reading that tensor, and in which pass."""
+        if not result.get("written"):
+            return ""
+        slot, stage = result["written"][0]
+        steps = program["steps"]
+        readers = [
+            (j, step[0]) for j, step in enumerate(steps) if slot in step[1 : 1 + OPS[step[0]].arity]
+        ]
+        who = " or ".join(f"{_SYMBOL.get(op, op)}'s" for _, op in readers) or "the loss's *"
+        name = _slot_name(program, slot)
+        when = "the forward" if stage == "forward" else "backward()"
+        look = _look(result, readers[0][0]) if readers and stage == "backward" else ""
+        return (
+            f"{who} {stage} changed its input's data in place: after {when}, {name}.data no "
+            "longer holds the numbers it was made with, and every other use of it sees the new "
+            "ones. "
+            "No op may write into an input's array: `x = self.data` is that array, not a copy, "
+            "so `x **= -1`, `x += ...` or np.maximum(x, 0, out=x) change the input itself. "
+            f"Compute into a new array (1 / self.data){look}"
+        )
+
+    def data_code(self, program: Program, result: dict[str, Any]) -> list[str]:
+        """The reproduce block, printing the data of the input an op wrote into too."""
+        slot = result["written"][0][0]
+        if slot >= len(program["inputs"]):
+            return self.code(program)
+        name = _slot_name(program, slot)
+        made = _array_text(array_of(program["inputs"][slot]))
+        return [*self.code(program), f"print({name}.data)", f"# expected {name}.data: {made}"]
 
     def _cause(self) -> str:
         """Why an op's row may fail without a bug of its own: the seed, or the loss's ops."""
@@ -143,3 +176,11 @@ class TensorBase:
         if error["type"] == "NotATensor":
             return f"{_error_text(error)}: each op must return a new Tensor"
         return f"{result['stage']} raised {_error_text(error)}"
+
+
+def _slot_name(program: Program, slot: int) -> str:
+    """A slot's name in the reproduce block: a, b, ... for the inputs, v1, v2, ... then out."""
+    n, steps = len(program["inputs"]), len(program["steps"])
+    if slot < n:
+        return input_names(program)[slot]
+    return "out" if slot == n + steps - 1 else f"v{slot - n + 1}"

@@ -17,20 +17,33 @@ they ask in ``tensor_cases``, their words in ``words``, the plumbing in ``tensor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..base import MAX_HANGS
-from ..report import FAIL, PASS, Row
+from ..report import FAIL, NOTE, PASS, Row
 from ..words import EARLY_ORDER, NO_GRADIENT_ORDER, _array_text, _failure_text, _look
 from .cases import OP_SPECS, _program
 from .network import TensorNetworkChecks
 from .ops import TensorOpChecks
 from .oracle import agree, array_of
+from .programs import to_code
 
 if TYPE_CHECKING:
     from ..base import GraderBase as Grader
+
+NARROW = {"float32": 7, "float16": 3}  # dtypes narrower than float64: their significant digits
+
+
+def _narrow_text(dtype: str) -> str:
+    """Words for an engine keeping its arrays in ``dtype`` (float32)."""
+    return (
+        f"Tensor(x).data is {dtype} for a float64 x: {dtype} keeps about {NARROW[dtype]} "
+        f"significant digits, so the engine's numbers agree with PyTorch's float64 to about "
+        f"1e-{NARROW[dtype]} at best, and central differences of its own forward (the network "
+        "checks use them) are noise. Keep float64: np.array(data, dtype=float)"
+    )
 
 
 def run_tensor_checks(grader: Grader) -> None:
@@ -84,6 +97,10 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
             )
         if not reply["has_backward_method"]:
             problems.append("there is no backward() method")
+        dtype = reply.get("dtypes", ["", ""])[0]
+        if dtype in NARROW:
+            self.narrow = dtype
+            problems.append(_narrow_text(dtype))
         if problems:
             self.g.add(Row(name, FAIL, "; ".join(problems)))
             return
@@ -113,8 +130,48 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
         elif not self.right(program, result):
             text = "the seed is 1, but a.sum()'s gradient is not ones of a's shape" + _look(result)
             self.g.add(Row(name, FAIL, text, self.code(program)))
+        elif text := self._wide_seed_text():
+            program = _program(2, [(2, 3)], [["sum", 0, 0, False]], weighted=False)
+            lines = to_code(
+                program, self.g.target.import_lines, False, {}, self.g.target.class_name
+            )
+            lines = lines[: lines.index("out.backward()") + 1]
+            lines.append("print(out.grad)  # expected: [1. 1. 1.], ones of out's shape (3,)")
+            self.g.add(Row(name, FAIL, text, lines))
         else:
             self.g.add(Row(name, PASS, "backward() seeds the output's gradient with ones"))
+            self._note_grad_dtype(result)
+
+    def _wide_seed_text(self) -> str:
+        """Words for a seed that is not ones of the output's shape on an output of shape
+        (3,), a.sum(0).backward() ('' when it is, or backward() refuses such an output
+        before seeding, as torch's does without a gradient)."""
+        program = _program(2, [(2, 3)], [["sum", 0, 0, False]], weighted=False)
+        results = self.results([program])
+        if isinstance(results, dict) or "loss_grad" not in results[0]:
+            return ""
+        seed = array_of(results[0]["loss_grad"])
+        if agree(seed, np.ones(3)) or (seed.shape == (3,) and not np.any(seed)):
+            return ""
+        shown = f"{float(seed):g}" if seed.ndim == 0 else _array_text(seed)
+        return (
+            f"out = a.sum(0) has shape (3,), and after out.backward() out.grad is "
+            f"{shown}: backward() seeds the number 1.0 (self.grad = 1.0), right for a "
+            "loss of one number only. The seed is ones of the output's shape: self.grad = "
+            "np.ones_like(self.data)"
+        )
+
+    def _note_grad_dtype(self, result: dict[str, Any]) -> None:
+        """A note when the gradients are kept narrower than the data (float32 grads)."""
+        data, grad = result.get("dtypes", ["", ""])
+        if grad in NARROW and data not in NARROW:
+            text = (
+                f"a.grad is a {grad} array (a.data {data}): {grad} keeps about "
+                f"{NARROW[grad]} significant digits, so the gradients agree with PyTorch's "
+                f"float64 to about 1e-{NARROW[grad]} only; inside the gate's 1e-6 here, but keep "
+                "them float64, as the data: np.zeros_like(self.data)"
+            )
+            self.g.add(Row("gradient dtype", NOTE, text))
 
     def check_order(self) -> None:
         """L = sum(W * (c + (c * 3) * 2)) with c = a * b: c has a near user and a far

@@ -99,6 +99,11 @@ class TensorOpChecks(TensorBase):
                 )
                 self.g.add(Row(name, FAIL, text, self.code(case.program)))
                 return
+            written = self.written_text(case.program, result)
+            if written:
+                self.status[spec.op] = FAIL
+                self.g.add(Row(name, FAIL, written, self.data_code(case.program, result)))
+                return
             shared = self.shared_text(case.program, result)
             if shared:
                 self.status[spec.op] = FAIL
@@ -577,7 +582,7 @@ class TensorOpChecks(TensorBase):
         wrong = [
             (p, r)
             for p, r in zip(chosen, results)
-            if "error" in r or r.get("shared") or not self.right(p, r)
+            if "error" in r or r.get("shared") or r.get("written") or not self.right(p, r)
         ]
         if not wrong:
             text = f"{len(chosen)} seeded expressions of 3-6 ops over the shapes match"
@@ -594,7 +599,8 @@ class TensorOpChecks(TensorBase):
             text = self.result_text(program, result)
         else:
             text = (
-                self.changed_text(program, result)
+                self.written_text(program, result)
+                or self.changed_text(program, result)
                 or self.shared_text(program, result)
                 or (
                     f"{len(wrong)} of {len(chosen)} seeded expressions of ops that pass on their "

@@ -9,6 +9,7 @@ Each handler answers one request with JSON-able data: arrays as ``{"shape", "dat
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import random
 import sys
@@ -163,14 +164,18 @@ def run_programs(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_program(program: dict[str, Any]) -> dict[str, Any]:
-    stage, rules, helpers = "forward", [], []
+    stage, rules, helpers, slots, written = "forward", [], [], [], []
+    n = len(program["inputs"])
     try:
-        slots = _forward(program)
-        n = len(program["inputs"])
+        leaves = [_leaf(x) for x in program["inputs"]]
+        before = _copies(leaves)
+        slots = _forward(program, leaves)
+        written = _written(slots, before, "forward")
         rules = [_rule_location(node) for node in slots[n:-1]]
         helpers = [_helper_location(node) for node in slots[n:-1]]
         out = _send(slots[-2].data)
         stage = "backward"
+        before = _copies(slots[:-1])
         slots[-1].backward()
         for _ in range(program.get("repeat", 1) - 1):  # a new graph from the same leaves
             _forward(program, slots[:n])[-1].backward()
@@ -182,12 +187,39 @@ def _run_program(program: dict[str, Any]) -> dict[str, Any]:
             "rules": rules,
             "helpers": helpers,
             "shared": _shared(slots[:n]),
+            "written": written + _written(slots, before, "backward"),
+            "dtypes": [_dtype(slots[0].data), _dtype(slots[0].grad)],
         }
     except BaseException as error:
         result = {"stage": stage, "error": describe(error), "rules": rules, "helpers": helpers}
+        if stage == "backward":
+            with contextlib.suppress(Exception):  # the seed, even when a rule raised after it
+                result["loss_grad"] = _grad_of(slots[-1])
         if isinstance(error, NotImplementedError) and stage == "backward":
             result["alone"] = _rules_alone(program)
         return result
+
+
+def _copies(tensors: list[Any]) -> list[np.ndarray]:
+    """A copy of each tensor's data (its numbers as they are now)."""
+    return [np.array(_as_array(t.data), copy=True) for t in tensors]
+
+
+def _written(slots: list[Any], before: list[np.ndarray], stage: str) -> list[list[Any]]:
+    """[slot, stage] for each of the first slots whose numbers are no longer ``before``'s:
+    an op wrote into that tensor's array in place during ``stage``."""
+    return [
+        [i, stage]
+        for i, (t, old) in enumerate(zip(slots, before))
+        if not np.array_equal(_as_array(t.data), old, equal_nan=True)
+    ]
+
+
+def _dtype(x: Any) -> str:
+    """The NumPy dtype of an array (of a grad kept as a Tensor), or ""."""
+    if not isinstance(x, (np.ndarray, np.generic)):
+        x = getattr(x, "data", None)
+    return str(x.dtype) if isinstance(x, (np.ndarray, np.generic)) else ""
 
 
 def _rules_alone(program: dict[str, Any]) -> dict[str, Any]:
@@ -223,6 +255,7 @@ def parts(request: dict[str, Any]) -> dict[str, Any]:
     return {
         "data": _send(t.data),
         "grad": None if t.grad is None else _send(t.grad),
+        "dtypes": [_dtype(t.data), _dtype(t.grad)],
         "children": next(
             (n for n in ("_prev", "_children", "children", "prev") if hasattr(t, n)), None
         ),

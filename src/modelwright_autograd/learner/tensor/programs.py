@@ -258,13 +258,40 @@ def _result(program: Program, r: Any) -> bool:
         alone_ok = alone is None or (
             isinstance(alone, dict) and (_error(alone.get("error")) or _grads(alone, n))
         )
-        return r.get("stage") in ("forward", "backward") and _error(r["error"]) and alone_ok
+        seed_ok = "loss_grad" not in r or _array(r["loss_grad"])
+        stage_ok = r.get("stage") in ("forward", "backward")
+        return stage_ok and _error(r["error"]) and alone_ok and seed_ok
     shared = r.get("shared", [])
     pairs = isinstance(shared, list) and all(
         isinstance(p, list) and len(p) == 2 and all(isinstance(i, int) and 0 <= i < n for i in p)
         for p in shared
     )
-    return pairs and _array(r.get("out")) and _array(r.get("loss_grad")) and _grads(r, n)
+    slots = n + len(program["steps"])
+    written = r.get("written", [])
+    written_ok = isinstance(written, list) and all(
+        isinstance(w, list)
+        and len(w) == 2
+        and type(w[0]) is int
+        and 0 <= w[0] < slots
+        and w[1] in ("forward", "backward")
+        for w in written
+    )
+    return (
+        pairs
+        and written_ok
+        and _dtypes(r.get("dtypes", ["", ""]))
+        and _array(r.get("out"))
+        and _array(r.get("loss_grad"))
+        and _grads(r, n)
+    )
+
+
+def _dtypes(x: Any) -> bool:
+    """The dtypes of data and grad as the child sends them: ['float64', 'float32'], ''
+    for one that is not an array."""
+    return (
+        isinstance(x, list) and len(x) == 2 and all(isinstance(d, str) and len(d) < 32 for d in x)
+    )
 
 
 def well_formed_tensor(request: dict[str, Any], reply: dict[str, Any]) -> bool:
@@ -284,6 +311,7 @@ def well_formed_tensor(request: dict[str, Any], reply: dict[str, Any]) -> bool:
             and (reply.get("grad") is None or _array(reply.get("grad")))
             and isinstance(reply.get("has_backward_method"), bool)
             and (reply.get("children") is None or isinstance(reply.get("children"), str))
+            and _dtypes(reply.get("dtypes", ["", ""]))
         )
     if do == "tensor_network":
         layers = reply.get("layers")
