@@ -12,6 +12,7 @@ examples:
   modelwright-autograd explain "tanh(w*x + b)" w=-3 x=2 b=6.88 --graph neuron.svg
   modelwright-autograd explain "tanh(a*b + c) * a" a=2 b=-0.5 c=0.3 --html page.html
   modelwright-autograd explain "a*a + a" a=3 --json
+  modelwright-autograd explain "a*b + a" a=2 b=-3 --break assign   (exercise 4)
   modelwright-autograd explain "tanh(a*b + c) * a" a=2 b=-0.5 c=0.3 --compiled
   modelwright-autograd explain -- "-a*b" a=2 b=3     (an expression starting with '-')
 """
@@ -21,6 +22,7 @@ def add_explain(subparsers: Subparsers) -> None:
     """The ``explain`` command's options."""
     from ..explain.expr import FUNCTIONS, MAX_DEPTH, MAX_LENGTH, MAX_NODES
     from ..explain.picture import DOT_SECONDS
+    from ..explain.trace import BREAKS
 
     parser = subparsers.add_parser(
         "explain",
@@ -60,6 +62,15 @@ def add_explain(subparsers: Subparsers) -> None:
         "--html",
         metavar="PAGE",
         help="also write PAGE (.html): a self-contained page that steps through the pass",
+    )
+    parser.add_argument(
+        "--break",
+        dest="broken",
+        choices=tuple(BREAKS),
+        help="also run the pass again with a classic mistake, on gradients of its own, and "
+        "show its gradients beside the right ones, which come out wrong and why (the page "
+        "has it as a second view): 'order' runs the rules in forward order, inputs first "
+        "(exercise 3); 'assign' writes each gradient with = where += belongs (exercise 4)",
     )
     parser.add_argument(
         "--compiled",

@@ -3,6 +3,7 @@ interactive page that steps through it.
 
 * ``expr``: a safe expression language that builds ``Value`` graphs from text;
 * ``trace``: the record of a backward pass, step by step (a ``Trace``);
+* ``breaks``: the same pass run with the mistake of exercise 3 or 4 (a ``BrokenRun``);
 * ``picture``: the layered layout, SVG and DOT drawings (``draw_graph``, ``save_graph``);
 * ``page``: the self-contained HTML page that animates a trace;
 * ``narrate``: ``explain(value)`` runs backward(), records it and can write the page;
@@ -13,9 +14,10 @@ from .expr import ExpressionError, parse_assignments, parse_expression
 from .narrate import explain
 from .page import Page, write_page
 from .picture import Graph, GraphvizMissingWarning, GraphvizTooSlow, draw_graph, save_graph
-from .trace import InputStep, Node, Step, Trace
+from .trace import BrokenRun, InputStep, Node, Step, Trace
 
 __all__ = [
+    "BrokenRun",
     "ExpressionError",
     "Graph",
     "GraphvizMissingWarning",

@@ -38,6 +38,9 @@ def run(args: argparse.Namespace) -> int:
     if args.torch and args.json:
         print(f"{_PROG} --torch prints text; use it without --json", file=sys.stderr)
         return 2
+    if args.compiled and args.broken is not None:
+        print(f"{_PROG} --compiled prints code; use --break without it", file=sys.stderr)
+        return 2
     if args.compiled and (args.json or args.torch):
         print(f"{_PROG} --compiled prints code; use it without --json and --torch",
               file=sys.stderr)  # fmt: skip
@@ -63,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     except ExpressionError as e:
         print(f"{_PROG} {e}", file=sys.stderr)
         return 2
-    trace = explain(out, variables)
+    trace = explain(out, variables, broken=args.broken)
     if args.compiled:
         try:
             texts = [compiled_source(args.expression, variables)]

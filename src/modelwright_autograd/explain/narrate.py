@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 
 from ..files import check_writable
 from ..graph import topological_order
 from ..scalar.engine import Value
+from .breaks import broken_run
 from .expr import MAX_NODES
 from .page import VIEWS, write_page
-from .trace import Trace, _fmt, name_variables, record
+from .trace import BREAKS, Trace, _fmt, name_variables, record
 
 
 def explain(
@@ -20,6 +22,7 @@ def explain(
     variables: Mapping[str, Value] | None = None,
     html: str | os.PathLike[str] | None = None,
     view: str = "auto",
+    broken: str | None = None,
 ) -> Trace:
     """Run ``value.backward()`` and record every step of it (see ``Trace``).
 
@@ -39,6 +42,8 @@ def explain(
         raise TypeError(f"explain needs a Value, got {type(value).__name__}")
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
+    if broken is not None and broken not in BREAKS:
+        raise ValueError(f"broken must be one of {', '.join(BREAKS)} or None, got {broken!r}")
     if html is not None:
         check_writable(html)
     order = topological_order(value)
@@ -54,6 +59,8 @@ def explain(
     ]
     value.backward()
     trace = record(value, variables, order, before, tuple(notes))
+    if broken is not None:
+        trace = replace(trace, broken=broken_run(trace, order, variables, broken))
     if html is not None:
         write_page(trace, html, view)
     return trace

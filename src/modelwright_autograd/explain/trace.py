@@ -106,6 +106,7 @@ class Trace:
     grads: dict[str, float]
     before: dict[str, float]
     notes: tuple[str, ...] = ()
+    broken: BrokenRun | None = None  # the same pass run with a mistake (breaks.py)
 
     def __repr__(self) -> str:
         return f"<Trace of {self.output!r}: {len(self.steps)} steps, grads {self.grads}>"
@@ -162,30 +163,8 @@ class Trace:
                 }
                 for n in self.nodes
             ],
-            "steps": [
-                {
-                    "step": s.step,
-                    "id": s.id,
-                    "node": s.node,
-                    "op": s.op,
-                    "data": _json_number(s.data),
-                    "grad": _json_number(s.grad),
-                    "inputs": [
-                        {
-                            "id": i.id,
-                            "node": i.node,
-                            "role": i.role,
-                            "data": _json_number(i.data),
-                            "formula": i.formula,
-                            "local": _json_number(i.local),
-                            "pushed": _json_number(i.pushed),
-                        }
-                        for i in s.inputs
-                    ],
-                }
-                for s in self.steps
-            ],
-        }
+            "steps": [_step_dict(s) for s in self.steps],
+        } | ({"broken": self.broken.to_dict()} if self.broken is not None else {})
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
@@ -203,25 +182,7 @@ class Trace:
                 ),
                 "",
             ]
-            header = tuple(name for name, _ in LEGEND)
-            rows = [header]
-            for s in self.steps:
-                for k, i in enumerate(s.inputs):
-                    left = (str(s.step), s.node, s.op, _fmt(s.data), _fmt(s.grad))
-                    rows.append(
-                        (
-                            *(left if k == 0 else ("",) * 5),
-                            i.node,
-                            i.role,
-                            _fmt(i.data),
-                            local_text(i),
-                            _fmt(i.pushed),
-                        )
-                    )
-            widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
-            for r in rows:
-                lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
-            lines.append("")
+            lines += [*_table(self.steps), ""]
         else:
             lines += ["The output is a leaf: backward() only seeds its gradient.", ""]
         accumulations = self.accumulations()
@@ -236,7 +197,128 @@ class Trace:
             width = max(len(name) for name in self.grads)
             lines += [f"  d/d{name.ljust(width)} = {_fmt(g)}" for name, g in self.grads.items()]
         lines += [f"Note: {n}" for n in self.notes]
+        if self.broken is not None:
+            lines += ["", self.broken.to_text()]
         return "\n".join(lines)
+
+
+#: The mistakes a broken run makes (``explain(..., broken=...)``, ``explain --break``): the
+#: chapter's exercises 3 (why reverse topological order) and 4 (why += and not =).
+BREAKS = {
+    "order": "the rules run in forward order, as the nodes were made (inputs first), so "
+    "each runs before the nodes that use it have pushed into its grad (exercise 3)",
+    "assign": "each rule writes its inputs' gradients with = where backward() adds them "
+    "with +=, so a value used twice keeps only the share written last (exercise 4)",
+}
+
+
+@dataclass(frozen=True, repr=False)
+class BrokenRun:
+    """The backward pass of a trace run again with one mistake (``BREAKS``), really run
+    by ``breaks.broken_run``.
+
+    ``trace`` is the broken run: its steps in the order its rules ran, each step's
+    ``grad`` what its node held when its rule ran, ``grads`` what it gives each variable.
+    ``right`` is what the right pass gives them (from zero, as the broken run starts),
+    ``wrong`` the variables whose broken gradient differs, ``marks`` what went wrong at
+    each step that did (by step number), and ``why`` says it in sentences."""
+
+    mode: str
+    trace: Trace
+    right: dict[str, float]
+    wrong: tuple[str, ...]
+    marks: dict[int, str]
+    why: tuple[str, ...]
+
+    def __repr__(self) -> str:
+        return f"<BrokenRun {self.mode!r} of {self.trace.output!r}: wrong {list(self.wrong)}>"
+
+    @property
+    def wrong_step(self) -> int | None:
+        """The step where the run first goes wrong (None when none does)."""
+        return min(self.marks, default=None)
+
+    def to_dict(self) -> dict:
+        """``{"break", "what", "grads", "right", "wrong", "wrong_step", "why", "steps"}``;
+        a step where something went wrong has a ``"mark"`` saying what."""
+        return {
+            "break": self.mode,
+            "what": BREAKS[self.mode],
+            "grads": {k: _json_number(v) for k, v in self.trace.grads.items()},
+            "right": {k: _json_number(v) for k, v in self.right.items()},
+            "wrong": list(self.wrong),
+            "wrong_step": self.wrong_step,
+            "why": list(self.why),
+            "steps": [_step_dict(s, self.marks.get(s.step)) for s in self.trace.steps],
+        }
+
+    def to_text(self) -> str:
+        lines = [f"The same pass with a break ({self.mode}): {BREAKS[self.mode]}.", ""]
+        if self.trace.steps:
+            how = "written (=)" if self.mode == "assign" else "added (+=)"
+            lines += [
+                f"Columns as above, but 'grad in' is what the node held when its rule ran "
+                f"and 'pushed' is {how}:",
+                *_table(self.trace.steps, self.marks),
+                "",
+            ]
+        if self.right:
+            lines.append(f"Gradients of {self.trace.output}, right and broken:")
+            width = max(len(name) for name in self.right)
+            right = {name: _fmt(g) for name, g in self.right.items()}
+            right_width = max(len(text) for text in right.values())
+            for name, text in right.items():
+                broken = f"broken {_fmt(self.trace.grads[name])}"
+                wrong = "  wrong" if name in self.wrong else ""
+                lines.append(
+                    f"  d/d{name.ljust(width)} = {text.ljust(right_width)}  {broken}{wrong}"
+                )
+        lines += ["Why:", *(f"  {line}" for line in self.why)]
+        return "\n".join(lines)
+
+
+def _table(steps: tuple[Step, ...], marks: Mapping[int, str] | None = None) -> list[str]:
+    """The steps as the table's lines, one per input; a step in ``marks`` (by number) has
+    ``<- goes wrong here`` after its first line when it is the first of them."""
+    header = tuple(name for name, _ in LEGEND)
+    rows = [header]
+    first = min(marks or {}, default=None)
+    marked = []
+    for s in steps:
+        for k, i in enumerate(s.inputs):
+            left = (str(s.step), s.node, s.op, _fmt(s.data), _fmt(s.grad))
+            row = (*(left if k == 0 else ("",) * 5), i.node, i.role, _fmt(i.data))
+            rows.append((*row, local_text(i), _fmt(i.pushed)))
+            marked.append(s.step == first and k == 0)
+    widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
+    return [lines[0]] + [
+        line + ("  <- goes wrong here" if m else "") for line, m in zip(lines[1:], marked)
+    ]
+
+
+def _step_dict(s: Step, mark: str | None = None) -> dict:
+    """One step as JSON (with ``"mark"``, what went wrong there, for a broken run's)."""
+    return {
+        "step": s.step,
+        "id": s.id,
+        "node": s.node,
+        "op": s.op,
+        "data": _json_number(s.data),
+        "grad": _json_number(s.grad),
+        "inputs": [
+            {
+                "id": i.id,
+                "node": i.node,
+                "role": i.role,
+                "data": _json_number(i.data),
+                "formula": i.formula,
+                "local": _json_number(i.local),
+                "pushed": _json_number(i.pushed),
+            }
+            for i in s.inputs
+        ],
+    } | ({"mark": mark} if mark is not None else {})
 
 
 def local_text(i: InputStep) -> str:
@@ -276,33 +358,52 @@ def record(
     # After backward(), an interior node's grad is exactly what it held when its rule
     # ran: every node that uses it came earlier in the walk, and nothing writes to it
     # afterwards. So the steps can be read off the finished pass.
-    steps = []
+    steps: list[Step] = []
     for node in reversed(order):
-        if not node._prev:
-            continue
-        if node._backward is None:  # an inactive dot_relu: the engine records no rule
-            local = pushed = [0.0] * len(node._prev)  # relu passes nothing back
-        else:
-            local = _run_rule(node, 1.0)
-            pushed = _run_rule(node, node.grad)
-        roles = _roles(node)
-        constant = [nodes[ids[p]].kind == "constant" for p in node._prev]
-        formulas = _formulas(node, roles, [names[p] for p in node._prev], constant)
-        inputs = tuple(
-            InputStep(
-                ids[p],
-                names[p],
-                roles[k],
-                p.data,
-                formulas[k],
-                *((None, None) if constant[k] else (local[k], pushed[k])),
+        if node._prev:
+            steps.append(
+                step_of(len(steps) + 1, node, node.grad, pushes(node, node.grad), ids, nodes)
             )
-            for k, p in enumerate(node._prev)
-        )
-        op = _escaped(node._op)
-        steps.append(Step(len(steps) + 1, ids[node], names[node], op, node.data, node.grad, inputs))
     grads = {name: v.grad for name, v in variables.items()}
     return Trace(names[value], value.data, nodes, tuple(steps), grads, dict(before or {}), notes)
+
+
+def step_of(
+    number: int,
+    node: Value,
+    held: float,
+    pushed: list[float],
+    ids: Mapping[Value, int],
+    nodes: tuple[Node, ...],
+) -> Step:
+    """Step ``number``: ``node``'s rule run with ``held`` as its grad, giving ``pushed``
+    (``ids``: each Value's place in the graph's order; ``nodes``: the trace's, by place)."""
+    local = pushes(node, 1.0)
+    names = [nodes[ids[p]].name for p in node._prev]
+    roles = _roles(node)
+    constant = [nodes[ids[p]].kind == "constant" for p in node._prev]
+    formulas = _formulas(node, roles, names, constant)
+    inputs = tuple(
+        InputStep(
+            ids[p],
+            names[k],
+            roles[k],
+            p.data,
+            formulas[k],
+            *((None, None) if constant[k] else (local[k], pushed[k])),
+        )
+        for k, p in enumerate(node._prev)
+    )
+    me = nodes[ids[node]]
+    return Step(number, me.id, me.name, me.op, node.data, held, inputs)
+
+
+def pushes(node: Value, held: float) -> list[float]:
+    """What ``node``'s rule gives each input when its grad is ``held``; zeros for an
+    inactive dot_relu, for which the engine records no rule (relu passes nothing back)."""
+    if node._backward is None:
+        return [0.0] * len(node._prev)
+    return _run_rule(node, held)
 
 
 def _run_rule(node: Value, upstream: float) -> list[float]:
