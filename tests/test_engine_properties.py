@@ -185,3 +185,23 @@ def test_backward_walks_an_empty_sum_as_the_shared_walk_does():
     walked, shared = _interior_order(out), topological_order(out, leaves=False)
     assert len(walked) == len(shared) == 3  # out, the product, the sum of x and 1
     assert all(a is b for a, b in zip(walked, shared))
+
+
+@settings(derandomize=True, deadline=None, max_examples=100)
+@given(graphs, graphs)
+def test_one_walk_over_several_roots_lists_each_node_once_after_its_inputs(one, two):
+    """topological_order(*roots): the nodes of every root's own walk, each once, each
+    after all of its inputs, the first root's walk first."""
+    roots = []
+    for leaf_values, steps in (one, two):
+        out, _ = _run(leaf_values, steps, Value)
+        assume(out is not None)
+        roots.append(out)
+    roots.append(roots[0] * roots[1])  # shares both graphs
+    order = topological_order(*roots)
+    position = {id(node): i for i, node in enumerate(order)}
+    assert len(position) == len(order)
+    assert {id(n) for r in roots for n in topological_order(r)} == set(position)
+    assert all(position[id(p)] < position[id(n)] for n in order for p in n._prev)
+    first = topological_order(roots[0])
+    assert all(a is b for a, b in zip(first, order))

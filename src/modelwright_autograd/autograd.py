@@ -50,20 +50,11 @@ def _as_nodes(xs: object, what: str) -> tuple[Node, ...]:
     return nodes
 
 
-class _Roots:
-    """A stand-in node whose inputs are the outputs, so one walk orders them all."""
-
-    __slots__ = ("_prev",)
-
-    def __init__(self, outputs: Sequence[Node]) -> None:
-        self._prev = tuple(outputs)
-
-
 def _order(outputs: Sequence[Node]) -> list[Node]:
-    """Every node the outputs depend on, each after its inputs (the stand-in dropped)."""
+    """Every node the outputs depend on, each after its inputs."""
     from .graph import topological_order
 
-    return topological_order(_Roots(outputs))[:-1]
+    return topological_order(*outputs)
 
 
 # ---------------------------------------------------------------------- reverse mode

@@ -6,13 +6,16 @@ was computed from. That is all the walk needs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 
-def topological_order(root: Any, leaves: bool = True) -> list[Any]:
-    """Return every node ``root`` depends on, each listed after all of its inputs.
+def topological_order(
+    *roots: Any, leaves: bool = True, instead: dict[int, Sequence[Any]] | None = None
+) -> list[Any]:
+    """Return every node the roots depend on, each listed after all of its inputs, each
+    once: one walk for all the roots, sharing what they share.
 
     An explicit stack replaces recursion, so depth is limited by memory, not by Python's
     recursion limit: a chain of a million nodes is fine. Each stack entry is a node and an
@@ -21,11 +24,13 @@ def topological_order(root: Any, leaves: bool = True) -> list[Any]:
     shared nodes appear once however many paths lead to them.
 
     ``leaves=False`` leaves out the inputs that have no inputs themselves (parameters,
-    constants; ``root`` is always listed): ``backward()`` has nothing to do at a leaf but
+    constants; a root is always listed): ``backward()`` has nothing to do at a leaf but
     receive gradient, and skipping them spares the walk a set lookup for every edge into
     one, a third of a neural net's edges. The tensor backward() walks this; the scalar one
-    walks the same order with its own copy (engine._interior_order), which reads Value's
-    input slots and allocates nothing per node.
+    walks the same order with its own copy (engine._interior_order: see there why).
+    ``instead`` gives, by a node's id, the inputs to walk in place of its own (the
+    compiler's tracing puts a node made under no_grad() after the operands it no longer
+    keeps).
 
     A node met again while its own inputs are still being listed is its own ancestor: a
     cycle, which only editing an input slot can make (every op builds a new node from
@@ -34,55 +39,26 @@ def topological_order(root: Any, leaves: bool = True) -> list[Any]:
     node is brought up to date only when a node is met again (``caught_up``).
     """
     order: list[Any] = []
-    visited = {root}
+    visited: set[Any] = set()
     listed: set[Any] = set()
-    stack = [(root, iter(root._prev))]
-    while stack:
-        node, inputs = stack[-1]
-        for parent in inputs:
-            if leaves or parent._prev:
-                if parent not in visited:
-                    visited.add(parent)
-                    stack.append((parent, iter(parent._prev)))
-                    break
-                if parent not in listed and parent not in caught_up(listed, order):
-                    raise GraphCycleError(parent)
-        else:
-            stack.pop()
-            order.append(node)
-    return order
-
-
-def forward_order(
-    roots: Iterable[Any], instead: dict[int, Sequence[Any]] | None = None
-) -> list[Any]:
-    """Every node the roots depend on, each after its inputs, each once: one walk for all
-    the roots, sharing what they share (``topological_order`` once per root would walk the
-    shared part again each time). ``instead`` gives, by a node's id, the inputs to walk in
-    place of its own (the compiler's tracing puts a node made under no_grad() after the
-    operands it no longer keeps). A cycle is a GraphCycleError, as for topological_order."""
-    instead = instead or {}
-    listed: set[int] = set()
-    order: list[Any] = []
     for root in roots:
-        if id(root) in listed:
+        if root in visited:  # listed already, as an input of an earlier root
             continue
-        walking = {id(root)}
-        stack = [(root, iter(instead.get(id(root), root._prev)))]
+        visited.add(root)
+        stack = [(root, iter(instead.get(id(root), root._prev) if instead else root._prev))]
         while stack:
             node, inputs = stack[-1]
-            for p in inputs:
-                if id(p) in listed:
-                    continue
-                if id(p) in walking:
-                    raise GraphCycleError(p)
-                walking.add(id(p))
-                stack.append((p, iter(instead.get(id(p), p._prev))))
-                break
+            for parent in inputs:
+                if leaves or parent._prev:
+                    if parent not in visited:
+                        visited.add(parent)
+                        prev = instead.get(id(parent), parent._prev) if instead else parent._prev
+                        stack.append((parent, iter(prev)))
+                        break
+                    if parent not in listed and parent not in caught_up(listed, order):
+                        raise GraphCycleError(parent)
             else:
                 stack.pop()
-                walking.discard(id(node))
-                listed.add(id(node))
                 order.append(node)
     return order
 

@@ -21,7 +21,7 @@ from itertools import count
 from typing import Any
 
 from ..checks import as_float, describe
-from ..graph import enable_grad, forward_order, topological_order
+from ..graph import enable_grad, topological_order
 from . import engine, floats
 from .engine import Value, source_of
 from .templates import Grad
@@ -188,7 +188,7 @@ def _same_graph(outs: list[Value], again: list[Value], trace: Trace) -> None:
     """Refuse unless a second call of ``fn`` built the graph of the first: the same ops on
     the same Values and the same numbers. A number fn computes from no Value (a
     ``random.random()``, a batch drawn anew) would be frozen into the code."""
-    first, second = forward_order(outs), forward_order(again)
+    first, second = topological_order(*outs), topological_order(*again)
     at = {id(node): i for i, node in enumerate(first)}
     at_again = {id(node): i for i, node in enumerate(second)}
     same = len(first) == len(second) and len(outs) == len(again)
@@ -269,8 +269,8 @@ class _Writer:
         varying = dependent([*outs, *compared], slots, trace, stop=self.outside)
         guards = [c for c in trace.comparisons if id(c[0]) in varying or id(c[2]) in varying]
         guarded = [v for c in guards for v in (c[0], c[2]) if isinstance(v, Value)]
-        order = forward_order(  # a comparison of constants is no guard
-            [*outs, *guarded], {id(v): () for v in self.outside}
+        order = topological_order(  # a comparison of constants is no guard
+            *outs, *guarded, instead={id(v): () for v in self.outside}
         )
         refuse(order, trace, varying, inputs)
         self.guards = len(guards)

@@ -70,7 +70,11 @@ def _node(
     """Every op's result, built without ``Value()``'s argument checks (``data`` is already
     a float, there is no label): the same object, made faster. Its inputs go in as Value's
     slots hold them: ``a`` (and ``b``) for an op of one (two) inputs, or ``None, inputs``
-    for a fused op's tuple. Under no_grad() it records no history, as ``Value()`` does."""
+    for a fused op's tuple. Under no_grad() it records no history, as ``Value()`` does.
+
+    Kept beside ``Value()`` for its cost: with the ops calling ``Value(data, inputs, op,
+    rule)`` instead, ``python -m benchmarks.ab OLD NEW --rounds 5`` timed the scalar demo
+    step at 12.1 ms (11.5-12.5) against 10.0 ms (9.6-10.7), 1.21x (2 cores, load 4-8)."""
     out = _new(Value)
     out.data = data
     out.grad = 0.0
@@ -607,7 +611,12 @@ def _interior_order(root: Value) -> list[Value]:
     An input met again that is expanded but not yet listed is its own ancestor: a
     GraphCycleError (see topological_order). ``listed`` holds ``order[:len(listed)]`` and
     is brought up to date only when a node is met again (``graph.caught_up``), so listing
-    a node costs nothing more and a chain, which never meets one again, pays nothing."""
+    a node costs nothing more and a chain, which never meets one again, pays nothing.
+
+    Kept beside topological_order for its cost: with backward() walking
+    ``topological_order(self, leaves=False)`` instead, ``python -m benchmarks.ab OLD NEW
+    --rounds 5`` timed the scalar demo step at 14.2 ms (13.8-18.3) against 10.3 ms
+    (9.8-16.2), 1.38x (2 cores, load 3-8)."""
     if root._a is None and root._b is None:
         return [root]  # a leaf: nothing to walk
     order = []

@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..graph import GradMode, forward_order
+from ..graph import GradMode, topological_order
 from . import engine
 from .engine import Value
 
@@ -270,7 +270,7 @@ def dependent(
     extra = [v for _, operands, _ in trace.untracked for v in operands]
     seen = [v for v, _, _ in trace.reads] + [v for v, _ in trace.writes + trace.backwards]
     depends = {id(v) for v in inputs}
-    for node in forward_order([*roots, *extra, *seen], kept):
+    for node in topological_order(*roots, *extra, *seen, instead=kept):
         inputs_of = kept.get(id(node), node._prev)
         if id(node) not in depends and any(id(p) in depends for p in inputs_of):
             depends.add(id(node))
