@@ -390,6 +390,70 @@ def test_bad_files_for_import_are_one_line_and_exit_2(tmp_path, capsys):
         assert not out.exists(), name  # nothing written
 
 
+def _zip(entries: list[tuple[str, bytes, int, int, int]]) -> bytes:
+    """A zip archive, written by hand: (name, payload as stored, method, CRC-32, inflated
+    size) per entry, so a payload can be a deflate stream built without inflating it."""
+    import struct
+
+    body, directory = b"", b""
+    for name, payload, method, crc, size in entries:
+        head = (method, 0, 0, crc, len(payload), size, len(name.encode()), 0)
+        directory += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, *head, 0, 0, 0, 0,
+                                 len(body)) + name.encode()  # fmt: skip
+        body += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, *head) + name.encode() + payload
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(entries), len(entries),
+                      len(directory), len(body), 0)  # fmt: skip
+    return body + directory + end
+
+
+def test_a_zip_bomb_is_refused_from_its_directory_before_anything_is_inflated(tmp_path):
+    """makemore's bigram model.pt whose one storage entry is 2 GiB of zeros, deflated (the
+    file is 2 MB): refused in one line, exit code 2, and the command's peak memory stays
+    under 200 MB (it took 1.2 GB for a 1 GiB entry when torch.load inflated it first)."""
+    import io
+    import zipfile
+    import zlib
+
+    saved = io.BytesIO()
+    torch.save({"logits": torch.zeros(27, 27)}, saved)
+    chunk = bytes(2**22)
+    deflate = zlib.compressobj(9, zlib.DEFLATED, -15)  # a full flush resets the stream, so
+    piece = deflate.compress(chunk) + deflate.flush(zlib.Z_FULL_FLUSH)  # each 4 MiB is this
+    pieces, crc = 512, 0
+    for _ in range(pieces):
+        crc = zlib.crc32(chunk, crc)
+    entries = []
+    with zipfile.ZipFile(saved) as real:
+        for info in real.infolist():
+            data = real.read(info)
+            if info.filename.endswith("/data/0"):
+                bomb = piece * pieces + deflate.flush()
+                entries.append((info.filename, bomb, 8, crc, len(chunk) * pieces))
+            else:
+                entries.append((info.filename, data, 0, zlib.crc32(data), len(data)))
+    path = tmp_path / "model.pt"
+    path.write_bytes(_zip(entries))
+    assert 1e6 < path.stat().st_size < 3e6
+    measure = (
+        "import resource, subprocess, sys\n"
+        "done = subprocess.run([sys.executable, '-m', 'modelwright_autograd', *sys.argv[1:]],"
+        " capture_output=True, text=True)\n"
+        "print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "print(done.stderr, end='')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", measure, "import", str(path), "--dataset", "names", "--out",
+         str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    first, said = result.stdout.split("\n", 1)
+    code, peak_kib = map(int, first.split())
+    assert code == 2 and said.count("\n") == 1 and "Traceback" not in said
+    assert "inflates to 2,147,48" in said and "/data/0' alone to 2,147,483,648" in said
+    assert peak_kib < 200 * 1024, f"peak memory {peak_kib / 1024:.0f} MB"
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_meta_pkl_that_is_not_plain_data_is_refused_unread(tmp_path, capsys):
     ckpt, _, _ = _nanogpt_made_checkpoint(tmp_path)
     (ckpt.parent / "meta.pkl").write_bytes(pickle.dumps({"itos": {0: "a"}, "f": print}))

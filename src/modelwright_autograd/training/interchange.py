@@ -16,6 +16,7 @@ import pickle
 import re
 import shlex
 import warnings
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -229,15 +230,16 @@ class Imported:
 
 def read_torch_file(path: Path) -> Any:
     """``torch.load(path, weights_only=True)``, its refusals as one-line CheckpointErrors.
-    Imports torch."""
-    import torch
-
+    Imports torch (after the file's size and what it inflates to are checked)."""
     try:
         raw = read_bounded(path, MAX_IMPORT_BYTES)
     except UnreadableFile as e:
         raise CheckpointError(path, e.reason) from None
     if not raw:
         raise CheckpointError(path, "the file is empty")
+    check_inflated_size(path, raw)
+    import torch
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch's note on the pickle protocol
@@ -255,6 +257,31 @@ def read_torch_file(path: Path) -> Any:
         ) from None
     except (RuntimeError, EOFError, KeyError, ValueError, TypeError, AttributeError, IndexError):
         raise CheckpointError(path, "not a file torch.save wrote (truncated or corrupt?)") from None
+
+
+def check_inflated_size(path: Path, raw: bytes) -> None:
+    """Refuse a torch zip whose entries inflate to more than MAX_IMPORT_BYTES, from the
+    sizes its central directory gives (what torch's reader allocates and inflates into),
+    before anything is inflated. A file starting as a zip is read by torch as one, so it
+    must be one whose directory Python's zipfile reads; another (torch's legacy format) is
+    read as stored, and its size is already bounded."""
+    if not raw.startswith(b"PK\x03\x04"):
+        return
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
+            entries = archive.infolist()
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, EOFError, OSError):
+        raise CheckpointError(
+            path, "not a file torch.save wrote (a zip whose directory cannot be read)"
+        ) from None
+    inflated = sum(entry.file_size for entry in entries)
+    if inflated > MAX_IMPORT_BYTES:
+        biggest = max(entries, key=lambda entry: entry.file_size)
+        raise CheckpointError(
+            path,
+            f"inflates to {inflated:,} bytes ({shown(biggest.filename)} alone to "
+            f"{biggest.file_size:,}); an import reads at most {MAX_IMPORT_BYTES:,}",
+        )
 
 
 def read_meta(path: Path) -> C.Vocabulary:
