@@ -16,6 +16,7 @@ from .scalar.programs import Program, input_names, to_code
 from .words import BECAUSE, TODO
 
 MAX_HANGS = 2  # after this many timeouts the remaining checks are not run
+STOP_AT = 0.8  # the share of its timeout after which the child stops a request itself
 
 
 class GraderBase:
@@ -47,8 +48,14 @@ class GraderBase:
         return row
 
     def ask(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """The engine's reply to one request; a timeout is counted (see MAX_HANGS)."""
-        reply = self.process.ask(request, timeout or self.timeout)
+        """The engine's reply to one request; a timeout is counted (see MAX_HANGS). The
+        child stops the request itself a little before the timeout, so a timeout can say
+        where the learner's code was (``where``)."""
+        timeout = timeout or self.timeout
+        reply = self.process.ask({**request, "stop_after": STOP_AT * timeout}, timeout)
+        if reply.get("error", {}).get("type") == "StoppedByGrader":
+            self.process.close()  # the request ended half-way: start afresh
+            reply = {"failure": "timeout", "seconds": timeout, "where": reply["error"]["where"]}
         if reply.get("failure") == "timeout":
             self.hangs += 1
         return reply

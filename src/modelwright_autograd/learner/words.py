@@ -248,6 +248,14 @@ def _result_error(
 def _failure_text(reply: dict[str, Any], what: str) -> str:
     """Words for a request that did not come back (it hung or crashed) or raised."""
     failure = reply.get("failure")
+    if failure == "timeout" and reply.get("where"):
+        function = reply["where"].rsplit(" in ", 1)[-1]
+        walk = " (a topological sort that never marks nodes visited loops on a diamond)"
+        return (
+            f"{what} did not finish in {reply['seconds']:g} s and was stopped in "
+            f"{reply['where']}: a loop there that never ends?"
+            + (walk if "backward" in function or "topo" in function else "")
+        )
     if failure == "timeout":
         return (
             f"{what} did not finish in {reply['seconds']:g} s and was stopped: an infinite "

@@ -20,6 +20,7 @@ import importlib.util
 import json
 import os
 import random
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -35,14 +36,30 @@ CHILDREN_NAMES = ("_prev", "_children", "children", "prev", "parents", "_parents
 engine: dict[str, Any] = {}  # what "load" found: Value, MLP, the learner's files
 
 
+class StoppedByGrader(BaseException):
+    """A request ran past its ``stop_after`` seconds: raised where the learner's code was,
+    so the reply says where it hung (see ``describe``)."""
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise StoppedByGrader("stopped: it ran too long")
+
+
 def main() -> None:
     requests = os.fdopen(int(sys.argv[1]), "r", encoding="utf-8")
     replies = os.fdopen(int(sys.argv[2]), "w", encoding="utf-8")
     for line in requests:
         request = json.loads(line)
         try:
+            if request.get("stop_after"):  # before the parent's timeout kills the process
+                signal.signal(signal.SIGALRM, _stop)
+                signal.setitimer(signal.ITIMER_REAL, request["stop_after"])
             reply = HANDLERS[request["do"]](request)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        except StoppedByGrader as error:
+            reply = {"error": _as_data(error)}
         except BaseException as error:  # SystemExit, KeyboardInterrupt from their code too
+            signal.setitimer(signal.ITIMER_REAL, 0)
             reply = {"error": describe(error)}
         for stream in (sys.stdout, sys.stderr):  # their prints reach the grader first
             with contextlib.suppress(Exception):
@@ -52,7 +69,16 @@ def main() -> None:
 
 
 def describe(error: BaseException) -> dict[str, Any]:
-    """The error as data: its type, message, and where in the learner's files it rose."""
+    """The error as data: its type, message, and where in the learner's files it rose.
+    A request stopped for running too long ends whole: that error goes on up to ``main``
+    (every handler that keeps going after an error describes it here)."""
+    if isinstance(error, StoppedByGrader):
+        raise error
+    return _as_data(error)
+
+
+def _as_data(error: BaseException) -> dict[str, Any]:
+    """``describe``'s answer, for any error."""
     where = ""
     roots = engine.get("files", [])
     for frame in traceback.extract_tb(error.__traceback__):
