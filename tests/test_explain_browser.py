@@ -549,3 +549,78 @@ def test_a_5000_node_page_loads_in_2_s_and_steps_in_50_ms(browser, tmp_path, vie
     assert len(best) == count
     assert max(best) < 50, sorted(best)[-5:]
     assert requests == [path.as_uri()] and errors == []
+
+
+# --- the broken run as a second track (issue 39, exercises 3 and 4) --------------------
+
+#: The ids of the boxes marked as where the broken run went wrong.
+MARKED = (
+    "() => Array.from(document.querySelectorAll('.mw-graph [data-mark=wrong]'),"
+    " g => Number(g.dataset.id))"
+)
+
+
+@pytest.mark.parametrize(
+    ("expression", "pairs", "mode", "broken", "right", "wrong_step"),
+    [  # hand-derived: forward order gives a*b's inputs 0; = keeps a*b's b = -3 for a
+        ("(a*b) + c", ["a=2", "b=3", "c=4"], "order",
+         {"a": 0, "b": 0, "c": 1}, {"a": 3, "b": 2, "c": 1}, 1),
+        ("a*b + a", ["a=2", "b=-3"], "assign", {"a": -3, "b": 2}, {"a": -2, "b": 2}, 2),
+    ],
+)  # fmt: skip
+def test_the_broken_run_is_a_second_track_with_its_wrong_step_marked(
+    browser, tmp_path, expression, pairs, mode, broken, right, wrong_step
+):
+    path = tmp_path / "broken.html"
+    assert main(["explain", expression, *pairs, "--break", mode, "--html", str(path)]) == 0
+    variables = parse_assignments(pairs)
+    run = explain(parse_expression(expression, variables), variables, broken=mode).broken
+    page, requests, errors = _open(browser, path)
+    assert page.get_attribute("body", "data-view") == "graph"  # the right pass first
+    assert page.eval_on_selector_all("#mw-view option", "os => os.map(o => o.value)") == [
+        "graph",
+        "broken",
+    ]
+    page.select_option("#mw-view", "broken")
+    assert page.get_attribute("body", "data-view") == "broken"
+    assert f"The same pass, broken ({mode})" in page.text_content("#mw-panel")
+    highlighted, marked = [], []
+    for _ in run.trace.steps:
+        page.keyboard.press("ArrowRight")
+        highlighted.append(_current(page))
+        marked.append(page.evaluate(MARKED))
+        if _current(page) == run.trace.steps[wrong_step - 1].id:
+            assert page.text_content("#mw-status").endswith(
+                f"Goes wrong here: {run.marks[wrong_step]}"
+            )
+            item = page.query_selector(".mw-steps li[aria-current='step']")
+            assert item.get_attribute("class") == "wrong"
+    assert highlighted == [s.id for s in run.trace.steps]  # the broken run's own order
+    wrong_box = run.trace.steps[wrong_step - 1].id
+    assert all(m == [] for m in marked[: wrong_step - 1])  # nothing marked before it
+    assert marked[wrong_step - 1] == [wrong_box] and marked[-1] == [wrong_box]  # stays marked
+    assert _shown_grads(page) == broken == run.trace.grads
+    # back to the right pass, at the same step: its gradients, nothing marked
+    page.select_option("#mw-view", "graph")
+    assert _shown_grads(page) == right and page.evaluate(MARKED) == []
+    page.select_option("#mw-view", "broken")  # and the broken track is where it was
+    assert _shown_grads(page) == broken
+    assert requests == [path.as_uri()] and errors == []
+
+
+def test_a_networks_page_has_three_tracks(browser, tmp_path):
+    model = MLP(2, [3, 1])
+    xs = [Value(0.5, label="x1"), Value(-1.0, label="x2")]
+    params = {f"p{i}": p for i, p in enumerate(model.parameters())}
+    loss = (model(xs) - 1.0) ** 2
+    trace = explain(loss, params, html=str(tmp_path / "net.html"), broken="order")
+    page, requests, errors = _open(browser, tmp_path / "net.html")
+    options = page.eval_on_selector_all("#mw-view option", "os => os.map(o => o.value)")
+    assert options == ["graph", "neurons", "broken"]
+    page.select_option("#mw-view", "neurons")
+    page.keyboard.press("End")
+    page.select_option("#mw-view", "broken")
+    assert page.get_attribute("body", "data-backward-step") == str(len(trace.steps))
+    assert _shown_grads(page) == trace.broken.trace.grads
+    assert trace.broken.trace.grads != trace.grads  # forward order loses every interior share
+    assert requests == [(tmp_path / "net.html").as_uri()] and errors == []

@@ -289,3 +289,32 @@ def test_the_trace_imports_none_of_its_views():
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module
     }
     assert not imported & {"page", "picture", "narrate", "command"}, imported
+
+
+def _view_data(html, view):
+    """The JSON of a view the page parses when first switched to."""
+    match = re.search(rf'<script type="application/json" id="mw-data-{view}">(.*?)</script>', html)
+    return json.loads(match.group(1))
+
+
+def test_the_broken_view_replays_the_broken_run_and_marks_where_it_goes_wrong():
+    a, b = Value(2.0, label="a"), Value(-3.0, label="b")
+    trace = explain(a * b + a, broken="assign")
+    html = page_html(trace)
+    assert _data(html)["view"] == "graph"  # the page opens on the right pass
+    data = _view_data(html, "broken")
+    assert [s["box"] for s in data["steps"]] == [f"mw-n{s.id}" for s in trace.broken.trace.steps]
+    end = _replay(data, len(data["steps"]))
+    shown = {
+        name: json.loads(end[(f"mw-g{k}", "@grad")])
+        for k, (name, _, _) in enumerate(data["gradItems"])
+    }
+    assert shown == trace.broken.trace.grads == {"a": -3.0, "b": 2.0}  # = kept a*b's b for a
+    assert end[("mw-g0", "text")] == "a = -3"  # overwritten, not 1 + -3
+    # step 2 (a*b writes over the sum's 1) goes wrong: its box is marked from then on
+    assert [s.get("wrong") for s in data["steps"]] == [None, True]
+    box = data["steps"][1]["box"]
+    assert (box, "@mark") not in _replay(data, 1) and end[(box, "@mark")] == "wrong"
+    assert data["steps"][1]["lines"][-1] == f"Goes wrong here: {trace.broken.marks[2]}"
+    assert "<li class=wrong>Step 2:" in html
+    assert "<bdi class='var'>a</bdi> = -2 right, -3 broken (wrong)</li>" in html
