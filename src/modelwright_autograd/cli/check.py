@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 import threading
+from typing import Any
 
 from ..printing import emit
 from .options import Subparsers, nonempty_path, real_number
@@ -28,7 +29,10 @@ def add_check(subparsers: Subparsers) -> None:
             "torch, finite differences. A tensor engine (a Tensor class, or a Value holding "
             "a NumPy array, as init --tensor writes) gets the tensor checks: every op over "
             "a table of broadcast, @ and reduction shapes, Linear/MLP gradients, and training "
-            "on the digits. Exit code 0 when the build gate passes, 1 when "
+            "on the digits. A backprop exercise (init --backprop: a module defining forward "
+            "and dlogprobs) gets one row per tensor, each gradient against PyTorch's autograd "
+            "of the same forward, then the fused forms and training. "
+            "Exit code 0 when the build gate passes, 1 when "
             "not, 2 for a PATH that cannot be checked, 130 on Ctrl-C, 143 on SIGTERM, 129 "
             "on SIGHUP (the engine's processes are killed first)."
         ),
@@ -61,6 +65,20 @@ def add_check(subparsers: Subparsers) -> None:
     parser.set_defaults(func=run_check)
 
 
+def grade_backprop_exercise(exercise: Any, args: argparse.Namespace) -> Any:
+    """The backprop-by-hand report: PyTorch is its only oracle (OracleError without it)."""
+    from ..learner.backprop.grader import grade_backprop
+    from ..learner.scalar.oracle import OracleError
+
+    if args.oracle == "fd":
+        raise OracleError("backprop by hand is checked against PyTorch only, not --oracle fd")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise OracleError("backprop by hand is checked against PyTorch: install torch") from None
+    return grade_backprop(exercise, args.timeout, 9 * args.timeout)
+
+
 class Stopped(BaseException):
     """SIGTERM or SIGHUP during ``check``: ends it as Ctrl-C does (a BaseException, so no
     ``except Exception`` on the way swallows it)."""
@@ -78,6 +96,7 @@ def run_check(args: argparse.Namespace) -> int:
     """Grade the engine at PATH: 0 when the gate passes, 1 when not, 2 for a PATH that
     cannot be checked, 128 + the signal's number on SIGINT, SIGTERM or SIGHUP (the
     engine's processes are killed on the way out)."""
+    from ..learner.backprop.grader import find_exercise
     from ..learner.locate import LocateError, locate
     from ..learner.report import printable
     from ..learner.scalar.grader import grade
@@ -87,6 +106,12 @@ def run_check(args: argparse.Namespace) -> int:
     in_main = threading.current_thread() is threading.main_thread()
     previous = {signum: signal.signal(signum, _stopped) for signum in caught} if in_main else {}
     try:
+        exercise = find_exercise(args.path)  # backprop by hand (init --backprop), or None
+        if exercise is not None:
+            report = grade_backprop_exercise(exercise, args)
+            return emit([report.to_json() if args.json else report.to_text()]) or (
+                0 if report.passed else 1
+            )
         target = locate(args.path)
         oracle = choose_oracle(args.oracle)  # imports torch: seconds Ctrl-C may fall in
         report = grade(target, oracle, args.timeout, 9 * args.timeout)

@@ -39,6 +39,16 @@ def add_init(subparsers: Subparsers) -> None:
             "log_softmax, cross_entropy) and an nn.py with Linear and MLP, checked on digits"
         ),
     )
+    parser.add_argument(
+        "--backprop",
+        action="store_true",
+        help=(
+            "backprop by hand (makemore part 4): makemore's MLP with batch norm in NumPy, its "
+            "forward in small named steps; you write each tensor's gradient (26 TODOs), then "
+            "the fused cross-entropy and batch norm (2 more); train.py trains it on the "
+            "names; check grades every tensor against PyTorch"
+        ),
+    )
     parser.set_defaults(func=run_init)
 
 
@@ -49,7 +59,9 @@ def run_init(args: argparse.Namespace) -> int:
     from ..learner.starter import StarterError, write_starter
 
     try:
-        written = write_starter(args.dir, tensor=args.tensor)
+        if args.tensor and args.backprop:
+            raise StarterError("choose one of --tensor and --backprop")
+        written = write_starter(args.dir, tensor=args.tensor, backprop=args.backprop)
     except StarterError as error:
         print(f"modelwright-autograd init: error: {printable(str(error))}", file=sys.stderr)
         return error.exit_code

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .backprop.replies import well_formed_backprop
 from .tensor.programs import well_formed_tensor
 
 PROBE = Path(__file__).with_name("scalar") / "probe.py"
@@ -406,6 +407,8 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
     do = request["do"]
     if do.startswith("tensor_"):
         return well_formed_tensor(request, reply)
+    if do.startswith("backprop_"):
+        return well_formed_backprop(request, reply)
     if do == "load":
         library = reply.get("library", [] if reply.get("mlp") is False else None)
         return isinstance(reply.get("mlp"), bool) and (

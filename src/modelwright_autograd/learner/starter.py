@@ -22,6 +22,8 @@ from pathlib import Path
 from ..files import atomic_write, file_kind
 
 TEMPLATES = ("engine.py", "nn.py", "README.md", "starter.ipynb")  # both starters' names
+#: The backprop-by-hand starter (``init --backprop``, templates_backprop/).
+BACKPROP_TEMPLATES = ("backprop.py", "train.py", "README.md")
 
 
 class StarterError(Exception):
@@ -55,15 +57,26 @@ def _existing_folder(directory: Path) -> bool:
     return True
 
 
-def _write_templates(folder: Path, tensor: bool) -> None:
-    templates = resources.files(__package__) / ("templates_tensor" if tensor else "templates")
-    for name in TEMPLATES:
+def _templates(tensor: bool, backprop: bool) -> tuple[str, tuple[str, ...]]:
+    """The starter's folder of templates and its files."""
+    if backprop:
+        return "templates_backprop", BACKPROP_TEMPLATES
+    return ("templates_tensor" if tensor else "templates"), TEMPLATES
+
+
+def _write_templates(folder: Path, tensor: bool, backprop: bool = False) -> None:
+    kind, names = _templates(tensor, backprop)
+    templates = resources.files(__package__) / kind
+    for name in names:
         text = (templates / name).read_text(encoding="utf-8")
         atomic_write(folder / name, lambda f, text=text: f.write(text))
 
 
-def write_starter(directory: str | Path, tensor: bool = False) -> list[Path]:
-    """Write the starter's files (the tensor starter's with ``tensor``) into ``directory``
+def write_starter(
+    directory: str | Path, tensor: bool = False, backprop: bool = False
+) -> list[Path]:
+    """Write the starter's files (the tensor starter's with ``tensor``, the backprop-by-hand
+    exercise's with ``backprop``) into ``directory``
     (created if missing, filled in place if it is an empty folder or a link to one) and
     return their paths. Refuses a folder that holds anything, or a path that is not a
     folder, writing nothing. On any failure (a full disk, Ctrl-C) what was written is
@@ -80,8 +93,8 @@ def write_starter(directory: str | Path, tensor: bool = False) -> list[Path]:
             directory.parent.mkdir(parents=True, exist_ok=True)
             directory.mkdir()
         staging.mkdir()
-        _write_templates(staging, tensor)
-        for name in TEMPLATES:
+        _write_templates(staging, tensor, backprop)
+        for name in _templates(tensor, backprop)[1]:
             os.rename(staging / name, directory / name)
             moved.append(directory / name)
         staging.rmdir()
@@ -96,4 +109,4 @@ def write_starter(directory: str | Path, tensor: bool = False) -> list[Path]:
             raise
         code = 2 if error.errno == errno.ENAMETOOLONG else 1
         raise StarterError(f"cannot write {directory}: {error.strerror or error}", code) from None
-    return [directory / name for name in TEMPLATES]
+    return [directory / name for name in _templates(tensor, backprop)[1]]

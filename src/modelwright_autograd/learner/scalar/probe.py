@@ -131,16 +131,22 @@ def _holds_arrays(value: type, class_name: str) -> bool:
         return False
 
 
-def _load_tensor_probe() -> dict[str, Any]:
-    """../tensor/probe.py, run as code as this file is (in no module the learner's code
-    finds in ``sys.modules``), its handlers added to ours: the names it defined."""
-    path = str(_HERE.parent / "tensor" / "probe.py")
+def _load_tensor_probe(family: str = "tensor") -> dict[str, Any]:
+    """../tensor/probe.py (or ../<family>/probe.py), run as code as this file is (in no
+    module the learner's code finds in ``sys.modules``), its handlers added to ours: the
+    names it defined."""
+    path = str(_HERE.parent / family / "probe.py")
     with open(path, encoding="utf-8") as f:
         code = compile(f.read(), path, "exec")
-    names = {"__name__": "_grader_tensor_probe", "__file__": path, "__builtins__": __builtins__}
+    names = {"__name__": f"_grader_{family}_probe", "__file__": path, "__builtins__": __builtins__}
     exec(code, names)
     HANDLERS.update(names["HANDLERS"])
     return names
+
+
+def load_backprop(request: dict[str, Any]) -> dict[str, Any]:
+    """Import a backprop-by-hand exercise (``init --backprop``) with ../backprop/probe.py."""
+    return _load_tensor_probe("backprop")["load"](request, engine, describe, _import)
 
 
 def _import(name: str, file: str | None) -> Any:
@@ -640,6 +646,7 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
 
 HANDLERS = {
     "load": load,
+    "backprop_load": load_backprop,
     "programs": run_programs,
     "seed": seed,
     "walk": walk,

@@ -192,7 +192,7 @@ MAX_DIMS = 32
 MAX_DIM_SIZE = 2**24
 
 
-def _array(x: Any) -> bool:
+def is_sent_array(x: Any) -> bool:
     """An array as the child sends it: a shape of at most MAX_DIMS integers (not bools)
     from 0 to MAX_DIM_SIZE, and that many floats."""
     if not isinstance(x, dict):
@@ -216,7 +216,7 @@ def _error(x: Any) -> bool:
 
 def _arrays(x: Any, n: int | None = None) -> bool:
     """A list of arrays (``n`` of them, when given)."""
-    return isinstance(x, list) and (n is None or len(x) == n) and all(map(_array, x))
+    return isinstance(x, list) and (n is None or len(x) == n) and all(map(is_sent_array, x))
 
 
 def _grads(r: Any, n: int) -> bool:
@@ -258,7 +258,7 @@ def _result(program: Program, r: Any) -> bool:
         alone_ok = alone is None or (
             isinstance(alone, dict) and (_error(alone.get("error")) or _grads(alone, n))
         )
-        seed_ok = "loss_grad" not in r or _array(r["loss_grad"])
+        seed_ok = "loss_grad" not in r or is_sent_array(r["loss_grad"])
         stage_ok = r.get("stage") in ("forward", "backward")
         return stage_ok and _error(r["error"]) and alone_ok and seed_ok
     shared = r.get("shared", [])
@@ -280,8 +280,8 @@ def _result(program: Program, r: Any) -> bool:
         pairs
         and written_ok
         and _dtypes(r.get("dtypes", ["", ""]))
-        and _array(r.get("out"))
-        and _array(r.get("loss_grad"))
+        and is_sent_array(r.get("out"))
+        and is_sent_array(r.get("loss_grad"))
         and _grads(r, n)
     )
 
@@ -307,8 +307,8 @@ def well_formed_tensor(request: dict[str, Any], reply: dict[str, Any]) -> bool:
         )
     if do == "tensor_parts":
         return (
-            _array(reply.get("data"))
-            and (reply.get("grad") is None or _array(reply.get("grad")))
+            is_sent_array(reply.get("data"))
+            and (reply.get("grad") is None or is_sent_array(reply.get("grad")))
             and isinstance(reply.get("has_backward_method"), bool)
             and (reply.get("children") is None or isinstance(reply.get("children"), str))
             and _dtypes(reply.get("dtypes", ["", ""]))
