@@ -330,6 +330,13 @@ def test_a_plain_state_dict_of_a_bigram_imports_into_a_new_folder_only(tmp_path,
     np.testing.assert_array_equal(model.logits.data, state["logits"].numpy())
 
 
+class _RunsCode:
+    """Unpickled, it would run a shell command."""
+
+    def __reduce__(self) -> tuple:
+        return os.system, ("echo ran",)
+
+
 def _bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
     ckpt, _, _ = _nanogpt_made_checkpoint(tmp_path)
     good = torch.load(ckpt)
@@ -341,7 +348,15 @@ def _bad_files(tmp_path: Path) -> dict[str, tuple[Path, str]]:
         torch.save(obj, path)
         cases[name] = (path, said)
 
-    save("code", {"logits": print}, "holds a pickled object (print)")
+    save("code", {"logits": print}, "holds a pickled object (builtins.print)")
+    system = f"holds a pickled object ({os.system.__module__}.system)"
+    save("system", {"logits": _RunsCode()}, system)
+    legacy = tmp_path / "bad" / "legacy.pt"
+    torch.save({"logits": _RunsCode()}, legacy, _use_new_zipfile_serialization=False)
+    cases["legacy"] = (legacy, system)
+    plain = tmp_path / "bad" / "plain.pt"
+    plain.write_bytes(pickle.dumps({"logits": _RunsCode()}))
+    cases["plain"] = (plain, system)
     save("string", {"logits": "abc"}, "holds a str under 'logits', not a tensor")
     save(
         "integers",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import pickletools
 import re
 import shlex
 import warnings
@@ -244,19 +245,82 @@ def read_torch_file(path: Path) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch's note on the pickle protocol
             return torch.load(io.BytesIO(raw), map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError as e:
-        found = re.search(r"Unsupported global: GLOBAL ([\w.]+)", str(e))
-        if found is None:  # a plain pickle (meta.pkl) or another pickled stream
+    except pickle.UnpicklingError:
+        named = _unsafe_globals(torch, raw)
+        if not named:  # a plain pickle (meta.pkl) or another pickled stream
             raise CheckpointError(
                 path, "not a file torch.save wrote: torch.load(weights_only=True) cannot read it"
             ) from None
         raise CheckpointError(
             path,
-            f"holds a pickled object ({found.group(1)}), not only tensors and plain data: "
+            f"holds a pickled object ({_named(named)}), not only tensors and plain data: "
             "torch.load(weights_only=True) refuses it",
         ) from None
     except (RuntimeError, EOFError, KeyError, ValueError, TypeError, AttributeError, IndexError):
         raise CheckpointError(path, "not a file torch.save wrote (truncated or corrupt?)") from None
+
+
+def _unsafe_globals(torch: Any, raw: bytes) -> list[str]:
+    """The classes and functions a torch file's pickle names that torch.load(weights_only
+    =True) does not take (what would run code), read without running it: torch's own list
+    for a zip, the names outside torch for another pickle stream."""
+    if raw.startswith(b"PK\x03\x04"):
+        try:
+            return sorted(torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(raw)))
+        except Exception:  # any fault of the file: nothing to name
+            return []
+    torch_own = ("collections.OrderedDict", "_codecs.encode")
+    return [
+        name
+        for name in pickled_globals(raw)
+        if not name.startswith("torch.") and name not in torch_own
+    ]
+
+
+def _named(names: list[str]) -> str:
+    """The first of ``names`` (as it is if it is short and printable) and how many more."""
+    first = names[0] if names[0].isprintable() and len(names[0]) <= 80 else shown(names[0])
+    return first + (f" and {len(names) - 1} more" if len(names) > 1 else "")
+
+
+#: The opcodes that push a string, and those that store or fetch the memo.
+_STRINGS = {"STRING", "BINSTRING", "SHORT_BINSTRING", "UNICODE", "BINUNICODE"}
+_STRINGS |= {"SHORT_BINUNICODE", "BINUNICODE8"}
+_PUTS = {"PUT", "BINPUT", "LONG_BINPUT"}
+_GETS = {"GET", "BINGET", "LONG_BINGET"}
+
+
+def pickled_globals(raw: bytes) -> list[str]:
+    """The classes and functions (``module.name``) the pickles in ``raw`` name, in order,
+    read statically (``pickletools.genops``: nothing is imported or run); a stream cut or
+    corrupt gives what came before the fault."""
+    found: list[str] = []
+    strings: list[str] = []  # the strings pushed so far: STACK_GLOBAL takes the last two
+    memo: dict[int, str | None] = {}
+    stream = io.BytesIO(raw)
+    try:
+        while stream.tell() < len(raw):
+            last: str | None = None  # the string the opcode before left on top, if one
+            for op, arg, _ in pickletools.genops(stream):
+                pushed = None
+                if op.name in ("GLOBAL", "INST"):
+                    found.append(str(arg).replace(" ", "."))
+                elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+                    found.append(f"{strings[-2]}.{strings[-1]}")
+                elif op.name in _STRINGS:
+                    pushed = str(arg)
+                elif op.name == "MEMOIZE":
+                    memo[len(memo)] = last
+                elif op.name in _PUTS:
+                    memo[int(arg)] = last
+                elif op.name in _GETS:
+                    pushed = memo.get(int(arg))
+                if pushed is not None:
+                    strings.append(pushed)
+                last = pushed if op.name not in ("MEMOIZE", *_PUTS) else last
+    except (ValueError, EOFError, TypeError, KeyError):
+        pass
+    return found
 
 
 def check_inflated_size(path: Path, raw: bytes) -> None:
