@@ -190,3 +190,19 @@ def test_cli_refuses_a_bad_break_with_exit_code_2(capsys):
     assert capsys.readouterr().err == (
         "modelwright-autograd explain: error: --compiled prints code; use --break without it\n"
     )
+
+
+def test_the_docs_break_excerpt_is_what_the_command_prints(capsys):
+    import re
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "explain.md").read_text("utf-8")
+    (block,) = re.findall(
+        r"```text\n\$ modelwright-autograd (explain [^\n]*--break[^\n]*)\n(.*?)```", doc, re.S
+    )
+    command, excerpt = block
+    assert command == 'explain "a*b + a" a=2 b=-3 --break assign'
+    assert main(["explain", "a*b + a", "a=2", "b=-3", "--break", "assign"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    lines = [line for line in excerpt.splitlines() if line != "..."]
+    assert len(lines) == 6 and all(line in out for line in lines), lines

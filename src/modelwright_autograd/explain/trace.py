@@ -233,6 +233,9 @@ class BrokenRun:
     def __repr__(self) -> str:
         return f"<BrokenRun {self.mode!r} of {self.trace.output!r}: wrong {list(self.wrong)}>"
 
+    def __str__(self) -> str:
+        return self.to_text()
+
     @property
     def wrong_step(self) -> int | None:
         """The step where the run first goes wrong (None when none does)."""
