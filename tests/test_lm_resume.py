@@ -134,6 +134,31 @@ def test_resume_writes_a_new_folder_naming_its_source(tmp_path, capsys):
     assert json.loads((more / "metrics.json").read_text())["steps_done"] == 12
 
 
+def test_resume_refuses_an_out_that_is_its_source_by_inode(tmp_path):
+    """A real process each: --out the run itself, spelt otherwise, through a symbolic link,
+    for a checkpoint file's folder, with or without --overwrite: one line, exit code 2, and
+    every byte of the run as it was."""
+    run = _train(tmp_path, "--dataset", "names", "--model", "bigram", "--steps", "4", name="r")
+    (tmp_path / "link").symlink_to(run)
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    cases = [
+        (str(run), str(run), ["--overwrite"]),
+        (str(run), str(tmp_path / "r" / ".." / "r") + "/", []),
+        (str(run / "last.json"), str(tmp_path / "link"), ["--overwrite"]),
+        (str(run / "model.json"), "r", []),
+    ]
+    for source, out, overwrite in cases:
+        argv = ["train", "--resume", source, "--steps", "8", "--out", out, *overwrite]
+        done = subprocess.run(
+            [sys.executable, "-m", "modelwright_autograd", *argv],
+            capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 2, (argv, done.stderr)
+        assert done.stderr.count("\n") == 1 and done.stdout == ""
+        assert "--out: " in done.stderr and "is the run --resume continues" in done.stderr
+        assert {p.name: p.read_bytes() for p in run.iterdir()} == before
+
+
 def _usage_error(capsys, argv):
     with pytest.raises(SystemExit) as e:
         cli.main(argv)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..checkpoint import CheckpointError
+from ..checks import shown_path
 from ..lm import corpus as C
 from ..lm import models as M
 from .language import (
@@ -88,6 +90,25 @@ def _settings(path: Path, training: dict[str, Any], config: M.LMConfig, data: An
     )
 
 
+def _refuse_out_of_source(resume: Path, out: Path | None) -> None:
+    """A UsageError for an ``--out`` that is the folder ``--resume`` reads (by device and
+    inode, so a symbolic link, ``..`` or another spelling is seen through): the resumed run
+    would replace the run it continues, with or without --overwrite."""
+    if out is None:
+        return
+    source = resume if resume.is_dir() else resume.parent
+    try:
+        same = os.path.samefile(out, source)
+    except (OSError, ValueError):  # --out does not exist yet
+        same = os.path.realpath(out) == os.path.realpath(source)
+    if same:
+        raise UsageError(
+            "--out",
+            f"{shown_path(out)} is the run --resume continues, which it only reads: "
+            "name a new folder",
+        )
+
+
 def resolve_resume(
     args: argparse.Namespace,
 ) -> tuple[LMSettings, C.Names | C.Text, M.LanguageModel, ResumePoint]:
@@ -109,6 +130,7 @@ def resolve_resume(
             "does not apply with --resume: the run keeps its settings (it may change "
             "--steps, --eval-interval, --eval-iters and --threads)",
         )
+    _refuse_out_of_source(args.resume, args.out)
     path = resume_file(args.resume)
     no_last = UsageError(
         "--resume",
