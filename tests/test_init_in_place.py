@@ -16,7 +16,7 @@ import pytest
 import modelwright_autograd
 from modelwright_autograd.cli import main
 from modelwright_autograd.learner import starter
-from modelwright_autograd.learner.starter import TEMPLATES
+from modelwright_autograd.learner.starter import ENTRIES
 
 ENV = {**os.environ, "PYTHONPATH": str(Path(modelwright_autograd.__file__).parents[1])}
 
@@ -44,7 +44,7 @@ def test_init_from_inside_an_empty_folder_fills_that_folder(tmp_path, how):
     assert done.returncode == 0, done.stderr
     after = os.stat(folder)
     assert (after.st_ino, after.st_dev) == (before.st_ino, before.st_dev)  # the same folder
-    assert _names(folder) == sorted(TEMPLATES)
+    assert _names(folder) == sorted(ENTRIES)
     assert _names(tmp_path) == ["e"]  # nothing staged beside it is left
 
 
@@ -60,8 +60,8 @@ def test_init_keeps_the_folders_mode_group_and_setgid(tmp_path):
     assert main(["init", str(folder)]) == 0
     info = os.stat(folder)
     assert stat.S_IMODE(info.st_mode) == 0o2770 and info.st_gid == group
-    assert _names(folder) == sorted(TEMPLATES)
-    for name in TEMPLATES:  # a setgid folder gives its group to what is made in it
+    assert _names(folder) == sorted(ENTRIES)
+    for name in ENTRIES:  # a setgid folder gives its group to what is made in it
         assert os.stat(folder / name).st_gid == group
 
 
@@ -70,7 +70,7 @@ def test_init_through_a_symbolic_link_to_an_empty_folder(tmp_path):
     (tmp_path / "link").symlink_to("real")
     assert main(["init", str(tmp_path / "link")]) == 0
     assert (tmp_path / "link").is_symlink()
-    assert _names(tmp_path / "real") == sorted(TEMPLATES)
+    assert _names(tmp_path / "real") == sorted(ENTRIES)
 
 
 def test_init_refuses_a_dangling_link_saying_why(tmp_path, capsys):
@@ -109,7 +109,7 @@ def test_init_fills_a_mounted_filesystem_in_place(tmp_path):
     try:
         done = _init(".", cwd=mount)
         assert done.returncode == 0, done.stderr
-        assert _names(mount) == sorted(TEMPLATES)
+        assert _names(mount) == sorted(ENTRIES)
         assert stat.S_IMODE(os.stat(mount).st_mode) == 0o750
     finally:
         subprocess.run(["umount", str(mount)], check=True)
@@ -140,4 +140,4 @@ def test_init_does_not_echo_a_very_long_path(tmp_path, capsys):
     assert main(["init", str(folder)]) == 0
     out = capsys.readouterr().out
     assert str(folder) not in out and "a path of" in out and len(out) < 400
-    assert _names(folder) == sorted(TEMPLATES)
+    assert _names(folder) == sorted(ENTRIES)

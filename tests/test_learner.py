@@ -39,7 +39,7 @@ from modelwright_autograd.learner.scalar.oracle import (
     torch_oracle,
 )
 from modelwright_autograd.learner.scalar.programs import OPS, random_programs
-from modelwright_autograd.learner.starter import TEMPLATES, write_starter
+from modelwright_autograd.learner.starter import ENTRIES, project_names, write_starter
 
 ENGINES = Path(__file__).parent / "learner_engines"
 SOLVED = ENGINES / "solved_starter.py"  # the starter's engine.py with every TODO filled in
@@ -261,12 +261,19 @@ def _grade_all(paths, oracle):
         return dict(zip(paths, pool.map(one, paths)))
 
 
+def package_of(folder: Path) -> Path:
+    """Where `init` put the engine and the network of the repository in ``folder``."""
+    return folder / "src" / project_names(folder)[1]
+
+
 def solved_starter(folder: Path, nn: str | None = None) -> Path:
-    """The starter as `init` writes it, with the solved engine.py and nn.py (or ``nn``):
-    it passes the gate."""
+    """The starter as `init` writes it, with the solved engine.py and nn.py (or ``nn``) in
+    its package: it passes the gate."""
     write_starter(folder)
-    (folder / "engine.py").write_text(SOLVED.read_text())
-    (folder / "nn.py").write_text(SOLVED_NN.read_text() if nn is None else nn)
+    package = package_of(folder)
+    (package / "engine.py").write_text(SOLVED.read_text())
+    nn = SOLVED_NN.read_text() if nn is None else nn
+    (package / "nn.py").write_text(nn.replace("from engine import", "from .engine import"))
     return folder
 
 
@@ -286,18 +293,18 @@ def broken_reports(oracle, tmp_path_factory):
     write_starter(starter)
     half = tmp_path_factory.mktemp("engine_done")
     write_starter(half)
-    (half / "engine.py").write_text(SOLVED.read_text())
+    (package_of(half) / "engine.py").write_text(SOLVED.read_text())
     first = tmp_path_factory.mktemp("todo_1_done")
     write_starter(first)
-    engine = (first / "engine.py").read_text()
+    engine = (package_of(first) / "engine.py").read_text()
     todo = engine[engine.index("        # TODO 1: the backward pass.") :]
     todo = todo[: todo.index("\n\n") + 1]
     solved = SOLVED.read_text()
     walk = solved[solved.index("        topo, visited, stack") : solved.index("    # Built from")]
-    (first / "engine.py").write_text(engine.replace(todo, walk.rstrip() + "\n"))
+    (package_of(first) / "engine.py").write_text(engine.replace(todo, walk.rstrip() + "\n"))
     folders = {"starter": starter, "todo_1_done": first, "engine_done": half}
     for name in NETWORK_BUGS:
-        folders[name] = network_bug(tmp_path_factory.mktemp(name), name)
+        folders[name] = network_bug(tmp_path_factory.mktemp("bug"), name)  # a short package
     names = [*BROKEN, "recursive_topo", "solved_differently", "solved_own_rules"]
     paths = [ENGINES / f"{name}.py" for name in names] + list(folders.values())
     reports = _grade_all(paths, oracle)
@@ -535,7 +542,9 @@ def test_micrograd_our_value_and_the_solved_starter_pass_the_gate(oracle, tmp_pa
     ours = Path(modelwright_autograd.__file__).parent
     solved = solved_starter(tmp_path / "solved")
     differently = solved_starter(tmp_path / "differently")  # _prev a list, int grads, own -
-    (differently / "engine.py").write_text((ENGINES / "solved_differently.py").read_text())
+    (package_of(differently) / "engine.py").write_text(
+        (ENGINES / "solved_differently.py").read_text()
+    )
     reports = _grade_all([micrograd_dir, ours, solved, differently], oracle)
     for report in reports.values():
         assert report.passed, report.to_text()
@@ -579,18 +588,18 @@ def test_the_finite_difference_oracle_grades_the_same(tmp_path):
 def test_init_writes_the_starter_and_refuses_a_non_empty_folder(tmp_path, capsys):
     target = tmp_path / "mine"
     assert main(["init", str(target)]) == 0
-    assert sorted(p.name for p in target.iterdir()) == sorted(TEMPLATES)
+    assert sorted(p.name for p in target.iterdir()) == sorted(ENTRIES)
     notebook = json.loads((target / "starter.ipynb").read_text())
     assert notebook["nbformat"] == 4
-    engine = (target / "engine.py").read_text()
+    engine = (target / "src" / "mine" / "engine.py").read_text()
     assert engine.count("raise NotImplementedError(") == 8  # backward() and seven rules
-    nn = (target / "nn.py").read_text()  # Neuron, Layer, MLP, parameters() and zero_grad()
+    nn = (target / "src" / "mine" / "nn.py").read_text()  # Neuron, Layer, MLP, ...
     todos = [line.split('"')[1] for line in nn.splitlines() if "raise NotImplementedError(" in line]
     assert [t.split(":")[0] for t in todos] == [f"TODO {n}" for n in (14, 9, 10, 11, 12, 13, 13)]
-    before = {p.name: p.read_text() for p in target.iterdir()}
+    before = {p: p.read_bytes() for p in target.rglob("*") if p.is_file()}
     assert main(["init", str(target)]) == 2
     assert "not empty" in capsys.readouterr().err
-    assert {p.name: p.read_text() for p in target.iterdir()} == before
+    assert {p: p.read_bytes() for p in target.rglob("*") if p.is_file()} == before
     (tmp_path / "file").write_text("x")
     assert main(["init", str(tmp_path / "file")]) == 2
 

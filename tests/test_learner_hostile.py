@@ -23,7 +23,7 @@ from modelwright_autograd.learner.child import REPLY_LIMIT, well_formed
 from modelwright_autograd.learner.locate import MAX_SOURCE_BYTES, locate
 from modelwright_autograd.learner.scalar.grader import grade
 from modelwright_autograd.learner.scalar.oracle import finite_difference_oracle
-from modelwright_autograd.learner.starter import TEMPLATES
+from modelwright_autograd.learner.starter import ENTRIES
 
 ENGINES = Path(__file__).parent / "learner_engines"
 SOLVED = (ENGINES / "solved_starter.py").read_text()
@@ -331,7 +331,7 @@ def test_init_on_a_full_disk_leaves_nothing_behind(tmp_path, capsys, monkeypatch
     assert list(tmp_path.iterdir()) == []
     monkeypatch.undo()
     assert main(["init", str(tmp_path / "mine")]) == 0  # nothing blocks the next one
-    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == sorted(TEMPLATES)
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == sorted(ENTRIES)
 
 
 def test_init_on_a_real_full_filesystem(tmp_path, capsys):

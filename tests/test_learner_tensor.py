@@ -25,7 +25,7 @@ import modelwright_autograd
 from modelwright_autograd.cli import main
 from modelwright_autograd.learner.report import FAIL, PASS, Report, Row
 from modelwright_autograd.learner.scalar.oracle import finite_difference_oracle, torch_oracle
-from modelwright_autograd.learner.starter import TEMPLATES, write_starter
+from modelwright_autograd.learner.starter import ENTRIES, project_names, write_starter
 from modelwright_autograd.learner.tensor.cases import (
     COMPOSITE_OPS,
     composite_programs,
@@ -122,10 +122,11 @@ NOTED = ["grads_float32"]  # right gradients, a note on how they are kept
 def solved_tensor_starter(folder: Path) -> Path:
     """The tensor starter as `init --tensor` writes it, with engine.py and nn.py solved."""
     write_starter(folder, tensor=True)
+    package = folder / "src" / project_names(folder)[1]
     engine, nn = SOLVED.read_text().split("\nclass Module:", 1)
-    (folder / "engine.py").write_text(engine)
-    (folder / "nn.py").write_text(
-        "import numpy as np\nfrom engine import Tensor\n\n\nclass Module:" + nn
+    (package / "engine.py").write_text(engine)
+    (package / "nn.py").write_text(
+        "import numpy as np\n\nfrom .engine import Tensor\n\n\nclass Module:" + nn
     )
     return folder
 
@@ -143,11 +144,12 @@ def oracle():
 def test_init_tensor_writes_the_tensor_starter_and_refuses_a_non_empty_folder(tmp_path, capsys):
     target = tmp_path / "mine"
     assert main(["init", "--tensor", str(target)]) == 0
-    assert sorted(p.name for p in target.iterdir()) == sorted(TEMPLATES)
-    engine = (target / "engine.py").read_text()
+    assert sorted(p.name for p in target.iterdir()) == sorted(ENTRIES)
+    engine = (target / "src" / "mine" / "engine.py").read_text()
     assert "class Tensor" in engine and "import numpy as np" in engine
     assert engine.count("raise NotImplementedError(") == 17  # backward(), unbroadcast, 15 rules
-    assert (target / "nn.py").read_text().count("raise NotImplementedError(") == 4
+    nn = (target / "src" / "mine" / "nn.py").read_text()
+    assert nn.count("raise NotImplementedError(") == 4
     assert json.loads((target / "starter.ipynb").read_text())["nbformat"] == 4
     assert main(["init", "--tensor", str(target)]) == 2
     assert "not empty" in capsys.readouterr().err

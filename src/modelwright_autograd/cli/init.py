@@ -1,4 +1,4 @@
-"""``modelwright-autograd init``: write a starter engine to fill in."""
+"""``modelwright-autograd init``: write a repository with a starter engine to fill in."""
 
 from __future__ import annotations
 
@@ -16,12 +16,17 @@ def add_init(subparsers: Subparsers) -> None:
     """The ``init`` command's options."""
     parser = subparsers.add_parser(
         "init",
-        help="write a starter engine to fill in (engine.py, nn.py, README, notebook)",
+        help="write a repository with a starter engine to fill in (src/, tests/, README...)",
         description=(
-            "Write a starter for building your own engine into DIR: engine.py with a Value "
-            "whose forwards are given and whose backward rules and backward() are TODOs, "
-            "nn.py (Neuron, Layer, MLP), a README of steps and starter.ipynb with the "
-            "gradient check. DIR must be new or empty, or a symbolic link to an empty "
+            "Write a repository for building your own engine into DIR, in the course's "
+            "shape: pyproject.toml (uv sync or pip install -e '.[test]'), src/PACKAGE/ with "
+            "engine.py (a Value whose forwards are given and whose backward rules and "
+            "backward() are TODOs) and nn.py (Neuron, Layer, MLP), tests/ (the gradient "
+            "check against PyTorch, a TODO per operation for your unit tests), train.py "
+            "(make_moons: the loss curve and the decision boundary), a README and a "
+            "REPORT.md to fill in, .gitignore, starter.ipynb, and git init with nothing "
+            "committed; PACKAGE is DIR's name (see docs/build-your-own.md). DIR must be new "
+            "or empty, or a symbolic link to an empty "
             "folder (exit code 2 otherwise); an existing folder is filled in place and "
             "keeps its permissions, owner and group, and missing parent folders are "
             "created, as mkdir -p and git init do. A failed write (exit code 1) removes "
@@ -36,7 +41,8 @@ def add_init(subparsers: Subparsers) -> None:
         action="store_true",
         help=(
             "the next step: a Tensor over NumPy arrays (broadcasting, @, sum/mean, "
-            "log_softmax, cross_entropy) and an nn.py with Linear and MLP, checked on digits"
+            "log_softmax, cross_entropy) and an nn.py with Linear and MLP, checked on digits; "
+            "the same repository around it"
         ),
     )
     parser.add_argument(
@@ -56,7 +62,7 @@ def run_init(args: argparse.Namespace) -> int:
     """Write the starter: 0; 1 when it cannot be written (nothing is left behind); 2 when
     DIR is not a new or empty folder or not a usable name."""
     from ..learner.report import printable
-    from ..learner.starter import StarterError, write_starter
+    from ..learner.starter import StarterError, project_names, write_starter
 
     try:
         if args.tensor and args.backprop:
@@ -71,9 +77,9 @@ def run_init(args: argparse.Namespace) -> int:
         check = "modelwright-autograd check on that folder"
     else:
         check = f"modelwright-autograd check {shown}"
-    return emit(
-        [
-            f"wrote {', '.join(p.name for p in written)} to {shown}",
-            f"next: fill in the TODOs, then run: {check}",
-        ]
-    )
+    lines = [f"wrote {', '.join(p.name for p in written)} to {shown}"]
+    if not args.backprop and not any(p.name == ".git" for p in written):
+        lines.append("git init did not run (is git installed?): run it in that folder yourself")
+    where = "" if args.backprop else f" of src/{project_names(args.dir)[1]}/engine.py"
+    lines.append(f"next: fill in the TODOs{where}, then run: {check}")
+    return emit(lines)

@@ -2,8 +2,10 @@
 
 ``check PATH`` accepts a ``.py`` file or a folder. In a folder, ``Value`` is taken from
 ``engine.py`` when it defines one, else from the first module that does; when none does,
-the shallowest folder below (a repository's ``src/mygrad``) that has one is used. ``MLP``
-comes from the same module or from ``nn.py`` beside it. A module inside a package (folders
+the shallowest folder below (a repository's ``src/mygrad`` or top-level ``mygrad``) that
+has one is used, and two such folders on that level are refused, naming both. ``MLP``
+comes from the same module, else from ``nn.py`` beside it, else from the first module
+beside it that defines one. A module inside a package (folders
 with ``__init__.py``) is imported by its dotted name, as ``micrograd.engine``, so relative
 imports work; any other by its own name from its folder (``engine``, ``nn``). Only those
 modules are imported, so a training script beside them is never run.
@@ -139,10 +141,9 @@ def _locate(path: Path, shown: str) -> Target:
     functions_file = None
     if _defines(value_file, "Value") or not _defines(value_file, "Tensor"):
         class_name = "Value"
-        nn = value_file.with_name("nn.py")
-        mlp_file = (
-            value_file if _defines(value_file, "MLP") else nn if _defines(nn, "MLP") else None
-        )
+        beside = modules if path.is_dir() else []  # a file's neighbours are not its library
+        ordered = [value_file, value_file.with_name("nn.py"), *beside]
+        mlp_file = next((p for p in ordered if _defines(p, "MLP")), None)
     else:  # a tensor engine: its nets and losses in itself, nn.py, or a module that imports it
         class_name = "Tensor"
         beside = [p for p in modules if _imports(p, value_file.stem)]
@@ -177,17 +178,32 @@ _NOT_CODE = {"tests", "test", "venv", "env", "node_modules", "site-packages", "b
 
 
 def _folder_defining_value(root: Path, depth: int = 3) -> Path | None:
-    """``root`` when one of its modules defines Value, else the shallowest folder below it
-    (at most ``depth`` levels, in name order) that has one: a repository's ``src/pkg``."""
+    """``root`` when one of its modules defines Value (or Tensor), else the shallowest
+    folder below it (at most ``depth`` levels) that has one: a repository's ``src/pkg`` or
+    top-level ``pkg``. On that level a folder defining Value is taken over one defining
+    only Tensor; two folders defining Value (or, with none, two defining Tensor) are a
+    LocateError naming both, so the learner names the one to check."""
     level = [root]
     for _ in range(depth + 1):
+        found: dict[str, list[Path]] = {"Value": [], "Tensor": []}
         for folder in level:
             try:
                 modules = [p for p in folder.glob("*.py") if not p.name.startswith("test")]
             except OSError:
                 continue
-            if any(_first_defining(modules, c, "engine.py") for c in ("Value", "Tensor")):
-                return folder
+            for name, folders in found.items():
+                if _first_defining(modules, name, "engine.py"):
+                    folders.append(folder)
+                    break
+        for name, folders in found.items():
+            if len(folders) > 1:
+                shown = " and ".join(str(f.relative_to(root)) for f in folders[:2])
+                raise LocateError(
+                    f"{root} holds two engines: {shown} both define a class {name}; check "
+                    f"one of them by its folder (modelwright-autograd check {folders[0]})"
+                )
+            if folders:
+                return folders[0]
         level = [
             sub
             for folder in level
@@ -210,7 +226,7 @@ def _importable(file: Path) -> tuple[str, str]:
     """(the folder to put on sys.path, the dotted module name) for ``file``: inside a
     package (folders with ``__init__.py``) it is imported as ``pkg.module``, so relative
     imports work; otherwise by its own name from its folder."""
-    parts = [file.stem]
+    parts = [] if file.name == "__init__.py" else [file.stem]
     folder = file.parent
     while (folder / "__init__.py").exists():
         parts.insert(0, folder.name)

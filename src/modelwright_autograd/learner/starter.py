@@ -1,5 +1,13 @@
-"""``modelwright-autograd init [--tensor] DIR``: copy the starter engine (the scalar Value,
-or with ``--tensor`` the NumPy Tensor from templates_tensor/) into a new or empty folder.
+"""``modelwright-autograd init [--tensor] DIR``: write a repository in the course's shape
+for the learner's engine (the scalar Value, or with ``--tensor`` the NumPy Tensor from
+templates_tensor/) into a new or empty folder.
+
+The repository: ``pyproject.toml`` (numpy, matplotlib, scikit-learn; pytest and torch in
+the ``test`` extra, which ``uv sync`` installs through the ``dev`` group), the engine and
+the network with their TODOs in ``src/<package>/``, ``tests/`` (the gradient check against
+PyTorch, and a TODO per operation for the unit tests), ``train.py``, a README and a
+REPORT.md skeleton, ``.gitignore``, the notebook, and ``git init`` with nothing committed.
+``--backprop`` writes the backprop-by-hand exercise's files side by side instead.
 
 The folder is made (``mkdir``, as the user's umask and a setgid parent decide) when it is
 missing; an existing empty folder (``.``, ``"$PWD"``, a symbolic link to one, a mount
@@ -12,18 +20,66 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import keyword
 import os
+import re
 import secrets
 import shutil
 import stat
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
 from ..files import atomic_write, file_kind
 
-TEMPLATES = ("engine.py", "nn.py", "README.md", "starter.ipynb")  # both starters' names
-#: The backprop-by-hand starter (``init --backprop``, templates_backprop/).
+# Each file of the repository (its path, {package} the package's folder) and its template
+# (in templates/ or templates_tensor/; SHARED ones always in templates/).
+FILES = {
+    "pyproject.toml": "pyproject.toml.in",
+    ".gitignore": "gitignore",
+    "README.md": "README.md",
+    "REPORT.md": "REPORT.md",
+    "src/{package}/__init__.py": "package_init.py",
+    "src/{package}/engine.py": "engine.py",
+    "src/{package}/nn.py": "nn.py",
+    "tests/test_gradcheck.py": "test_gradcheck.py",
+    "tests/test_ops.py": "test_ops.py",
+    "train.py": "train.py",
+    "starter.ipynb": "starter.ipynb",
+}
+SHARED = ("pyproject.toml", ".gitignore")
+# What init leaves at the top of DIR (with .git when git is installed).
+ENTRIES = (".git", ".gitignore", "README.md", "REPORT.md", "pyproject.toml", "src")
+ENTRIES += ("starter.ipynb", "tests", "train.py")
+DESCRIPTIONS = {
+    False: "A scalar autograd engine built from scratch: Value, backward(), and Neuron, "
+    "Layer and MLP on it.",
+    True: "An autograd engine over NumPy arrays built from scratch: Tensor, backward(), and "
+    "Linear and MLP on it.",
+}
+# Packages a learner's package must not shadow: the grader's own and what its tests import.
+TAKEN = {"modelwright_autograd", "numpy", "torch", "sklearn", "matplotlib", "scipy", "pytest"}
+TAKEN |= {"tests", "test", "src"}
+GIT_TIMEOUT = 30.0  # seconds git init may take
+#: The backprop-by-hand starter (``init --backprop``, templates_backprop/): a flat folder.
 BACKPROP_TEMPLATES = ("backprop.py", "train.py", "README.md")
+
+
+def project_names(directory: str | Path) -> tuple[str, str]:
+    """(the project's name, its package's) for a repository in ``directory``, from the
+    folder's name as ``uv init`` makes them (``My Engine`` gives ``my-engine`` and
+    ``my_engine``). A package that would shadow a module of the standard library or one the
+    grader and the tests import gets ``_engine`` added (``modelwright-autograd``, the
+    course's name, gives ``modelwright_autograd_engine``); a name that makes no identifier
+    gives ``my-engine``."""
+    name = re.sub(r"[^a-z0-9]+", "-", Path(directory).resolve().name.lower()).strip("-")
+    package = name.replace("-", "_")
+    if not package.isidentifier() or keyword.iskeyword(package):
+        return "my-engine", "my_engine"
+    if package in TAKEN or package in sys.stdlib_module_names:
+        return f"{name}-engine", f"{package}_engine"
+    return name, package
 
 
 class StarterError(Exception):
@@ -57,30 +113,55 @@ def _existing_folder(directory: Path) -> bool:
     return True
 
 
-def _templates(tensor: bool, backprop: bool) -> tuple[str, tuple[str, ...]]:
-    """The starter's folder of templates and its files."""
+def _write_templates(folder: Path, directory: Path, tensor: bool, backprop: bool) -> None:
+    """Every file of FILES into ``folder``, its names and package filled in for
+    ``directory`` (with ``backprop``, the files of BACKPROP_TEMPLATES side by side)."""
+    here = resources.files(__package__)
     if backprop:
-        return "templates_backprop", BACKPROP_TEMPLATES
-    return ("templates_tensor" if tensor else "templates"), TEMPLATES
+        for template in BACKPROP_TEMPLATES:
+            text = (here / "templates_backprop" / template).read_text(encoding="utf-8")
+            atomic_write(folder / template, lambda f, text=text: f.write(text))
+        return
+    name, package = project_names(directory)
+    for path, template in FILES.items():
+        source = here / ("templates_tensor" if tensor and path not in SHARED else "templates")
+        text = (source / template).read_text(encoding="utf-8")
+        text = re.sub(r"\bmygrad\b", package, text).replace("{{package}}", package)
+        text = text.replace("{{name}}", name).replace("{{description}}", DESCRIPTIONS[tensor])
+        target = folder / path.format(package=package)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(target, lambda f, text=text: f.write(text))
 
 
-def _write_templates(folder: Path, tensor: bool, backprop: bool = False) -> None:
-    kind, names = _templates(tensor, backprop)
-    templates = resources.files(__package__) / kind
-    for name in names:
-        text = (templates / name).read_text(encoding="utf-8")
-        atomic_write(folder / name, lambda f, text=text: f.write(text))
+def _git_init(folder: Path) -> bool:
+    """``git init`` in ``folder`` (branch main, nothing committed): False when git is not
+    installed or fails, and the repository is written without it."""
+    git = shutil.which("git")
+    if git is None:
+        return False
+    try:
+        done = subprocess.run(
+            [git, "-c", "init.defaultBranch=main", "init", "-q"],
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
 
 
 def write_starter(
     directory: str | Path, tensor: bool = False, backprop: bool = False
 ) -> list[Path]:
-    """Write the starter's files (the tensor starter's with ``tensor``, the backprop-by-hand
-    exercise's with ``backprop``) into ``directory``
+    """Write the repository (the tensor starter's with ``tensor``; with ``backprop`` the
+    backprop-by-hand exercise's files, side by side) into ``directory``
     (created if missing, filled in place if it is an empty folder or a link to one) and
-    return their paths. Refuses a folder that holds anything, or a path that is not a
-    folder, writing nothing. On any failure (a full disk, Ctrl-C) what was written is
-    removed and the folder is as it was, or absent."""
+    return the paths at its top (``.git`` among them when ``git init`` worked). Refuses a
+    folder that holds anything, or a path that is not a folder, writing nothing. On any
+    failure (a full disk, Ctrl-C) what was written is removed and the folder is as it was,
+    or absent."""
     directory = Path(directory)
     try:
         created = not _existing_folder(directory)
@@ -93,14 +174,19 @@ def write_starter(
             directory.parent.mkdir(parents=True, exist_ok=True)
             directory.mkdir()
         staging.mkdir()
-        _write_templates(staging, tensor, backprop)
-        for name in _templates(tensor, backprop)[1]:
+        _write_templates(staging, directory, tensor, backprop)
+        if not backprop:
+            _git_init(staging)
+        for name in sorted(os.listdir(staging)):
             os.rename(staging / name, directory / name)
             moved.append(directory / name)
         staging.rmdir()
     except BaseException as error:
         for path in moved:
-            path.unlink(missing_ok=True)
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
         shutil.rmtree(staging, ignore_errors=True)
         if created:
             with contextlib.suppress(OSError):
@@ -109,4 +195,4 @@ def write_starter(
             raise
         code = 2 if error.errno == errno.ENAMETOOLONG else 1
         raise StarterError(f"cannot write {directory}: {error.strerror or error}", code) from None
-    return [directory / name for name in _templates(tensor, backprop)[1]]
+    return moved

@@ -7,7 +7,7 @@ naming it. Check your work at any time with:  modelwright-autograd check .
 
 import random  # noqa: F401 (TODO 9 uses it)
 
-from engine import Value  # noqa: F401 (TODO 9 uses it)
+from .engine import Value  # noqa: F401 (TODO 9 uses it)
 
 
 class Module:

@@ -7,7 +7,8 @@ its gradient back).
 """
 
 import numpy as np
-from engine import Tensor
+
+from .engine import Tensor
 
 
 class Module:
