@@ -85,6 +85,7 @@ def test_the_bash_blocks_that_run_are_the_cheap_ones():
         ("REPORT.md", "train"),
         ("docs/build-your-own.md", "init"),
         ("docs/build-your-own.md", "init"),
+        ("docs/build-your-own.md", "init"),
         ("docs/explain.md", "explain"),
         ("docs/neural-nets.md", "train"),
     ]

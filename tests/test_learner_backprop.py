@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -28,10 +30,11 @@ from modelwright_autograd.learner.backprop.grader import (
 )
 from modelwright_autograd.learner.backprop.reference import GRADIENTS
 from modelwright_autograd.learner.report import FAIL, PASS
-from modelwright_autograd.learner.starter import BACKPROP_TEMPLATES, write_starter
+from modelwright_autograd.learner.starter import BACKPROP_TEMPLATES
 
 SOLVED = Path(__file__).parent / "learner_engines" / "backprop" / "solved" / "backprop.py"
 PROBE = Path(backprop_grader.__file__).with_name("probe.py")
+TEMPLATES = PROBE.parent.parent / "templates_backprop"
 
 # variant -> (the function replacing the solved one, the row that must fail, its words)
 VARIANTS = {
@@ -262,12 +265,7 @@ def test_init_refuses_both_starters(tmp_path, capsys):
 def test_the_starter_is_the_solved_copy_with_todos():
     """The forward and the given functions of the starter and of the solved copy are the
     same code: the check grades the solved copy's forward, which must be the learner's."""
-    starter = ast.parse(
-        write_starter.__globals__["resources"]
-        .files("modelwright_autograd.learner")
-        .joinpath("templates_backprop", "backprop.py")
-        .read_text()
-    )
+    starter = ast.parse((TEMPLATES / "backprop.py").read_text())
     solved = ast.parse(SOLVED.read_text())
 
     def given(tree):
@@ -321,4 +319,20 @@ def test_hanging_and_crashing_code_fail_their_row_only(sandboxed):
     assert _row(hangs, "dhprebn_fused").status == PASS  # restarted, d.hpreact given back
     assert "exited with code 3" in _row(crashes, "dbnraw").diagnosis
     assert _row(crashes, "dbnvar_inv").status == FAIL  # needs dbnraw
-    assert _row(crashes, "dC").status == PASS
+    assert _row(crashes, "dhprebn_fused").status == PASS  # after a restart
+
+
+@pytest.mark.slow
+def test_the_starter_s_train_py_trains_with_the_solved_backward(tmp_path):
+    (tmp_path / "backprop.py").write_text(SOLVED.read_text())
+    (tmp_path / "train.py").write_text((TEMPLATES / "train.py").read_text())
+    for flags in ([], ["--fused"]):
+        done = subprocess.run(
+            [sys.executable, "train.py", *flags],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        losses = [float(line.split()[-1]) for line in done.stdout.splitlines()]
+        assert done.returncode == 0 and losses[0] > 3.0 and losses[-1] < 2.6, done.stderr

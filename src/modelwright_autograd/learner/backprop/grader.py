@@ -34,6 +34,7 @@ from .reference import (
     GRADIENTS,
     Reference,
     batches,
+    consumers,
     init_params,
     torch_training,
 )
@@ -245,7 +246,11 @@ class BackpropGrader:
             missing = re.search(r"attribute '(\w+)'", error["message"])
             if missing and f"d{missing.group(1)}" in self.status:
                 return f"needs d.{missing.group(1)}: d{missing.group(1)} above gave none"
-        return _failure_text(reply, f"{function}(f, d)") + diagnose.error_hint(name)
+        text = _failure_text(reply, f"{function}(f, d)")
+        wrong = [f"d{s.out}" for s in consumers(name) if self.status.get(f"d{s.out}") == FAIL]
+        if wrong and "error" in reply:
+            return f"{text} (probably because {' and '.join(wrong)} above is wrong)"
+        return text + diagnose.error_hint(name)
 
     def judge(self, function: str, name: str, got: np.ndarray) -> None:
         want = self.ref.grads[name]
@@ -256,8 +261,7 @@ class BackpropGrader:
             parts = self.ref.parts(name, self.grads)
         except (KeyError, ValueError) as error:  # an upstream gradient missing or misshapen
             upstream = str(error.args[0]).strip("'")
-            text = diagnose.wrong_text(name, got, want, {}, BATCH, self.Xb)
-            self.add(function, FAIL, f"{text} (d{upstream} above is wrong too: fix it first)")
+            self.add(function, FAIL, f"not judged: d{upstream} above is wrong: fix that first")
             return
         local = sum(parts.values())
         if diagnose.agree(got, local):

@@ -1,5 +1,6 @@
 """Train makemore's MLP on the names with your own backward pass: python train.py
-(--fused for the fused forms). The loss should fall from about 3.3 to about 2.4."""
+(--fused for the fused forms). The loss (of one batch, so it jumps about) falls from about
+3.4 to about 2.3 in 2,000 steps."""
 
 import sys
 
