@@ -149,6 +149,18 @@ def test_the_broken_runs_are_the_broken_walks(expression, mode, walk):
     assert trace.grads == {name: v.grad for name, v in variables.items()} == trace.broken.right
 
 
+def test_a_leaf_output_and_a_long_list_of_causes():
+    run = _explain("a", ["a=2"], "order").broken
+    assert run.trace.steps == () and run.trace.grads == run.right == {"a": 1.0}
+    assert run.why == ("The output is a leaf: no rule runs, so there is nothing to break.",)
+    # a+a+...+a (12 terms, 11 sums): with = each sum after the first writes over the share
+    # the one before it wrote into a; the last writes over its own left operand's
+    run = _explain("+".join(["a"] * 12), ["a=2"], "assign").broken
+    assert run.right == {"a": 12.0} and run.trace.grads == {"a": 1.0}
+    assert list(run.marks) == list(range(2, 12)) and len(run.why) == 1 + 8 + 1
+    assert run.why[-1] == "... and 2 more steps where it goes wrong"
+
+
 def test_an_unknown_break_is_refused():
     a = Value(2.0, label="a")
     with pytest.raises(ValueError, match="broken must be one of order, assign or None"):

@@ -22,7 +22,8 @@ from modelwright_autograd import MLP, Value
 from modelwright_autograd.cli import main
 from modelwright_autograd.explain import explain, parse_assignments, parse_expression, write_page
 from modelwright_autograd.explain.picture import edge_label, node_lines
-from modelwright_autograd.explain.trace import _fmt
+from modelwright_autograd.explain.replay import iso
+from modelwright_autograd.explain.trace import _fmt, joined
 
 HOW_TO_INSTALL = (
     "install a browser and its driver: `apt-get install chromium` (Debian/Ubuntu) and "
@@ -591,7 +592,7 @@ def test_the_broken_run_is_a_second_track_with_its_wrong_step_marked(
         marked.append(page.evaluate(MARKED))
         if _current(page) == run.trace.steps[wrong_step - 1].id:
             assert page.text_content("#mw-status").endswith(
-                f"Goes wrong here: {run.marks[wrong_step]}"
+                f"Goes wrong here: {joined(run.said[wrong_step], iso)}"
             )
             item = page.query_selector(".mw-steps li[aria-current='step']")
             assert item.get_attribute("class") == "wrong"

@@ -112,6 +112,20 @@ def test_every_label_is_escaped():
     assert not re.search(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write", html)
     data = _data(html)  # the JSON still carries the names, unharmed
     assert any(hostile[:19] + "…" + hostile[-19:] in s["sentence"] for s in data["steps"])
+    # and in a broken run's view, where x, reused, has a share overwritten: every name in
+    # its sentences (the panel, the list, the why) is escaped in the markup, JSON in its data
+    html = page_html(explain(x * y + x, broken="assign"))
+    assert "<script>alert" not in html and "<img" not in html and "<svg onload" not in html
+    parser = _Tags()
+    parser.feed(html)
+    assert [t for t, _ in parser.tags].count("script") == 3  # two views' data, the page's own
+    assert not any(k.startswith("on") for _, attrs in parser.tags for k in attrs)
+    broken = _view_data(html, "broken")
+    assert any(
+        "Goes wrong here" in line and hostile[:19] in line
+        for s in broken["steps"]
+        for line in s["lines"]
+    )
 
 
 def test_nfkc_names_reach_the_page_as_the_parser_reads_them(tmp_path):
@@ -315,6 +329,10 @@ def test_the_broken_view_replays_the_broken_run_and_marks_where_it_goes_wrong():
     assert [s.get("wrong") for s in data["steps"]] == [None, True]
     box = data["steps"][1]["box"]
     assert (box, "@mark") not in _replay(data, 1) and end[(box, "@mark")] == "wrong"
-    assert data["steps"][1]["lines"][-1] == f"Goes wrong here: {trace.broken.marks[2]}"
+    # the names in what it says are isolated, as in every sentence of the page
+    said = "v1 writes -3 into a's grad (=), overwriting the 1 that v2 pushed at step 1"
+    assert trace.broken.marks[2].startswith(said)
+    isolated = "\u2068v1\u2069 writes -3 into \u2068a\u2069's grad (=), overwriting the 1 that "
+    assert data["steps"][1]["lines"][-1].startswith(f"Goes wrong here: {isolated}\u2068v2\u2069")
     assert "<li class=wrong>Step 2:" in html
     assert "<bdi class='var'>a</bdi> = -2 right, -3 broken (wrong)</li>" in html

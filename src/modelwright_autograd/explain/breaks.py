@@ -13,10 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..scalar.engine import Value
-from .trace import BREAKS, BrokenRun, Step, Trace, _fmt, pushes, step_of
-
-#: A broken run's "why" lists what went wrong at this many steps at most.
-MAX_WHY = 8
+from .trace import BREAKS, BrokenRun, Name, Step, Trace, _fmt, pushes, sentence, step_of
 
 
 def broken_run(
@@ -37,49 +34,48 @@ def broken_run(
             users.setdefault(ids[p], []).append(k)
     ran_at = {run[0]: n for n, run in enumerate(runs, 1)}
     steps: list[Step] = []
-    marks: dict[int, str] = {}
+    said: dict[int, tuple[str, ...]] = {}
     for n, (k, held, pushed, replaced) in enumerate(runs, 1):
         step = step_of(n, order[k], held, pushed, ids, nodes)
         steps.append(step)
-        said = []
+        me = Name(step.node)
+        words: list[str] = []
         if not _same(held, right[k]) and mode == "order":
-            later = [f"{nodes[u].name} (step {ran_at[u]})" for u in users[k]]
-            said.append(
-                f"{step.node}'s rule ran with grad {_fmt(held)}, before "
-                f"{'its user' if len(later) == 1 else 'its users'} {', '.join(later)} "
-                f"pushed into it; run after them, as backward() runs it, it holds "
+            words += [me, f"'s rule ran with grad {_fmt(held)}, before its user"]
+            words.append("s " if len(users[k]) > 1 else " ")
+            for j, u in enumerate(users[k]):
+                words += [", " if j else "", Name(nodes[u].name), f" (step {ran_at[u]})"]
+            words.append(
+                f" pushed into it; run after them, as backward() runs it, it holds "
                 f"{_fmt(right[k])}."
             )
         elif not _same(held, right[k]):
-            said.append(
-                f"{step.node}'s rule runs with grad {_fmt(held)}, not {_fmt(right[k])} (what "
-                "+= gives it): the share lost earlier never reaches its inputs."
-            )
+            words += [
+                me,
+                f"'s rule runs with grad {_fmt(held)}, not {_fmt(right[k])} (what += gives "
+                "it): the share lost earlier never reaches its inputs.",
+            ]
         for pos, (i, (old, writer)) in enumerate(zip(step.inputs, replaced)):
             if mode != "assign" or old == 0.0 or i.pushed is None:
                 continue
             if writer == n:  # the same node's other operand: a * a
                 role = [j.role for j in step.inputs[:pos] if j.id == i.id][-1]
-                source = f"that it pushed through its {role} operand"
+                source = [f" that it pushed through its {role} operand"]
             else:
-                source = f"that {steps[writer - 1].node} pushed at step {writer}"
-            said.append(
-                f"{step.node} writes {_fmt(i.pushed)} into {i.node}'s grad (=), overwriting "
-                f"the {_fmt(old)} {source}: that path's share is lost (+= keeps both: "
-                f"{_fmt(old)} + {_fmt(i.pushed)} = {_fmt(old + i.pushed)})."
-            )
-        if said:
-            marks[n] = " ".join(said)
+                source = [" that ", Name(steps[writer - 1].node), f" pushed at step {writer}"]
+            both = f"{_fmt(old)} + {_fmt(i.pushed)} = {_fmt(old + i.pushed)}"
+            words += [" " if words else "", me, f" writes {_fmt(i.pushed)} into ", Name(i.node)]
+            words += [f"'s grad (=), overwriting the {_fmt(old)}", *source]
+            words.append(f": that path's share is lost (+= keeps both: {both}).")
+        if words:
+            said[n] = sentence(*words)
     at = {name: ids.get(v) for name, v in variables.items()}
     grads = {name: 0.0 if k is None else grad[k] for name, k in at.items()}
     rights = {name: 0.0 if k is None else right[k] for name, k in at.items()}
     wrong = tuple(name for name in grads if not _same(grads[name], rights[name]))
     broken = Trace(trace.output, trace.value, nodes, tuple(steps), grads, {})
-    why = [_summary(mode, broken, runs, marks, wrong)]
-    why += [f"Step {n}: {text}" for n, text in list(marks.items())[:MAX_WHY]]
-    if len(marks) > MAX_WHY:
-        why.append(f"... and {len(marks) - MAX_WHY} more steps (each is marked in the JSON)")
-    return BrokenRun(mode, broken, rights, wrong, marks, tuple(why))
+    summary = _summary(mode, broken, runs, bool(said), wrong)
+    return BrokenRun(mode, broken, rights, wrong, said, summary)
 
 
 def _walk(
@@ -113,28 +109,34 @@ def _walk(
 
 
 def _summary(
-    mode: str, broken: Trace, runs: list, marks: dict[int, str], wrong: tuple[str, ...]
-) -> str:
-    """The first line of a broken run's "why": what the break did to this graph."""
-    names = ", ".join(f"d/d{name}" for name in wrong)
+    mode: str, broken: Trace, runs: list, went_wrong: bool, wrong: tuple[str, ...]
+) -> tuple[str, ...]:
+    """The first line of a broken run's "why" (a ``sentence``): what the break did to
+    this graph."""
+    names = [part for name in wrong for part in (", d/d", Name(name))][1:]
+    verb = " comes" if len(wrong) == 1 else " come"
     changed = (
-        f"so {names} {'comes' if len(wrong) == 1 else 'come'} out wrong"
+        ["so d/d", *names, f"{verb} out wrong"]
         if wrong
-        else "yet no variable's gradient changes (what went wrong reaches only constants)"
+        else ["yet no variable's gradient changes (what went wrong reaches only constants)"]
     )
+    if not runs:
+        return sentence("The output is a leaf: no rule runs, so there is nothing to break.")
     if mode == "order":
-        if marks:
-            return (
+        if went_wrong:
+            return sentence(
                 "The rules ran inputs first, so each ran before the nodes using it had pushed "
                 "into its grad; only the output's rule, seeded with 1 before any rule runs, "
-                f"held its whole gradient, {changed}:"
+                "held its whole gradient, ",
+                *changed,
+                ":",
             )
-        if len(runs) <= 1:
-            return (
+        if len(runs) == 1:
+            return sentence(
                 "Only the output has a rule here, so the order cannot matter: an op feeding "
                 "another, as in (a*b) + c, shows the break."
             )
-        return "Every rule that ran early holds 0 in the right pass too: nothing changes."
+        return sentence("Every rule that ran early holds 0 in the right pass too: nothing changes.")
     received: dict[int, int] = {}
     for step in broken.steps:
         for i in step.inputs:
@@ -142,20 +144,25 @@ def _summary(
                 received[i.id] = received.get(i.id, 0) + 1
     reused = [broken.nodes[k].name for k, count in received.items() if count > 1]
     if not reused:
-        return (
+        return sentence(
             "No value is reused: each receives gradient along one path only, so = and += "
             "give the same gradients (a value used twice, as a in a*b + a, shows the break)."
         )
-    if not marks:
-        return (
-            f"{', '.join(reused)} {'is' if len(reused) == 1 else 'are'} used more than once, "
-            "but every share overwritten was 0, so = and += agree here."
-        )
+    listed = [part for name in reused for part in (", ", Name(name))][1:]
     one = len(reused) == 1
-    return (
-        f"{', '.join(reused)} {'is' if one else 'are'} used more than once and "
+    if not went_wrong:
+        return sentence(
+            *listed,
+            f" {'is' if one else 'are'} used more than once, but every share overwritten was 0, "
+            "so = and += agree here.",
+        )
+    return sentence(
+        *listed,
+        f" {'is' if one else 'are'} used more than once and "
         f"{'receives' if one else 'receive'} a share from each use; with = each write "
-        f"replaces the last, {changed}:"
+        "replaces the last, ",
+        *changed,
+        ":",
     )
 
 

@@ -44,7 +44,18 @@ from .network import find_network
 from .neuron_view import loss_name, neuron_view
 from .picture import _cut, edge_label, edge_paths, layout, node_lines, sum_text
 from .replay import PREFIX, Changes, iso, sentence
-from .trace import BREAKS, LEGEND, BrokenRun, Step, Trace, _fmt, _json_number, _short, local_text
+from .trace import (
+    BREAKS,
+    LEGEND,
+    BrokenRun,
+    Step,
+    Trace,
+    _fmt,
+    _json_number,
+    _short,
+    joined,
+    local_text,
+)
 
 #: ``view="auto"`` draws neurons when the graph has more nodes than this (and has neurons).
 NEURON_VIEW_ABOVE = 200
@@ -114,7 +125,7 @@ def _graph_view(trace: Trace, run: BrokenRun | None = None) -> tuple[dict, str]:
             totals[root.id], terms[root.id] = root.grad, [_fmt(root.grad)]
             show(root.id)
         ch.set(f"{PREFIX}-n{s.id}", "@state", "current")
-        mark = run.marks.get(s.step) if run else None
+        mark = joined(run.said[s.step], iso) if run and s.step in run.said else None
         if mark:  # the box stays marked from here on
             ch.set(f"{PREFIX}-n{s.id}", "@mark", "wrong")
         rows = []
@@ -243,7 +254,7 @@ def _broken_about(run: BrokenRun) -> str:
         f"{' (wrong)' if name in run.wrong else ''}</li>"
         for name, right in run.right.items()
     )
-    why = "".join(f"<li>{escape(line)}</li>" for line in run.why)
+    why = "".join(f"<li>{escape(line)}</li>" for line in run.why_with(iso))
     return (
         f"<h2>Gradients, right and broken</h2><ul class='mono' id='{PREFIX}-broken-grads'>"
         f"{grads}</ul><h2>Why</h2><ul id='{PREFIX}-why'>{why}</ul>"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ..graph import topological_order
@@ -212,6 +212,31 @@ BREAKS = {
 }
 
 
+#: A broken run's "why" lists what went wrong at this many steps at most.
+MAX_WHY = 8
+
+
+class Name(str):
+    """A node's or a variable's name inside a ``sentence``."""
+
+
+def sentence(*pieces: str) -> tuple[str, ...]:
+    """Words to show, the ``Name`` pieces kept apart: text at even places, names at odd
+    ones (``joined`` makes it a line; the page isolates each name)."""
+    out = [""]
+    for piece in pieces:
+        if isinstance(piece, Name):
+            out += [str(piece), ""]
+        else:
+            out[-1] += piece
+    return tuple(out)
+
+
+def joined(words: tuple[str, ...], name: Callable[[str], str] = str) -> str:
+    """A ``sentence`` as one line, each name written by ``name``."""
+    return "".join(name(w) if k % 2 else w for k, w in enumerate(words))
+
+
 @dataclass(frozen=True, repr=False)
 class BrokenRun:
     """The backward pass of a trace run again with one mistake (``BREAKS``), really run
@@ -220,15 +245,16 @@ class BrokenRun:
     ``trace`` is the broken run: its steps in the order its rules ran, each step's
     ``grad`` what its node held when its rule ran, ``grads`` what it gives each variable.
     ``right`` is what the right pass gives them (from zero, as the broken run starts),
-    ``wrong`` the variables whose broken gradient differs, ``marks`` what went wrong at
-    each step that did (by step number), and ``why`` says it in sentences."""
+    ``wrong`` the variables whose broken gradient differs, ``said`` what went wrong at
+    each step that did (by step number) and ``summary`` what the break did, each a
+    ``sentence``; ``marks`` and ``why`` are them as text."""
 
     mode: str
     trace: Trace
     right: dict[str, float]
     wrong: tuple[str, ...]
-    marks: dict[int, str]
-    why: tuple[str, ...]
+    said: dict[int, tuple[str, ...]]
+    summary: tuple[str, ...]
 
     def __repr__(self) -> str:
         return f"<BrokenRun {self.mode!r} of {self.trace.output!r}: wrong {list(self.wrong)}>"
@@ -239,7 +265,26 @@ class BrokenRun:
     @property
     def wrong_step(self) -> int | None:
         """The step where the run first goes wrong (None when none does)."""
-        return min(self.marks, default=None)
+        return min(self.said, default=None)
+
+    @property
+    def marks(self) -> dict[int, str]:
+        """What went wrong at each step that did, by step number."""
+        return {n: joined(words) for n, words in self.said.items()}
+
+    @property
+    def why(self) -> tuple[str, ...]:
+        """What the break did, then what went wrong at each step (the first MAX_WHY)."""
+        return self.why_with(str)
+
+    def why_with(self, name: Callable[[str], str]) -> tuple[str, ...]:
+        """``why``, each name written by ``name`` (the page isolates them)."""
+        steps = list(self.said.items())
+        lines = [joined(self.summary, name)]
+        lines += [f"Step {n}: {joined(words, name)}" for n, words in steps[:MAX_WHY]]
+        if len(steps) > MAX_WHY:
+            lines.append(f"... and {len(steps) - MAX_WHY} more steps where it goes wrong")
+        return tuple(lines)
 
     def to_dict(self) -> dict:
         """``{"break", "what", "grads", "right", "wrong", "wrong_step", "why", "steps"}``;
