@@ -200,6 +200,27 @@ def test_export_refuses_a_format_the_model_has_not_and_a_file_name_for_a_folder(
     assert cli.main(["export", str(run), str(tmp_path / "b.pt"), "--format", "state_dict"]) == 0
 
 
+def test_export_refuses_a_symbolic_link_where_a_file_goes_naming_it(tmp_path):
+    """DIR/model.pt, DIR/ckpt.pt or DIR/meta.pkl a symbolic link: one line naming that
+    file, exit code 2 as for OUT itself a link (real processes), and nothing written."""
+    names = _train(tmp_path, "--dataset", "names", "--model", "bigram", "--steps", "2")
+    gpt = tmp_path / "gpt"
+    argv = ["train", "--dataset", "names", "--model", "gpt", *TINY_GPT, "--steps", "2"]
+    assert cli.main([*argv, "--out", str(gpt), "--quiet"]) == 0
+    target = tmp_path / "elsewhere"
+    for run, link in ((names, "model.pt"), (gpt, "ckpt.pt"), (gpt, "meta.pkl")):
+        out = tmp_path / f"out-{link.replace('.', '-')}"
+        out.mkdir()
+        (out / link).symlink_to(target)
+        done = subprocess.run(
+            [sys.executable, "-m", "modelwright_autograd", "export", str(run), str(out)],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert f"OUT: {out / link}: it is a symbolic link" in done.stderr
+        assert sorted(p.name for p in out.iterdir()) == [link] and not target.exists()
+
+
 # ---------------------------------------------------------------------- import
 def _text_file(tmp_path: Path) -> tuple[Path, dict]:
     rng = np.random.default_rng(0)

@@ -93,6 +93,8 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         problem = TORCH_MISSING
     except lm_run.NotALanguageModel as e:
         problem = str(e)
+    except NotARegularFile as e:  # a file the format writes in OUT: named, as OUT's own are
+        parser.error(f"argument OUT: {shown_path(e.filename)}: {e.strerror}")
     except OSError as e:  # atomic_write's own message already names the file
         problem = f"cannot write {shown}: {e.strerror}" if e.strerror else str(e)
     else:

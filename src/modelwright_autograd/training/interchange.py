@@ -33,7 +33,7 @@ from ..checkpoint import (
     save_checkpoint,
     shown,
 )
-from ..files import UnreadableFile, atomic_write, read_bounded
+from ..files import UnreadableFile, atomic_write, read_bounded, refuse_non_regular
 from ..lm import corpus as C
 from ..lm import models as M
 from ..optim import AdamW
@@ -99,6 +99,8 @@ def export_folder(checkpoint: Checkpoint, fmt: str, out: Path) -> list[str]:
 
     run = lm_run.load_lm_run(checkpoint.path, checkpoint)
     files = _nanogpt_files(torch, run) if fmt == "nanogpt" else _makemore_files(torch, run, out)
+    for name in files:  # all before any: a symbolic link as meta.pkl leaves ckpt.pt as it was
+        refuse_non_regular(out / name)
     out.mkdir(exist_ok=True)
     for name, (data, _) in files.items():
         atomic_write(out / name, lambda f, data=data: f.write(data), binary=True)
