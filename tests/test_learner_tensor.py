@@ -103,6 +103,7 @@ BROKEN = {
     "log_backward_in_place": ("log", "log's backward changed its input's data in place"),
     "seed_float": ("seed", "backward() seeds the number 1.0 (self.grad = 1.0)"),
     "float32_throughout": ("Tensor's parts", "Tensor(x).data is float32 for a float64 x"),
+    "unbroadcast_from_right": ("a * b", "(look at unbroadcast (unbroadcast_from_right.py:"),
     "unbroadcast_loops_forever": ("a * b", "in unbroadcast: a loop there that never ends?"),
     "hangs": ("seed", f"did not finish in {TIMEOUT:g} s"),
     "crashes": ("seed", "killed by SIGSEGV"),
@@ -312,6 +313,11 @@ def test_a_bug_in_the_helper_that_reduces_the_gradient_is_one_block(tensor_repor
     for row in ("a + b", "a - b", "a / b"):
         words = _row(report, row).diagnosis
         assert words.startswith("the same cause as 'a * b' above, in unbroadcast ("), words
+    # one that sums the added axes from the right breaks @'s b over a batch too: one block
+    report = tensor_reports["unbroadcast_from_right"]
+    assert report.to_text().count("reproduce:") == 1, report.to_text()
+    words = _row(report, "a @ b").diagnosis
+    assert words.startswith("the same cause as 'a * b' above, in unbroadcast ("), words
     # a rule that does not call the helper is pointed at itself
     rule = _row(tensor_reports["add_not_unbroadcast"], "a + b").diagnosis
     assert "look at add_not_unbroadcast.py:" in rule and "helper" not in rule

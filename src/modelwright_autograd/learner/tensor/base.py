@@ -20,6 +20,8 @@ from .programs import OPS, Program, input_names, to_code
 if TYPE_CHECKING:
     from ..base import GraderBase as Grader
 
+SAME_CAUSE = "the same cause as "  # how a row whose cause another row shows begins
+
 
 class TensorBase:
     """The scalar grader `g` the rows go into, the oracle's answers, the shared words."""
@@ -133,7 +135,12 @@ class TensorBase:
         TODO, which names itself)."""
         if text.startswith(TODO):
             return ""
-        failing = [spec.label for spec in OP_SPECS if self.status.get(spec.op) == FAIL]
+        failing = [  # a row naming another's cause is covered by that row
+            spec.label
+            for spec in OP_SPECS
+            if self.status.get(spec.op) == FAIL
+            and not self.g.rows[spec.label].diagnosis.startswith(SAME_CAUSE)
+        ]
         if self.g.failed("seed"):
             failing.insert(0, "seed")
         if not failing:
@@ -146,8 +153,8 @@ class TensorBase:
         text = _failure_text(reply, what) if program is None else self.result_text(program, reply)
         because = self._ops_cause(text)
         error = reply.get("error")
-        if because and error:
-            where = f" ({error['where']})" if error["where"] else ""
+        if because and error:  # the line only: the cause's row says more
+            where = f" ({error['where'].split(' in ')[0]})" if error["where"] else ""
             return f"{what} raised {error['type']}{where}{because}"
         return text + because
 

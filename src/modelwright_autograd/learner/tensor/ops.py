@@ -21,7 +21,7 @@ from ..words import (
     _shapes_text,
     overwritten_text,
 )
-from .base import TensorBase
+from .base import SAME_CAUSE, TensorBase
 from .cases import (
     _COVERS,
     _METHOD,
@@ -121,12 +121,20 @@ class TensorOpChecks(TensorBase):
         text, program = self.diagnose(spec, cases, wrong)
         if spec.op in ("mul", "sum") and wrong[0][0] is cases[0]:
             self.loss_ops_wrong.append(spec.label)  # the loss's own op, on its basic case
-        helper = self.broadcast_helper.get(spec.op, "")
+        helper = self.broadcast_helper.get(spec.op, "") or self.helper_of_batch(spec, wrong)
         first = self.broadcast_first.setdefault(helper, spec.label) if helper else spec.label
         if first != spec.label:  # one block per cause: the helper's, shown once
-            self.g.add(Row(name, FAIL, f"the same cause as '{first}' above, in {helper}"))
+            self.g.add(Row(name, FAIL, f"{SAME_CAUSE}'{first}' above, in {helper}"))
         else:
             self.g.add(Row(name, FAIL, text, self.code(program)))
+
+    def helper_of_batch(self, spec: OpSpec, wrong: list[tuple[Case, dict[str, Any]]]) -> str:
+        """The helper a broadcast op's row blamed above, when @ fails only where b is
+        used by every matrix of a batch and its rule calls that helper too ('' if not)."""
+        if spec.op != "matmul" or any(c.kind != "batch-broadcast" for c, _ in wrong):
+            return ""
+        helper = (wrong[0][1].get("helpers") or [""])[0]
+        return helper if helper in self.broadcast_first else ""
 
     def diagnose(
         self, spec: OpSpec, cases: list[Case], wrong: list[tuple[Case, dict[str, Any]]]
@@ -225,14 +233,17 @@ class TensorOpChecks(TensorBase):
                 f"axes with keepdims=True; {how}"
             )
         else:
+            what = "the gradient was not summed back"
+            if helper:
+                what = f"{helper.split(' (')[0]} does not return out.grad summed"
             text = (
-                f"the gradient was not summed back over the broadcast dimensions: in {a} "
+                f"{what} over the broadcast dimensions: in {a} "
                 f"{symbol} {b}, the {small} input was broadcast to {out}, so its gradient is "
                 f"out.grad summed back to {small} (over the axes added on the left, and over "
                 f"the axes of size 1, keepdims=True); {how}"
             )
         if helper:
-            look = f" (look at {helper}: the helper this rule calls to sum the gradient back)"
+            look = f" (look at {helper}, the helper summing it back)"
             return text + look, case.program
         return text + _look(result), case.program
 
