@@ -232,6 +232,13 @@ def test_ab_compares_two_checkouts() -> None:
     assert "new/old medians: scalar " in out.stdout and ", digits " in out.stdout
 
 
+def test_trace_open_times_a_step_with_and_without_a_trace() -> None:
+    """benchmarks.trace_open prints a row per round and the median (no time asserted)."""
+    out = _run("-m", "benchmarks.trace_open", "--rounds", "1")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("no trace open ") == 1 and "median " in out.stdout
+
+
 @pytest.mark.slow
 def test_smoke_lm_data_memory_measures_both_files() -> None:
     """benchmarks.lm_data_memory on 1 MB files: a row for the worst lines and for real

@@ -585,11 +585,10 @@ def test_a_read_inside_a_library_names_fns_own_line():
         compile_at(lambda x: copy.copy(x * 2.0) * x, [1.5])
 
 
-def test_compiles_in_two_threads_at_once_each_succeed_and_put_the_class_back():
+def test_compiles_in_two_threads_at_once_each_succeed_and_unset_the_hook():
     """The first trace waits (up to 0.5 s) for the second to begin; the second outlasts the
     first. Each notes both threads' work but counts only what involves its own inputs, and
-    the class is put back when the last one ends (restoring what it had found when it
-    began, the second would have left the first's patches in place for good)."""
+    the engine's hook is unset when the last one ends, not when the first does."""
     import threading
     import time
 
@@ -623,6 +622,7 @@ def test_compiles_in_two_threads_at_once_each_succeed_and_put_the_class_back():
     two.join()
     assert results == {"first": True, "second": True}
     assert Value.__dict__["data"] is data and engine._node is node
+    assert engine.Tracing.hook is None
 
 
 def test_another_threads_values_behave_as_ever_while_fn_is_traced():
@@ -755,34 +755,63 @@ def test_a_trace_closing_in_another_thread_while_fn_compares_drops_no_guard():
     assert_same(cf([-1.0]), interpreted(fn, [-1.0]))
 
 
-def test_patches_left_on_with_no_trace_open_change_nothing():
-    """A Ctrl-C between a trace's last close and the restore leaves the patches on: they
-    note nothing and call the originals, and the next trace to close takes them off."""
+def test_a_trace_leaves_value_and_the_engine_module_as_they_are():
+    """Tracing replaces nothing: while fn runs (and another thread works), every attribute
+    of Value and of the engine module is the object it was before; the engine consults its
+    one hook instead."""
+    import threading
+
+    from modelwright_autograd.scalar import engine
+
+    before = (dict(vars(Value)), dict(vars(engine)))
+    during: list[tuple[dict, dict]] = []
+    other_thread: list[object] = []
+
+    def other() -> None:
+        a = Value(2.0)
+        b = a * a
+        b.backward()
+        other_thread.append((b > 1.0, b.data, a.grad, repr(a)))
+
+    def fn(x):
+        thread = threading.Thread(target=other)
+        thread.start()
+        thread.join()
+        during.append((dict(vars(Value)), dict(vars(engine))))
+        return x * x
+
+    compile_at(fn, [1.5])  # fn runs twice: traced, then to check its graph
+    assert other_thread == [(True, 4.0, 4.0, "Value(data=2.0, grad=4.0)")] * 2
+    for was, now in zip(before, during[0]):  # during[0]: while traced
+        assert was.keys() == now.keys()
+        assert all(now[name] is attr for name, attr in was.items())
+    assert engine.Tracing.hook is None
+
+
+def test_a_hook_left_set_with_no_trace_open_changes_nothing():
+    """A Ctrl-C between a trace's last close and unsetting the hook leaves it set: it notes
+    nothing, and the next trace to close unsets it."""
     from modelwright_autograd.scalar import engine, tracing
 
-    originals = {name: Value.__dict__[name] for name in tracing._PATCHED}
-    tracing._install()
+    engine.Tracing.hook = tracing.HOOK
     try:
         a = Value(2.0)
         b = a * a
         b.backward()
         assert (b > 1.0, b.data, a.grad, repr(a)) == (True, 4.0, 4.0, "Value(data=2.0, grad=4.0)")
         assert_same(compile_at(lambda x: x * x, [1.5])([2.5]), interpreted(lambda x: x * x, [2.5]))
+        assert engine.Tracing.hook is None
     finally:
-        if Value.__dict__["data"] is not originals["data"]:
-            tracing._uninstall()
-    assert all(Value.__dict__[name] is attr for name, attr in originals.items())
-    assert engine._node is tracing._ORIGINAL_NODE
+        engine.Tracing.hook = None
 
 
 def test_a_trace_whose_close_was_cut_short_is_forgotten():
     """A Ctrl-C at the wrong moment can skip a trace's close: once the frame that held it
-    is gone, nothing is noted for it, and the next close takes the patches off."""
+    is gone, nothing is noted for it, and the next close unsets the hook."""
     import gc
 
-    from modelwright_autograd.scalar import tracing
+    from modelwright_autograd.scalar import engine, tracing
 
-    originals = {name: Value.__dict__[name] for name in tracing._PATCHED}
     lost = tracing.Trace()
     lost.open()
     seen = lost.reads
@@ -792,7 +821,7 @@ def test_a_trace_whose_close_was_cut_short_is_forgotten():
     (Value(2.0) * 3.0).data  # noqa: B018 - a read no trace notes now
     assert seen == []
     assert_same(compile_at(lambda x: x * x, [1.5])([2.5]), interpreted(lambda x: x * x, [2.5]))
-    assert all(Value.__dict__[name] is attr for name, attr in originals.items())
+    assert engine.Tracing.hook is None
 
 
 def test_a_graph_with_a_cycle_is_refused_as_the_interpreter_refuses_it():

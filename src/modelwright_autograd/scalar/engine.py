@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable, Iterable, Sequence
-from typing import Union
+from typing import Any, Union
 
 from ..checks import as_float, describe
 from ..graph import GradMode, GraphCycleError, caught_up, enable_grad
@@ -30,7 +30,7 @@ Grads = tuple[Union["Value", float, None], ...]  # a rule's result: one gradient
 
 def _raw(x: Num) -> float:
     """The float inside: for a rule's tests (``c <= 0``), which never build graph."""
-    return x.data if isinstance(x, Value) else x
+    return x._data if isinstance(x, Value) else x
 
 
 def _div_any(x: Num, y: Num) -> Num:
@@ -60,6 +60,17 @@ def _log_any(x: Num) -> Num:
 _new = object.__new__
 
 
+class Tracing:
+    """The compiler's one hook into the engine (scalar/tracing.py sets ``hook`` while a trace
+    is open, in any thread; it is None otherwise). The engine tells it of each node it
+    makes (``made``) and each ``Value()`` (``constructed``), each comparison of Values
+    (``compare``), each read of ``.data`` or ``.grad`` or ``repr`` from outside the engine
+    (``read``), each write of ``.data`` (``wrote``) and each ``backward()`` call. A trace
+    leaves Value and this module as they are: the hook is consulted, never patched in."""
+
+    hook: Any = None
+
+
 def _node(
     data: float,
     a: Value | None,
@@ -76,8 +87,8 @@ def _node(
     rule)`` instead, ``python -m benchmarks.ab OLD NEW --rounds 5`` timed the scalar demo
     step at 12.1 ms (11.5-12.5) against 10.0 ms (9.6-10.7), 1.21x (2 cores, load 4-8)."""
     out = _new(Value)
-    out.data = data
-    out.grad = 0.0
+    out._data = data
+    out._grad = 0.0
     out.label = ""
     if GradMode.enabled:
         out._a = a
@@ -88,6 +99,8 @@ def _node(
         out._a = out._b = None
         out._op = ""
         out._backward = None
+    if Tracing.hook is not None:
+        Tracing.hook.made(out, a, b)
     return out
 
 
@@ -102,12 +115,19 @@ def as_value(x: Operand, op: str) -> Value:
     return Value(as_float(x, f"operand of {op}"))
 
 
+def _noted(value: Value, op: str, other: object, result: bool) -> bool:
+    """A comparison's result, told to the trace hook if one is set (it is a guard)."""
+    if Tracing.hook is not None:
+        Tracing.hook.compare(value, op, other, result)
+    return result
+
+
 def _compared(x: object) -> float | None:
     """What a Value is compared with: another Value's data or a real number (None for
     anything else, which the comparison answers with NotImplemented, as Python's rules
     expect: ``v == "a"`` is False and ``v < "a"`` a TypeError)."""
     if isinstance(x, Value):
-        return x.data
+        return x._data
     return x if isinstance(x, numbers.Real) else None  # type: ignore[return-value]
 
 
@@ -154,7 +174,7 @@ def source_of(node: Value) -> Source | None:
 
 def _add(a: Value, b: Operand) -> Value:
     b = as_value(b, "+")
-    return _node(a.data + b.data, a, b, "+", _add_backward)
+    return _node(a._data + b._data, a, b, "+", _add_backward)
 
 
 @zero_safe
@@ -166,7 +186,7 @@ def _add_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _mul(a: Value, b: Operand) -> Value:
     b = as_value(b, "*")
-    return _node(a.data * b.data, a, b, "*", _mul_backward)
+    return _node(a._data * b._data, a, b, "*", _mul_backward)
 
 
 @zero_safe
@@ -178,7 +198,7 @@ def _mul_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _sub(a: Value, b: Operand) -> Value:
     b = as_value(b, "-")
-    return _node(a.data - b.data, a, b, "-", _sub_backward)
+    return _node(a._data - b._data, a, b, "-", _sub_backward)
 
 
 @zero_safe
@@ -190,7 +210,7 @@ def _sub_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _div(a: Value, b: Operand) -> Value:
     b = as_value(b, "/")
-    return _node(_ieee_div(a.data, b.data), a, b, "/", _div_backward)
+    return _node(_ieee_div(a._data, b._data), a, b, "/", _div_backward)
 
 
 @emits(
@@ -204,7 +224,7 @@ def _div_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 
 def _neg(a: Value) -> Value:
-    return _node(-a.data, a, None, "neg", _neg_backward)
+    return _node(-a._data, a, None, "neg", _neg_backward)
 
 
 @zero_safe
@@ -218,9 +238,9 @@ def _pow(a: Value, b: Operand) -> Value:
     """a ** b. A number exponent becomes a constant input that receives no gradient; a
     Value exponent is differentiated too (``Value ** Value``, and ``2 ** v`` via __rpow__)."""
     if isinstance(b, Value):
-        return _node(_ieee_pow(a.data, b.data), a, b, "**", _pow_backward)
+        return _node(_ieee_pow(a._data, b._data), a, b, "**", _pow_backward)
     n = Value(as_float(b, "Value ** exponent"))
-    return _node(_const_pow(a.data, n.data), a, n, "**", _powc_backward)
+    return _node(_const_pow(a._data, n._data), a, n, "**", _powc_backward)
 
 
 @emits(
@@ -250,7 +270,7 @@ def _pow_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _exp(a: Value) -> Value:
     """e ** a (``inf`` beyond about 709.78, never OverflowError)."""
-    return _node(_ieee_exp(a.data), a, None, "exp", _exp_backward)
+    return _node(_ieee_exp(a._data), a, None, "exp", _exp_backward)
 
 
 @zero_safe
@@ -262,7 +282,7 @@ def _exp_backward(g: Num, out: Num, a: Num) -> Grads:
 
 def _log(a: Value) -> Value:
     """Natural log: ``-inf`` at 0 and ``nan`` below it, as in IEEE float64."""
-    return _node(_ieee_log(a.data), a, None, "log", _log_backward)
+    return _node(_ieee_log(a._data), a, None, "log", _log_backward)
 
 
 @zero_safe
@@ -274,7 +294,7 @@ def _log_backward(g: Num, out: Num, a: Num) -> Grads:
 
 def _tanh(a: Value) -> Value:
     """Hyperbolic tangent; math.tanh saturates to +-1.0 and never overflows."""
-    return _node(math.tanh(a.data), a, None, "tanh", _tanh_backward)
+    return _node(math.tanh(a._data), a, None, "tanh", _tanh_backward)
 
 
 @zero_safe
@@ -287,7 +307,7 @@ def _tanh_backward(g: Num, out: Num, a: Num) -> Grads:
 def _relu(a: Value) -> Value:
     """max(0, a). ``< 0`` rather than ``> 0`` so that relu(nan) is nan and relu(-0.0) is
     -0.0, as in torch."""
-    return _node(0.0 if a.data < 0.0 else a.data, a, None, "relu", _relu_backward)
+    return _node(0.0 if a._data < 0.0 else a._data, a, None, "relu", _relu_backward)
 
 
 @zero_safe
@@ -300,7 +320,7 @@ def _relu_backward(g: Num, out: Num, a: Num) -> Grads:
 
 def _sigmoid(a: Value) -> Value:
     """The logistic function 1 / (1 + e**-a), without overflow for any a."""
-    return _node(_ieee_sigmoid(a.data), a, None, "sigmoid", _sigmoid_backward)
+    return _node(_ieee_sigmoid(a._data), a, None, "sigmoid", _sigmoid_backward)
 
 
 @zero_safe
@@ -320,7 +340,7 @@ def sum_values(values: Iterable[Operand]) -> Value:
     inputs = tuple(as_value(v, "sum_values") for v in values)
     total = 0.0
     for v in inputs:  # left to right, the order a chain of + would use
-        total += v.data
+        total += v._data
     if not inputs:  # the sum of nothing: 0.0, a constant with no inputs and no rule
         return _node(total, None, None, "", None)
     return _node(total, None, inputs, "sum", _sum_backward)
@@ -336,9 +356,9 @@ def _sum_backward(g: Num, out: Num, *xs: Num) -> Grads:
 def dot_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
     """b + w1*x1 + ... + wn*xn for inputs already known to be Values (the neuron's hot path;
     ``Value.dot`` checks and lifts its arguments, then calls this)."""
-    total = b.data
+    total = b._data
     for w, x in zip(ws, xs):  # the order micrograd's sum(w*x, b) uses, bit for bit
-        total += w.data * x.data
+        total += w._data * x._data
     return _node(total, None, (*ws, *xs, b), "dot", _dot_backward)
 
 
@@ -377,9 +397,9 @@ def dot_relu_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Va
     inputs finite (an inf or nan input makes its product, and so the sum, inf or nan). In a
     trained ReLU net about half the neurons are inactive on a given sample.
     """
-    total = b.data
+    total = b._data
     for w, x in zip(ws, xs):  # the order micrograd's sum(w*x, b) uses, bit for bit
-        total += w.data * x.data
+        total += w._data * x._data
     out = 0.0 if total < 0.0 else total  # relu, as _relu writes it
     if -_INF < total <= 0.0:  # inactive with finite inputs: no gradient flows back
         return _node(out, None, (*ws, *xs, b), "dot_relu", None)
@@ -411,7 +431,7 @@ class Value:
     # __slots__, no __dict__. An op's one or two inputs sit in the slots _a, _b, not in a
     # 56-byte tuple: 112 bytes a retained node (88 + its float) instead of 160. A fused op
     # keeps its inputs' tuple in _b (with _a None); _prev gives them (docs/design.md).
-    __slots__ = ("_a", "_b", "_backward", "_op", "data", "grad", "label")
+    __slots__ = ("_a", "_b", "_backward", "_data", "_grad", "_op", "label")
     # Make NumPy scalars defer to Value's reflected operators (np.float64(2) * Value(3)).
     __array_ufunc__ = None
 
@@ -427,8 +447,8 @@ class Value:
             data = as_float(data, "Value()")
         if type(label) is not str:
             raise TypeError(f"Value(): label must be a str, got {describe(label)}")
-        self.data = data
-        self.grad: float | Value = 0.0
+        self._data = data
+        self._grad: float | Value = 0.0
         # A tuple, not the course's set: for ``a * a`` the rule needs both slots (a, a).
         _prev = _prev if type(_prev) is tuple else tuple(_prev)
         for p in _prev:
@@ -449,6 +469,42 @@ class Value:
             self._op = _op
             self._backward = _backward
         self.label = label
+        if Tracing.hook is not None:
+            Tracing.hook.constructed(self)
+
+    # ``data`` and ``grad`` are properties over the slots ``_data`` and ``_grad``, which the
+    # engine reads and writes directly: a read from outside the engine is one the compiler's
+    # trace must see (scalar/tracing.py), through the hook.
+    @property
+    def data(self) -> float:
+        """The number this node holds."""
+        if Tracing.hook is not None:
+            Tracing.hook.read(self, ".data")
+        return self._data
+
+    @data.setter
+    def data(self, value: float) -> None:
+        if Tracing.hook is not None:
+            Tracing.hook.wrote(self)
+        self._data = value
+
+    @property
+    def grad(self) -> float | Value:
+        """d(output)/d(self) from the latest ``backward()`` (a Value under create_graph)."""
+        if Tracing.hook is not None:
+            Tracing.hook.read(self, ".grad")
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: float | Value) -> None:
+        self._grad = value
+
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        """What copy and pickle keep: the slots, the number read through ``.data`` (a copy
+        freezes it, which the compiler's trace must see)."""
+        state = {name: getattr(self, name) for name in Value.__slots__}
+        state["_data"] = self.data
+        return None, state
 
     @property
     def _prev(self) -> tuple[Value, ...]:
@@ -460,7 +516,9 @@ class Value:
         return (a,) if b is None else (a, b)
 
     def __repr__(self) -> str:
-        return f"Value(data={self.data!r}, grad={self.grad!r})"
+        if Tracing.hook is not None:
+            Tracing.hook.read(self, "repr")
+        return f"Value(data={self._data!r}, grad={self._grad!r})"
 
     # The operations, defined above each beside its backward rule. Reflected forms
     # (``2 + v``, ``2 ** v``) lift the number to a constant Value and apply the same op.
@@ -499,27 +557,27 @@ class Value:
 
     def __lt__(self, other: object) -> bool:
         o = _compared(other)
-        return NotImplemented if o is None else self.data < o
+        return NotImplemented if o is None else _noted(self, "<", other, self._data < o)
 
     def __le__(self, other: object) -> bool:
         o = _compared(other)
-        return NotImplemented if o is None else self.data <= o
+        return NotImplemented if o is None else _noted(self, "<=", other, self._data <= o)
 
     def __gt__(self, other: object) -> bool:
         o = _compared(other)
-        return NotImplemented if o is None else self.data > o
+        return NotImplemented if o is None else _noted(self, ">", other, self._data > o)
 
     def __ge__(self, other: object) -> bool:
         o = _compared(other)
-        return NotImplemented if o is None else self.data >= o
+        return NotImplemented if o is None else _noted(self, ">=", other, self._data >= o)
 
     def __eq__(self, other: object) -> bool:
         o = _compared(other)
-        return NotImplemented if o is None else self.data == o
+        return NotImplemented if o is None else _noted(self, "==", other, self._data == o)
 
     def __ne__(self, other: object) -> bool:
         o = _compared(other)
-        return NotImplemented if o is None else self.data != o
+        return NotImplemented if o is None else _noted(self, "!=", other, self._data != o)
 
     @staticmethod
     def dot(
@@ -545,8 +603,8 @@ class Value:
     def _input_grads(self, upstream: float | None = None) -> list[float]:
         """What this node's rule gives each input (0.0 for none), on floats, for
         ``upstream`` (default: its grad): for walks written by hand (docs) and explain."""
-        g = self.grad if upstream is None else upstream
-        grads = self._backward(g, self.data, *[p.data for p in self._prev])  # type: ignore[misc]
+        g = self._grad if upstream is None else upstream
+        grads = self._backward(g, self._data, *[p._data for p in self._prev])  # type: ignore[misc]
         return [0.0 if x is None else x for x in grads]
 
     def backward(self, gradient: float | Value = 1.0, create_graph: bool = False) -> None:
@@ -558,22 +616,24 @@ class Value:
         ``create_graph=True`` the gradients are computed with Value ops, so every ``grad``
         becomes a Value with history that can itself be differentiated.
         """
+        if Tracing.hook is not None:
+            Tracing.hook.backward(self)
         if not (create_graph and isinstance(gradient, Value)):
             gradient = as_float(gradient, "backward(gradient)")
         order = _interior_order(self)
         for node in order:
             if node._a is not None or node._b is not None:  # not a leaf root
-                node.grad = 0.0
+                node._grad = 0.0
         if create_graph:
             with enable_grad():  # as torch: a create_graph pass records even under no_grad()
                 _backward_creating_graph(self, order, as_value(gradient, "backward(gradient)"))
             return
-        self.grad += gradient
+        self._grad += gradient
         for node in reversed(order):
             rule = node._backward
             if rule is None:
                 continue
-            if node.grad == 0.0 and 0.0 < abs(node.data) < _INF and _is_zero_safe(rule):
+            if node._grad == 0.0 and 0.0 < abs(node._data) < _INF and _is_zero_safe(rule):
                 continue  # it would pass on only +-0.0 (see zero_safe above)
             # The one place gradients are accumulated: += because a node used twice
             # (a * a, or a reached by two paths) must receive the sum of both. The inputs
@@ -582,19 +642,19 @@ class Value:
             a = node._a
             b = node._b
             if a is None:  # a fused op: its inputs are the tuple b
-                for p, gp in zip(b, rule(node.grad, node.data, *[p.data for p in b])):
+                for p, gp in zip(b, rule(node._grad, node._data, *[p._data for p in b])):
                     if gp is not None:
-                        p.grad += gp
+                        p._grad += gp
             elif b is None:
-                (ga,) = rule(node.grad, node.data, a.data)
+                (ga,) = rule(node._grad, node._data, a._data)
                 if ga is not None:
-                    a.grad += ga
+                    a._grad += ga
             else:
-                ga, gb = rule(node.grad, node.data, a.data, b.data)
+                ga, gb = rule(node._grad, node._data, a._data, b._data)
                 if ga is not None:
-                    a.grad += ga
+                    a._grad += ga
                 if gb is not None:
-                    b.grad += gb
+                    b._grad += gb
 
 
 _EMIT = object()  # on _interior_order's stack: "the node below has all its inputs listed"
@@ -669,14 +729,14 @@ def _backward_creating_graph(root: Value, order: list[Value], seed: Value) -> No
     _accumulate_node(root, seed)
     for node in reversed(order):
         rule = node._backward
-        if rule is None or not isinstance(node.grad, Value):
+        if rule is None or not isinstance(node._grad, Value):
             continue
         prev = node._prev
-        for p, gp in zip(prev, rule(node.grad, node, *prev)):
+        for p, gp in zip(prev, rule(node._grad, node, *prev)):
             if gp is not None:
                 _accumulate_node(p, gp)
 
 
 def _accumulate_node(node: Value, g: Value) -> None:
-    old = node.grad
-    node.grad = g if not isinstance(old, Value) and old == 0.0 else old + g
+    old = node._grad
+    node._grad = g if not isinstance(old, Value) and old == 0.0 else old + g

@@ -1,18 +1,18 @@
 """What a traced function did besides building its graph, and what of it compiled code
 could not follow (compiler.py writes the graph out; this module watches ``fn`` do it).
 
-While a ``Trace`` is open, the Value class and the engine note, for it: each comparison of
-Values (a guard); each read of ``.data`` or ``.grad`` and each ``repr`` made outside the
-engine; each write of ``.data``; each call of ``backward()``; each node the engine makes,
-and, of those, the ones made while no_grad() is on, with their operands; and each node
-made by hand, ``Value(data, _prev, op, rule)``. ``refuse`` then raises CompileError, in one
-line naming the file and line that did it, for what would make the compiled code compute
-something other than the interpreter. What every thread does is noted in every open trace
-(fn may hand work to a thread); only what involves a trace's own inputs counts there, so
-traces in several threads at once, and other threads' Values, give what they always do
-(more slowly). The patches call the originals and note nothing when no trace is open, so
-patches left on by an interrupted close change nothing but speed until the next close
-takes them off.
+While a ``Trace`` is open, the engine tells this module's hook (``engine.Tracing.hook``)
+each comparison of Values (a guard); each read of ``.data`` or ``.grad`` and each ``repr``
+made outside the engine; each write of ``.data``; each call of ``backward()``; each node
+the engine makes, and, of those, the ones made while no_grad() is on, with their operands;
+and each node made by hand, ``Value(data, _prev, op, rule)``. ``refuse`` then raises
+CompileError, in one line naming the file and line that did it, for what would make the
+compiled code compute something other than the interpreter. Nothing of Value or the engine
+is replaced while tracing: the engine consults the one hook, which is None when no trace
+is open. What every thread does is noted in every open trace (fn may hand work to a
+thread); only what involves a trace's own inputs counts there, so traces in several
+threads at once, and other threads' Values, give what they always do. A hook left set by
+an interrupted close notes nothing and is unset by the next close.
 """
 
 from __future__ import annotations
@@ -23,31 +23,17 @@ import sys
 import sysconfig
 import threading
 import weakref
-from collections.abc import Callable
 from typing import Any
 
 from ..graph import GradMode, topological_order
 from . import engine
 from .engine import Value
 
-#: Value's comparisons, recorded as guards while ``fn`` runs.
-COMPARISONS = {
-    "__lt__": "<",
-    "__le__": "<=",
-    "__gt__": ">",
-    "__ge__": ">=",
-    "__eq__": "==",
-    "__ne__": "!=",
-}
-_PATCHED = (*COMPARISONS, "data", "grad", "__repr__", "__init__", "backward")
-
-_ORIGINAL = {name: Value.__dict__[name] for name in _PATCHED}
-_ORIGINAL_NODE = engine._node
 #: The traces open now, in any thread: weak references, so that a trace whose close was cut
 #: short (a Ctrl-C at the wrong moment) is gone with the frame that held it; a tuple,
-#: replaced whole and never changed in place, so a patch reading it sees every trace then.
+#: replaced whole and never changed in place, so the hook reading it sees every trace then.
 _ACTIVE: tuple[weakref.ref[Trace], ...] = ()
-_INSTALLING = threading.Lock()  # the first trace to open patches, the last to close restores
+_OPENING = threading.Lock()  # the first trace to open sets the hook, the last to close unsets
 _STDLIB = sysconfig.get_paths()["stdlib"]
 _INSTALLED = (sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"])
 _OWN = {engine.__file__, __file__, os.path.join(os.path.dirname(__file__), "compiler.py")}
@@ -97,17 +83,17 @@ class Trace:
 
     def open(self) -> None:
         global _ACTIVE
-        with _INSTALLING:
-            _install()  # first: interrupted before the next line, the patches do nothing
+        with _OPENING:
+            engine.Tracing.hook = HOOK  # first: interrupted before the next line, it notes nothing
             _ACTIVE = (*_ACTIVE, weakref.ref(self))
 
     def close(self) -> None:
-        """Stop noting (again is fine); the last trace open takes the patches off."""
+        """Stop noting (again is fine); the last trace open unsets the hook."""
         global _ACTIVE
-        with _INSTALLING:
+        with _OPENING:
             _ACTIVE = tuple(r for r in _ACTIVE if r() not in (None, self))
             if not _ACTIVE:
-                _uninstall()
+                engine.Tracing.hook = None
 
     def __enter__(self) -> Trace:
         try:
@@ -127,114 +113,69 @@ def _open() -> list[Trace]:
     return [trace for ref in refs if (trace := ref()) is not None] if refs else []
 
 
-def _install() -> None:
-    """Put the patches on Value and the engine (again, if they are on): each calls the
-    original, and notes what happened in every open trace, if any."""
-    for name, op in COMPARISONS.items():
-        setattr(Value, name, _comparing(_ORIGINAL[name], op))
-    Value.data = _Watched(_ORIGINAL["data"], "data")  # type: ignore[misc]
-    Value.grad = _Watched(_ORIGINAL["grad"], "grad")  # type: ignore[misc]
-    Value.__repr__ = _repr  # type: ignore[method-assign]
-    Value.__init__ = _init  # type: ignore[method-assign]
-    Value.backward = _backward  # type: ignore[method-assign]
-    engine._node = _node
+class _Hook:
+    """What the engine calls while a trace is open (``engine.Tracing``): each call notes what
+    happened in every open trace, and nothing when none is open."""
 
-
-def _uninstall() -> None:
-    for name in _PATCHED:
-        setattr(Value, name, _ORIGINAL[name])
-    engine._node = _ORIGINAL_NODE
-
-
-def _comparing(method: Callable[..., Any], op: str) -> Callable[..., Any]:
-    def compare(value: Value, other: object) -> Any:
-        result = method(value, other)
-        if result is not NotImplemented:
-            for trace in _open():
-                trace.comparisons.append((value, op, other, result))
-        return result
-
-    return compare
-
-
-def _repr(value: Value) -> str:
-    traces = _open()
-    if traces:
+    @staticmethod
+    def made(out: Value, a: Any, b: Any) -> None:
+        traces = _open()
+        if not traces:
+            return
+        if GradMode.enabled or (a is None and b is None):
+            for trace in traces:
+                trace.made.add(id(out))
+            return
+        operands = [a] if a is not None else []
+        operands += list(b) if isinstance(b, tuple) else [b] if b is not None else []
         at = site(sys._getframe(1))
-        for trace in traces:
-            trace.reads.append((value, "repr", at))
-    return _ORIGINAL["__repr__"](value)
-
-
-def _init(value: Value, *args: Any, **kwargs: Any) -> None:
-    _ORIGINAL["__init__"](value, *args, **kwargs)
-    traces = _open()
-    if not traces:
-        return
-    for trace in traces:
-        trace.made.add(id(value))
-    if value._a is not None or value._b is not None:  # an op made by hand
-        at = site(sys._getframe(1))
-        for trace in traces:
-            trace.by_hand.append((value, at))
-
-
-def _backward(value: Value, *args: Any, **kwargs: Any) -> None:
-    traces = _open()
-    if traces:
-        at = site(sys._getframe(1))
-        for trace in traces:
-            trace.backwards.append((value, at))
-    _ORIGINAL["backward"](value, *args, **kwargs)
-
-
-def _node(data: float, a: Any, b: Any, op: str, rule: Any) -> Value:
-    out = _ORIGINAL_NODE(data, a, b, op, rule)
-    traces = _open()
-    if not traces:
-        return out
-    if GradMode.enabled or (a is None and b is None):
         for trace in traces:
             trace.made.add(id(out))
-        return out
-    operands = [a] if a is not None else []
-    operands += list(b) if isinstance(b, tuple) else [b] if b is not None else []
-    at = site(sys._getframe(1))
-    for trace in traces:
-        trace.made.add(id(out))
-        trace.untracked.append((out, operands, at))
-    return out
+            trace.untracked.append((out, operands, at))
 
+    @staticmethod
+    def constructed(value: Value) -> None:
+        traces = _open()
+        if not traces:
+            return
+        for trace in traces:
+            trace.made.add(id(value))
+        if value._a is not None or value._b is not None:  # an op made by hand
+            at = site(sys._getframe(1))
+            for trace in traces:
+                trace.by_hand.append((value, at))
 
-class _Watched:
-    """``Value.data`` or ``Value.grad`` while tracing: the slot itself, noting each read
-    made outside the engine and (``data``) each write."""
+    @staticmethod
+    def compare(value: Value, op: str, other: object, result: bool) -> None:
+        for trace in _open():
+            trace.comparisons.append((value, op, other, result))
 
-    def __init__(self, slot: Any, name: str) -> None:
-        self.slot = slot
-        self.name = name
-
-    def __get__(self, obj: Value | None, cls: type | None = None) -> Any:
-        if obj is None:
-            return self
+    @staticmethod
+    def read(value: Value, what: str) -> None:
         traces = _open()
         if traces:
-            caller = sys._getframe(1)
-            if caller.f_code.co_filename != engine.__file__:
-                at = site(caller)
-                for trace in traces:
-                    trace.reads.append((obj, f".{self.name}", at))
-        return self.slot.__get__(obj, cls)
+            at = site(sys._getframe(1))
+            for trace in traces:
+                trace.reads.append((value, what, at))
 
-    def __set__(self, obj: Value, value: Any) -> None:
+    @staticmethod
+    def wrote(value: Value) -> None:
         traces = _open()
-        if traces and self.name == "data":
-            caller = sys._getframe(1)
-            if caller.f_code.co_filename != engine.__file__:
-                at = site(caller)
-                for trace in traces:
-                    trace.writes.append((obj, at))
-        self.slot.__set__(obj, value)
+        if traces:
+            at = site(sys._getframe(1))
+            for trace in traces:
+                trace.writes.append((value, at))
+
+    @staticmethod
+    def backward(value: Value) -> None:
+        traces = _open()
+        if traces:
+            at = site(sys._getframe(1))
+            for trace in traces:
+                trace.backwards.append((value, at))
+
+
+HOOK = _Hook()
 
 
 def outside(outs: list[Value], inputs: list[Value], trace: Trace) -> list[Value]:
