@@ -92,7 +92,12 @@ VARIANTS = {
         "def dlogprobs(f, d):\n    out = np.zeros_like(f.logprobs)\n"
         "    out[np.arange(len(f.Yb)), f.Yb] = -1.0\n    return out\n",
         "dlogprobs",
-        "n times too big: the loss is a mean over the batch",
+        "n times too big: a 1/n is missing",
+    ),
+    "mean_path_without_1_over_n": (
+        "def dhprebn(f, d):\n    return d.bndiff + d.bnmeani\n",
+        "dhprebn",
+        "the path through bnmeani is 32 times PyTorch's: n times too big",
     ),
     "variance_sign": (
         "def dbnvar(f, d):\n    return 0.5 * (f.bnvar + EPS) ** -1.5 * d.bnvar_inv\n",

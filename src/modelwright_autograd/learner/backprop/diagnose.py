@@ -99,7 +99,7 @@ def ratio_text(name: str, k: float, n: int) -> str:
         "and so does its gradient",
         n / (n - 1): "n - 1 where n belongs: only the variance has Bessel's n - 1; the "
         "mean divides by n",
-        float(n): "n times too big: the loss is a mean over the batch, so 1/n is missing",
+        float(n): "n times too big: a 1/n is missing (a mean over the batch of n)",
         1 / n: "n times too small: a 1/n too many",
         -1.0: "the sign is flipped",
         2.0: "twice too big",
@@ -147,6 +147,11 @@ def wrong_text(
                     f"{name} is also read by {others}, and its gradient is the sum of both paths "
                     f"(+ where you have one)"
                 )
+        for out, part in parts.items():  # one path off by a factor, the others right
+            rest = got - sum(p for o, p in parts.items() if o != out)
+            k = _ratio(rest, part)
+            if k is not None and not np.isclose(k, 1.0):
+                return f"the path through {out} is " + ratio_text(name, k, n)
     if name == "C" and Xb is not None and (text := repeated_rows_text(got, want, Xb)):
         return text
     if not np.any(got) and np.any(want):

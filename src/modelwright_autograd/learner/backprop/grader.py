@@ -13,6 +13,7 @@ PyTorch's.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from dataclasses import dataclass
@@ -119,9 +120,8 @@ class BackpropGrader:
         self.report = BackpropReport(exercise.shown, "PyTorch autograd (float64)")
         self.hangs = 0
         self.found: list[str] = []
-        self.params = init_params(seed=1)
-        ((self.Xb, self.Yb),) = batches(1, seed=2)
-        self.ref = Reference(self.params, self.Xb, self.Yb)
+        self.ref = _reference()
+        self.params, self.Xb, self.Yb = self.ref.params, self.ref.Xb, self.ref.Yb
         self.grads: dict[str, np.ndarray] = {}  # the learner's, by tensor name
         self.status: dict[str, str] = {}
 
@@ -299,8 +299,6 @@ class BackpropGrader:
             self.add(function, FAIL, diagnose.fused_text(name, got, expected, values, BATCH))
 
     def check_training(self) -> None:
-        params = init_params(seed=3)
-        chosen = batches(TRAIN_STEPS, seed=4)
         want = torch_training(TRAIN_STEPS, 3, 4, LEARNING_RATE)
         for fused in (False, True):
             name = "training (fused)" if fused else "training (step by step)"
@@ -308,13 +306,7 @@ class BackpropGrader:
             if function not in self.found:
                 self.add(name, FAIL, f"{self.exercise.file.name} has no {function}(f)")
                 continue
-            request = {
-                "do": "backprop_train",
-                "params": {k: _sent(v) for k, v in params.items()},
-                "batches": [[X.tolist(), Y.tolist()] for X, Y in chosen],
-                "lr": LEARNING_RATE,
-                "fused": fused,
-            }
+            request = {**_training_request(), "fused": fused}
             reply = self.ask(request, self.train_timeout)
             if "failure" in reply or "error" in reply:
                 text = _failure_text(reply, f"{TRAIN_STEPS} steps of SGD with {function}")
@@ -347,6 +339,25 @@ class BackpropGrader:
             return ""
         more = ", ..." if len(failing) > 4 else ""
         return f" (wrong above: {', '.join(failing[:4])}{more})"
+
+
+@functools.cache
+def _reference() -> Reference:
+    """PyTorch's forward and gradients on the check's weights and batch (the same every
+    check: made once a process)."""
+    ((Xb, Yb),) = batches(1, seed=2)
+    return Reference(init_params(seed=1), Xb, Yb)
+
+
+@functools.cache
+def _training_request() -> dict[str, Any]:
+    """The training request's weights and batches (the same every check)."""
+    return {
+        "do": "backprop_train",
+        "params": {k: _sent(v) for k, v in init_params(seed=3).items()},
+        "batches": [[X.tolist(), Y.tolist()] for X, Y in batches(TRAIN_STEPS, seed=4)],
+        "lr": LEARNING_RATE,
+    }
 
 
 def _sent(a: np.ndarray) -> dict[str, Any]:

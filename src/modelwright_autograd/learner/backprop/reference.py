@@ -160,6 +160,7 @@ class Reference:
         import torch
 
         self.torch = torch
+        self.params, self.Xb, self.Yb = params, Xb, Yb
         t: dict[str, Any] = {
             name: torch.tensor(a, dtype=torch.float64, requires_grad=True)
             for name, a in params.items()
