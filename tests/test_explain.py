@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 import warnings
 from pathlib import Path
@@ -170,6 +171,23 @@ def test_explain_of_a_leaf_and_of_unlabelled_nodes():
     assert trace.grads == {"x": 3.0}  # only labelled leaves are reported by default
     with pytest.raises(TypeError, match="explain needs a Value, got float"):
         explain(2.0)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "variables, said",
+    [
+        ("list", "variables must map names to Values (a dict, {'a': a}), got list"),
+        ("str", "variables must map names to Values (a dict, {'a': a}), got str"),
+        ("number", "variables['a'] is int, not a Value"),
+    ],
+)
+def test_explain_refuses_variables_that_are_not_a_dict_of_values_before_the_pass(variables, said):
+    a = Value(2.0, label="a")
+    out = a * a
+    given = {"list": [a], "str": "a", "number": {"a": 3}}[variables]
+    with pytest.raises(TypeError, match=re.escape(said)) as err:
+        explain(out, given)  # type: ignore[arg-type]
+    assert "\n" not in str(err.value) and a.grad == 0.0  # one line; no backward() ran
 
 
 def test_explain_says_when_a_leaf_already_had_a_gradient():

@@ -64,6 +64,7 @@ TENSOR: dict[str, Callable[[], torch.Tensor]] = {
     "_sub_backward": lambda: _a() - _b(),
     "_mul_backward": lambda: _a() * _b(),
     "_div_backward": lambda: _a() / _b(),
+    "_remainder_backward": lambda: _a() % _b(),
     "_neg_backward": lambda: -_a(),
     "_pow_backward": lambda: _a() ** 2.5,
     "_pow_tensor_backward": lambda: _a() ** _b(),

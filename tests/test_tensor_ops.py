@@ -4,6 +4,7 @@ under broadcasting, plus a finite-difference gradcheck over the same table."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import warnings
 
@@ -30,7 +31,7 @@ from modelwright_autograd import (
     triu,
     where,
 )
-from modelwright_autograd.tensor import linear_relu
+from modelwright_autograd.tensor import linear_relu, make_node
 
 TF = torch.nn.functional
 
@@ -71,6 +72,7 @@ BINARY = {
     "mul": (lambda a, b: a * b, lambda a, b: a * b, "any"),
     "div": (lambda a, b: a / b, lambda a, b: a / b, "away"),
     "pow": (lambda a, b: (a * a + 0.5) ** b, lambda a, b: (a * a + 0.5) ** b, "any"),
+    "remainder": (lambda a, b: a * 3.0 % b, lambda a, b: a * 3.0 % b, "away"),
     "maximum": (maximum, torch.maximum, "any"),
     "minimum": (minimum, torch.minimum, "any"),
     "where": (
@@ -114,6 +116,7 @@ UNARY = {
     "rdiv": (lambda x: 3.0 / x, lambda x: 3.0 / x, "away"),
     "add_num": (lambda x: x + 2, lambda x: x + 2, "any"),
     "div_num": (lambda x: x / 4.0, lambda x: x / 4.0, "any"),
+    "mod_num": (lambda x: x % -0.75, lambda x: x % -0.75, "any"),
     "numpy_scalar": (lambda x: np.float64(2.0) * x, lambda x: 2.0 * x, "any"),
     "array_left": (
         lambda x: np.arange(4.0) - x,
@@ -280,6 +283,40 @@ def test_sigmoid_is_stable_for_huge_inputs():
     x = np.array([-1000.0, -40.0, 0.0, 40.0, 1000.0])
     compare(lambda t: t.sigmoid(), lambda t: t.sigmoid(), [x])
     assert np.all(np.isfinite(Tensor(x).sigmoid().data))
+
+
+def test_remainder_and_floor_divide_at_special_values_like_torch():
+    """% and // where b is 0, +-inf or nan, a is +-0 or +-inf: the values, and %'s
+    gradients, equal torch's (nan included); // and number % t record a node whose
+    backward() raises, as torch's do; an integer divided by 0 and two bools are refused."""
+    specials = [0.0, -0.0, 1.5, -1.5, 3.0, np.inf, -np.inf, np.nan]
+    a_data, b_data = (
+        np.array(v, dtype=np.float64) for v in zip(*itertools.product(specials, repeat=2))
+    )
+    a, b = Tensor(a_data, requires_grad=True), Tensor(b_data, requires_grad=True)
+    ta, tb = (torch.tensor(x, requires_grad=True) for x in (a_data, b_data))
+    for ours, theirs in ((a % b, ta % tb), (a // b, ta // tb), (2.5 % a, 2.5 % ta)):
+        np.testing.assert_array_equal(ours.data, theirs.detach().numpy())  # nan == nan here
+        assert ours.requires_grad and theirs.requires_grad
+    upstream = np.linspace(-1.0, 1.0, len(a_data))
+    (a % b).backward(upstream)
+    (ta % tb).backward(torch.tensor(upstream))
+    np.testing.assert_array_equal(a.grad, ta.grad.numpy())
+    np.testing.assert_array_equal(b.grad, tb.grad.numpy())
+    for ours, theirs in ((a // b, ta // tb), (2.5 % a, 2.5 % ta)):
+        with pytest.raises(RuntimeError, match="derivative"):
+            theirs.sum().backward()
+        with pytest.raises(RuntimeError, match="no derivative"):
+            ours.sum().backward()
+    seven = make_node(np.array([7, -7]), (), "", None)  # int64, as torch.tensor([7, -7])
+    ints = seven < 0
+    assert (seven % 3).data.tolist() == [1, 2] and (seven // 3).data.tolist() == [2, -3]
+    assert (seven % 3).dtype == np.int64
+    for op in (lambda: seven % 0, lambda: seven // (seven * 0)):
+        with pytest.raises(ZeroDivisionError, match="integer division by zero"):
+            op()
+    with pytest.raises(TypeError, match="two bool operands"):
+        _ = ints % ints
 
 
 def test_relu_and_division_edge_cases_like_torch():

@@ -41,6 +41,8 @@ OPS = {
     "*": operator.mul,
     "/": operator.truediv,
     "**": operator.pow,
+    "%": operator.mod,
+    "//": operator.floordiv,
     "<": operator.lt,
     "==": operator.eq,
     "maximum": "maximum",
@@ -101,8 +103,8 @@ CASES = [
 def test_binary_ops_promote_as_torch(op, x, y):
     try:
         want = _apply(op, _operand(x, "torch"), _operand(y, "torch"), "torch")
-    except RuntimeError:  # bool - bool, int ** negative, pow on bools: refused by torch
-        with pytest.raises((TypeError, ValueError, RuntimeError)):
+    except RuntimeError:  # bool - bool, int ** negative, pow on bools, int % 0: refused
+        with pytest.raises((TypeError, ValueError, RuntimeError, ZeroDivisionError)):
             _apply(op, _operand(x, "ours"), _operand(y, "ours"), "ours")
         return
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -296,3 +298,17 @@ def test_a_shape_error_in_an_elementwise_op_still_names_both_shapes():
     a = make_node(np.arange(3), (), "", None)
     with pytest.raises(ValueError, match=r"pow: shapes \(3,\) and \(2,\) cannot broadcast"):
         _ = a ** make_node(np.arange(2), (), "", None)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int64"])
+@pytest.mark.parametrize("dim", [None, 0])
+def test_mean_of_a_bool_or_integer_tensor_is_refused_as_torch_refuses_it(dtype, dim):
+    theirs = _operand(f"{dtype}[3]", "torch")
+    with pytest.raises(RuntimeError, match="could not infer output dtype"):
+        theirs.mean() if dim is None else theirs.mean(dim)
+    ours = _operand(f"{dtype}[3]", "ours")
+    with pytest.raises(
+        TypeError, match=f"mean: the input must be a float tensor, got dtype {dtype}"
+    ):
+        ours.mean() if dim is None else ours.mean(dim)
+    assert (ours * 1.0).mean().data == theirs.double().mean().item()

@@ -40,6 +40,16 @@ def explain(
     """
     if not isinstance(value, Value):
         raise TypeError(f"explain needs a Value, got {type(value).__name__}")
+    if variables is not None and not isinstance(variables, Mapping):
+        raise TypeError(
+            "explain's variables must map names to Values (a dict, {'a': a}), got "
+            f"{type(variables).__name__}"
+        )
+    for name, v in (variables or {}).items():
+        if not isinstance(v, Value):
+            raise TypeError(
+                f"explain's variables[{str(name)[:40]!r}] is {type(v).__name__}, not a Value"
+            )
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
     if broken is not None and broken not in BREAKS:

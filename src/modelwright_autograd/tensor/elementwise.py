@@ -5,6 +5,8 @@
     a + b, a - b               _add, _sub       _add/_sub_backward       1, 1 / 1, -1
     a * b, a / b               _mul, _div       _mul/_div_backward       b, a / 1/b, -c/b
     number + t, - * /          _radd, ...       (the above, swapped)
+    a % b (remainder)          _remainder       _remainder_backward      1, -floor(a/b)
+    a // b, number % t         _floor_divide    (none, as torch: raises) -
     a ** n (a number)          _pow             _pow_backward            n a^(n-1)
     a ** b, number ** t        _pow_tensor      _pow_tensor_backward     b a^(b-1), c ln a
     -a                         _neg             _neg_backward            -1
@@ -163,6 +165,61 @@ def _rmul(a: Tensor, other: Operand) -> Tensor:
 
 def _rdiv(a: Tensor, other: Operand) -> Tensor:
     return _div(_lift(other, a, "div"), a)
+
+
+def _remainder(a: Tensor, other: Operand) -> Tensor:
+    """a % b as torch.remainder: a - floor(a / b) * b, the sign of b (Python's %); nan for
+    a float b of 0, and an integer b of 0 a ZeroDivisionError, as in torch."""
+    other = _lift(other, a, "remainder")
+    data = _floor_op("%", np.remainder, a, other)
+    return make_node(data, (a, other), "%", _remainder_backward)
+
+
+def _remainder_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
+    """c = a - floor(a/b) * b:  dc/da = 1, dc/db = -floor(a/b) (torch's formula; the floor
+    is constant between its jumps)."""
+    if not need[1]:
+        return g, None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (g if need[0] else None), -g * np.floor_divide(a, b)
+
+
+def _rremainder(a: Tensor, other: Operand) -> Tensor:
+    """number % t: torch gives no derivative for t (remainder.Scalar_Tensor has none), and
+    neither does this: a backward() through it raises, as torch's does."""
+    other = _lift(other, a, "remainder")
+    data = _floor_op("%", np.remainder, other, a)
+    return make_node(data, (a,), "%", _no_derivative, "remainder")
+
+
+def _floor_divide(a: Tensor, other: Operand) -> Tensor:
+    """a // b as torch.floor_divide: floor(a / b) (inf for a float b of 0, an integer b of
+    0 a ZeroDivisionError). torch records it but has no derivative for it: a backward()
+    through it raises, as torch's does."""
+    other = _lift(other, a, "floor_divide")
+    data = _floor_op("//", np.floor_divide, a, other)
+    return make_node(data, (a, other), "//", _no_derivative, "floor_divide")
+
+
+def _rfloor_divide(a: Tensor, other: Operand) -> Tensor:
+    """number // t (see _floor_divide)."""
+    return _floor_divide(_lift(other, a, "floor_divide"), a)
+
+
+def _floor_op(symbol: str, ufunc: np.ufunc, a: Tensor, b: Tensor) -> np.ndarray:
+    """% or // in the dtype torch promotes a and b to, refused where torch refuses it."""
+    dtype = result_type(a, b)
+    if dtype == np.bool_:
+        raise TypeError(f"{symbol}: not defined for two bool operands (nor in torch)")
+    if dtype.kind in "iu" and not np.all(promoted(a, b)[1]):
+        raise ZeroDivisionError(f"{symbol}: integer division by zero (as in torch)")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _elementwise(symbol, ufunc, a, b)
+
+
+def _no_derivative(g: Arr, out: Arr, op: str, need: Need, *inputs: Arr) -> Grads:
+    """The rule of an op torch records but cannot differentiate: the same refusal."""
+    raise RuntimeError(f"{op}: no derivative is defined for it (as in torch)")
 
 
 def _pow(a: Tensor, exponent: float) -> Tensor:
@@ -537,6 +594,12 @@ Tensor.__mul__ = _mul
 Tensor.__rmul__ = _rmul
 Tensor.__truediv__ = _div
 Tensor.__rtruediv__ = _rdiv
+Tensor.__mod__ = _remainder
+Tensor.__rmod__ = _rremainder
+Tensor.__floordiv__ = _floor_divide
+Tensor.__rfloordiv__ = _rfloor_divide
+Tensor.remainder = _remainder
+Tensor.floor_divide = _floor_divide
 Tensor.__pow__ = _pow
 Tensor.__rpow__ = _rpow
 Tensor.__neg__ = _neg

@@ -59,7 +59,13 @@ def _sum_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
 
 
 def _mean(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
-    """Mean over ``dim`` (an int, a tuple of ints, or None for every dim)."""
+    """Mean over ``dim`` (an int, a tuple of ints, or None for every dim) of a float
+    tensor: a bool or integer one is refused, as torch refuses it."""
+    if a.data.dtype.kind != "f":
+        raise TypeError(
+            f"mean: the input must be a float tensor, got dtype {a.data.dtype} (as in torch, "
+            "which cannot infer the output dtype); convert it first, t * 1.0"
+        )
     dims = _dims(dim, a.data.ndim, "mean")
     count = 1
     for d in range(a.data.ndim) if dims is None else dims:
