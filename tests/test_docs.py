@@ -86,6 +86,7 @@ def test_the_bash_blocks_that_run_are_the_cheap_ones():
         ("docs/build-your-own.md", "init"),
         ("docs/build-your-own.md", "init"),
         ("docs/build-your-own.md", "init"),
+        ("docs/build-your-own.md", "init"),
         ("docs/explain.md", "explain"),
         ("docs/neural-nets.md", "train"),
     ]

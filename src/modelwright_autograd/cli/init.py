@@ -55,6 +55,17 @@ def add_init(subparsers: Subparsers) -> None:
             "names; check grades every tensor against PyTorch"
         ),
     )
+    parser.add_argument(
+        "--lm",
+        action="store_true",
+        help=(
+            "the last step: the tensor repository plus lm_ops.py (embedding, split, cat, "
+            "masked_fill, softmax, layer_norm, gelu, dropout) and models.py (makemore's MLP, "
+            "nanoGPT's GPT and AdamW) beside the engine, LM.md and lm.ipynb; check compares "
+            "them with PyTorch and trains both. DIR may be your init --tensor folder: only "
+            "the files missing there are added, none of yours is overwritten"
+        ),
+    )
     parser.set_defaults(func=run_init)
 
 
@@ -65,9 +76,9 @@ def run_init(args: argparse.Namespace) -> int:
     from ..learner.starter import StarterError, project_names, write_starter
 
     try:
-        if args.tensor and args.backprop:
-            raise StarterError("choose one of --tensor and --backprop")
-        written = write_starter(args.dir, tensor=args.tensor, backprop=args.backprop)
+        if args.tensor + args.backprop + args.lm > 1:
+            raise StarterError("choose one of --tensor, --backprop and --lm")
+        written = write_starter(args.dir, args.tensor, args.backprop, args.lm)
     except StarterError as error:
         print(f"modelwright-autograd init: error: {printable(str(error))}", file=sys.stderr)
         return error.exit_code
@@ -78,8 +89,15 @@ def run_init(args: argparse.Namespace) -> int:
     else:
         check = f"modelwright-autograd check {shown}"
     lines = [f"wrote {', '.join(p.name for p in written)} to {shown}"]
-    if not args.backprop and not any(p.name == ".git" for p in written):
+    added = args.lm and not any(p.name == "pyproject.toml" for p in written)
+    if added:  # into a folder holding a tensor engine
+        lines[0] = f"added {', '.join(p.name for p in written)} to {shown}, keeping your files"
+        if not written:
+            lines[0] = f"nothing to add: {shown} has every file of init --lm already"
+    elif not args.backprop and not any(p.name == ".git" for p in written):
         lines.append("git init did not run (is git installed?): run it in that folder yourself")
     where = "" if args.backprop else f" of src/{project_names(args.dir)[1]}/engine.py"
+    if args.lm:
+        where = " (LM.md says which)"
     lines.append(f"next: fill in the TODOs{where}, then run: {check}")
     return emit(lines)

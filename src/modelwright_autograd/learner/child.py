@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .backprop.replies import well_formed_backprop
+from .lm.replies import well_formed_lm
 from .tensor.programs import well_formed_tensor
 
 PROBE = Path(__file__).with_name("scalar") / "probe.py"
@@ -409,6 +410,8 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
         return well_formed_tensor(request, reply)
     if do.startswith("backprop_"):
         return well_formed_backprop(request, reply)
+    if do.startswith("lm_"):
+        return well_formed_lm(request, reply)
     if do == "load":
         library = reply.get("library", [] if reply.get("mlp") is False else None)
         return isinstance(reply.get("mlp"), bool) and (

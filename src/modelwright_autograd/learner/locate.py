@@ -42,6 +42,8 @@ class Target:
     class_name: str = "Value"  # or "Tensor": a tensor engine with no class Value
     functions_module: str | None = None  # a tensor engine's cross_entropy, when elsewhere
     functions_file: str | None = None
+    lm_ops_module: str | None = None  # init --lm's lm_ops.py and models.py, when there
+    lm_models_module: str | None = None
 
     @property
     def import_lines(self) -> list[str]:
@@ -139,6 +141,7 @@ def _locate(path: Path, shown: str) -> Target:
             modules, "Tensor", "engine.py"
         )
     functions_file = None
+    lm_modules = (None, None)
     if _defines(value_file, "Value") or not _defines(value_file, "Tensor"):
         class_name = "Value"
         beside = modules if path.is_dir() else []  # a file's neighbours are not its library
@@ -154,6 +157,10 @@ def _locate(path: Path, shown: str) -> Target:
         ordered = [value_file, value_file.with_name("nn.py"), *beside]
         mlp_file = next((p for p in ordered if _defines(p, "Linear") and _defines(p, "MLP")), None)
         functions_file = next((p for p in ordered if _defines(p, "cross_entropy", "def")), None)
+        lm_ops = next((p for p in beside if _defines(p, "softmax", "def")), None)
+        lm_models = next((p for p in beside if _defines(p, "GPT")), None)
+        if lm_ops is not None and lm_models is not None:
+            lm_modules = (_importable(lm_ops)[1], _importable(lm_models)[1])
     sys_path, value_module = _importable(value_file)
     mlp_module = None if mlp_file in (None, value_file) else _importable(mlp_file)[1]
     own = (None, value_file, mlp_file)
@@ -170,6 +177,8 @@ def _locate(path: Path, shown: str) -> Target:
         class_name=class_name,
         functions_module=functions_module,
         functions_file=None if functions_module is None else str(functions_file),
+        lm_ops_module=lm_modules[0],
+        lm_models_module=lm_modules[1],
     )
 
 

@@ -44,6 +44,8 @@ class Report:
     isolation: str = ""  # what kept the learner's processes apart (see child.EngineProcess)
     isolated: bool = False  # every layer of it was there: the text report leaves it out
     terse: bool = False  # a failing text report names its passing rows only (the tensor's)
+    gate: str = "BUILD GATE PASSED"  # the verdict when it passes (the LM checks' is theirs)
+    required: tuple[str, ...] = ("network trains",)  # the rows that must be there and pass
 
     @property
     def failed(self) -> int:
@@ -56,13 +58,13 @@ class Report:
 
     @property
     def passed(self) -> bool:
-        network = any(r.name == "network trains" and r.status == PASS for r in self.rows)
-        return self.failed == 0 and network
+        passing = {r.name for r in self.rows if r.status == PASS}
+        return self.failed == 0 and all(name in passing for name in self.required)
 
     @property
     def verdict(self) -> str:
         if self.passed:
-            return "BUILD GATE PASSED"
+            return self.gate
         if self.failed:
             return f"not yet: {self.failed} of {self.counted} checks fail"
         return "not yet: the engine's checks pass, but the gate asks for an MLP that trains"

@@ -7,7 +7,10 @@ the ``test`` extra, which ``uv sync`` installs through the ``dev`` group), the e
 the network with their TODOs in ``src/<package>/``, ``tests/`` (the gradient check against
 PyTorch, and a TODO per operation for the unit tests), ``train.py``, a README and a
 REPORT.md skeleton, ``.gitignore``, the notebook, and ``git init`` with nothing committed.
-``--backprop`` writes the backprop-by-hand exercise's files side by side instead.
+``--backprop`` writes the backprop-by-hand exercise's files side by side instead. ``--lm``
+adds templates_lm/ to the tensor repository (the language-model ops and models beside the
+engine, LM.md and lm.ipynb at the top); into a folder that holds a tensor engine already
+(this repository, or an older flat folder) it adds only the files missing, replacing none.
 
 The folder is made (``mkdir``, as the user's umask and a setgid parent decide) when it is
 missing; an existing empty folder (``.``, ``"$PWD"``, a symbolic link to one, a mount
@@ -64,6 +67,9 @@ TAKEN |= {"tests", "test", "src"}
 GIT_TIMEOUT = 30.0  # seconds git init may take
 #: The backprop-by-hand starter (``init --backprop``, templates_backprop/): a flat folder.
 BACKPROP_TEMPLATES = ("backprop.py", "train.py", "README.md")
+#: ``init --lm``'s files (templates_lm/): the first two beside the engine, the rest at the top.
+LM_MODULES = ("lm_ops.py", "models.py")
+LM_TOP = ("LM.md", "lm.ipynb")
 
 
 def project_names(directory: str | Path) -> tuple[str, str]:
@@ -113,9 +119,22 @@ def _existing_folder(directory: Path) -> bool:
     return True
 
 
-def _write_templates(folder: Path, directory: Path, tensor: bool, backprop: bool) -> None:
+def lm_text(name: str, package: str | None) -> str:
+    """The text of templates_lm/``name`` for an engine in ``package`` (relative imports,
+    the notebook importing ``package.models``), or in a flat folder (``None``)."""
+    text = (resources.files(__package__) / "templates_lm" / name).read_text(encoding="utf-8")
+    if package is not None:
+        return re.sub(r"\bmygrad\b", package, text)
+    text = text.replace('sys.path.insert(0, \\"src\\")', 'sys.path.insert(0, \\".\\")')
+    return text.replace("from .", "from ").replace("mygrad.", "")
+
+
+def _write_templates(
+    folder: Path, directory: Path, tensor: bool, backprop: bool, lm: bool = False
+) -> None:
     """Every file of FILES into ``folder``, its names and package filled in for
-    ``directory`` (with ``backprop``, the files of BACKPROP_TEMPLATES side by side)."""
+    ``directory`` (with ``backprop``, the files of BACKPROP_TEMPLATES side by side; with
+    ``lm``, the LM files too)."""
     here = resources.files(__package__)
     if backprop:
         for template in BACKPROP_TEMPLATES:
@@ -131,6 +150,11 @@ def _write_templates(folder: Path, directory: Path, tensor: bool, backprop: bool
         target = folder / path.format(package=package)
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(target, lambda f, text=text: f.write(text))
+    if lm:
+        for name in LM_MODULES + LM_TOP:
+            target = folder / (f"src/{package}/{name}" if name in LM_MODULES else name)
+            text = lm_text(name, package)
+            atomic_write(target, lambda f, text=text: f.write(text))
 
 
 def _git_init(folder: Path) -> bool:
@@ -153,17 +177,20 @@ def _git_init(folder: Path) -> bool:
 
 
 def write_starter(
-    directory: str | Path, tensor: bool = False, backprop: bool = False
+    directory: str | Path, tensor: bool = False, backprop: bool = False, lm: bool = False
 ) -> list[Path]:
     """Write the repository (the tensor starter's with ``tensor``; with ``backprop`` the
-    backprop-by-hand exercise's files, side by side) into ``directory``
-    (created if missing, filled in place if it is an empty folder or a link to one) and
-    return the paths at its top (``.git`` among them when ``git init`` worked). Refuses a
-    folder that holds anything, or a path that is not a folder, writing nothing. On any
-    failure (a full disk, Ctrl-C) what was written is removed and the folder is as it was,
-    or absent."""
+    backprop-by-hand exercise's files, side by side; with ``lm`` the tensor starter's and the
+    LM files) into ``directory`` (created if missing, filled in place if it is an empty
+    folder or a link to one) and return the paths at its top (``.git`` among them when
+    ``git init`` worked). Refuses a folder that holds anything, or a path that is not a
+    folder, writing nothing; with ``lm``, a folder holding a tensor engine gets the LM files
+    it lacks (``add_lm``). On any failure (a full disk, Ctrl-C) what was written is removed
+    and the folder is as it was, or absent."""
     directory = Path(directory)
     try:
+        if lm and os.path.isdir(directory) and os.listdir(directory):
+            return add_lm(directory)
         created = not _existing_folder(directory)
     except OSError as error:  # a name too long, a folder we may not read
         raise StarterError(f"cannot use {directory}: {error.strerror or error}") from None
@@ -174,7 +201,7 @@ def write_starter(
             directory.parent.mkdir(parents=True, exist_ok=True)
             directory.mkdir()
         staging.mkdir()
-        _write_templates(staging, directory, tensor, backprop)
+        _write_templates(staging, directory, tensor or lm, backprop, lm)
         if not backprop:
             _git_init(staging)
         for name in sorted(os.listdir(staging)):
@@ -182,17 +209,64 @@ def write_starter(
             moved.append(directory / name)
         staging.rmdir()
     except BaseException as error:
-        for path in moved:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                path.unlink(missing_ok=True)
-        shutil.rmtree(staging, ignore_errors=True)
-        if created:
-            with contextlib.suppress(OSError):
-                directory.rmdir()  # only if still empty
+        _undo(moved, staging, directory if created else None)
         if not isinstance(error, OSError):
             raise
         code = 2 if error.errno == errno.ENAMETOOLONG else 1
         raise StarterError(f"cannot write {directory}: {error.strerror or error}", code) from None
     return moved
+
+
+def add_lm(directory: Path) -> list[Path]:
+    """The LM files ``directory`` lacks, written beside its tensor engine (lm_ops.py,
+    models.py) and at its top (LM.md, lm.ipynb); a file already there is never replaced,
+    not even one made while this runs. Returns the paths written."""
+    from .locate import LocateError, locate
+
+    try:
+        target = locate(directory)
+    except LocateError:
+        raise StarterError(
+            f"{directory} holds no tensor engine (a class Tensor); choose a new or empty "
+            "folder, or your init --tensor one"
+        ) from None
+    if target.class_name != "Tensor":
+        raise StarterError(
+            f"{target.value_file} is a scalar engine (class Value): init --lm builds on a "
+            "tensor engine (init --tensor)"
+        )
+    engine = Path(target.value_file).parent
+    package = target.value_module.rpartition(".")[0] or None
+    places = [(engine / n, n) for n in LM_MODULES] + [(directory / n, n) for n in LM_TOP]
+    missing = [(path, name) for path, name in places if not os.path.lexists(path)]
+    staging = directory / f".init-{secrets.token_hex(4)}.tmp"
+    moved: list[Path] = []
+    try:
+        staging.mkdir()
+        for _, name in missing:
+            text = lm_text(name, package)
+            atomic_write(staging / name, lambda f, text=text: f.write(text))
+        for path, name in missing:
+            os.link(staging / name, path)  # fails on a name made meanwhile; rename would not
+            moved.append(path)
+        shutil.rmtree(staging)
+    except BaseException as error:
+        _undo(moved, staging, None)
+        if not isinstance(error, OSError):
+            raise
+        raise StarterError(f"cannot write {directory}: {error.strerror or error}", 1) from None
+    return moved
+
+
+def _undo(moved: list[Path], staging: Path, created: Path | None) -> None:
+    """Remove what a failed write made: the files and folders moved into place, the staging
+    folder, and the folder itself when this run created it (only if still empty)."""
+    for path in moved:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    shutil.rmtree(staging, ignore_errors=True)
+    if created is not None:
+        with contextlib.suppress(OSError):
+            created.rmdir()

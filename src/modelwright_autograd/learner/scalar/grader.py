@@ -51,6 +51,10 @@ class Grader(OpChecks, NetworkChecks):
                         from ..tensor.grader import run_tensor_checks
 
                         run_tensor_checks(self)
+                        if self.target.lm_models_module:
+                            from ..lm.checks import run_lm_checks
+
+                            run_lm_checks(self)
                     else:
                         self._run_checks()
             finally:

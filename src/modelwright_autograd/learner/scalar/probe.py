@@ -149,6 +149,12 @@ def load_backprop(request: dict[str, Any]) -> dict[str, Any]:
     return _load_tensor_probe("backprop")["load"](request, engine, describe, _import)
 
 
+def language_models(request: dict[str, Any]) -> dict[str, Any]:
+    """The first ``lm_*`` request: ../lm/probe.py's handlers replace this one and answer."""
+    _load_tensor_probe("lm")["install"](engine)
+    return HANDLERS[request["do"]](request)
+
+
 def _import(name: str, file: str | None) -> Any:
     """Import ``name``; a file whose name clashes with an imported module loads by path."""
     if file is not None and name in sys.modules:
@@ -659,6 +665,7 @@ HANDLERS = {
     "chain": chain,
     "network_gradients": network_gradients,
     "train": train,
+    **dict.fromkeys(("lm_op", "lm_module", "lm_model", "lm_train"), language_models),
 }
 
 if __name__ == "__main__":

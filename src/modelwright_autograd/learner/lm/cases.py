@@ -1,0 +1,239 @@
+"""What the LM checks ask a learner's ``lm_ops.py`` and ``models.py``: the op cases (the
+learner's code and torch's for the same thing), the model sizes, the weights the grader sets,
+and the batches both train on. NumPy only: ``oracle`` (torch) and the child's probe read it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: makemore's MLP on names (nanoGPT's names: vocab_size, block_size, n_embd; makemore's n_embd2).
+MLP_CONFIG: dict[str, Any] = {"vocab_size": 27, "block_size": 3, "n_embd": 8, "n_embd2": 32}
+#: A small nanoGPT (dropout 0, its default; bias on, so every kind of parameter is there).
+GPT_CONFIG: dict[str, Any] = {
+    "block_size": 16,
+    "vocab_size": 65,
+    "n_layer": 2,
+    "n_head": 2,
+    "n_embd": 16,
+    "dropout": 0.0,
+    "bias": True,
+}
+#: The training runs: steps, batch, learning rate, nanoGPT's betas and weight decay.
+TRAINING: dict[str, dict[str, Any]] = {
+    "MLP": {
+        "steps": 20,
+        "batch": 16,
+        "length": 8,
+        "lr": 1e-2,
+        "betas": [0.9, 0.99],
+        "weight_decay": 0.01,
+    },
+    "GPT": {
+        "steps": 10,
+        "batch": 4,
+        "length": 16,
+        "lr": 3e-3,
+        "betas": [0.9, 0.99],
+        "weight_decay": 0.1,
+    },
+}
+SEED = 38
+
+
+@dataclass
+class OpCase:
+    """One op row: the learner's code (reading ``tensors`` as Tensors and ``arrays`` as
+    NumPy arrays, setting ``out``), torch's code for the same, and the constant W of the loss
+    (out * W).sum()."""
+
+    name: str
+    code: str
+    torch_code: str
+    tensors: dict[str, np.ndarray]
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    weight: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    #: dropout in training: no torch to compare with; the row checks its own rules
+    random: bool = False
+    #: rows whose failure this one shares (it says so in one line instead)
+    after: tuple[str, ...] = ()
+
+
+def _numbers(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    return np.round(rng.normal(0.0, scale, shape), 2)
+
+
+def op_cases() -> list[OpCase]:
+    """The op rows, in the order a learner meets them in lm_ops.py."""
+    rng = np.random.default_rng(SEED)
+    causal = np.triu(np.ones((3, 3), dtype=bool), 1)
+    cases = [
+        OpCase(
+            "embedding",
+            "out = embedding(w, idx)",
+            "out = F.embedding(torch.from_numpy(idx), w)",
+            {"w": _numbers(rng, 5, 3)},
+            {"idx": np.array([[1, 3, 1], [0, 1, 4]])},  # row 1 three times
+        ),
+        OpCase(
+            "split",
+            "a, b, c = split(x, 2, dim=1)\nout = a * b + c",
+            "a, b, c = x.split(2, dim=1)\nout = a * b + c",
+            {"x": _numbers(rng, 2, 6)},
+        ),
+        OpCase(
+            "cat",
+            "out = cat([x, y, x], -1)",
+            "out = torch.cat([x, y, x], -1)",
+            {"x": _numbers(rng, 2, 3), "y": _numbers(rng, 2, 2)},
+        ),
+        OpCase(
+            "masked_fill",
+            "out = masked_fill(x, mask, -100.0)",  # -inf: in causal softmax (-inf * W is nan)
+            "out = x.masked_fill(torch.from_numpy(mask), -100.0)",
+            {"x": _numbers(rng, 2, 3, 3)},
+            {"mask": causal},
+        ),
+        OpCase(
+            "softmax",
+            "out = softmax(x, dim=1)",
+            "out = F.softmax(x, dim=1)",
+            {"x": _numbers(rng, 2, 3, 2)},
+        ),
+        OpCase(
+            "softmax of large numbers",
+            "out = softmax(x, dim=-1)",
+            "out = F.softmax(x, dim=-1)",
+            {"x": np.array([[1000.0, 999.0, 990.0], [-1000.0, -999.5, -1001.0]])},
+            after=("softmax",),
+        ),
+        OpCase(
+            "causal softmax",
+            "out = softmax(masked_fill(x, mask, -np.inf), dim=-1)",
+            "out = F.softmax(x.masked_fill(torch.from_numpy(mask), float('-inf')), dim=-1)",
+            {"x": _numbers(rng, 2, 3, 3)},
+            {"mask": causal},
+            after=("softmax", "masked_fill"),
+        ),
+        OpCase(
+            "layer_norm",
+            "out = layer_norm(x, w, b)",
+            "out = F.layer_norm(x, (4,), w, b, 1e-5)",
+            {
+                "x": _numbers(rng, 2, 3, 4),
+                "w": 1.0 + _numbers(rng, 4, scale=0.3),
+                "b": _numbers(rng, 4),
+            },
+        ),
+        OpCase("gelu", "out = gelu(x)", "out = F.gelu(x)", {"x": _numbers(rng, 2, 5, scale=2.0)}),
+        OpCase(
+            "dropout in eval",
+            "out = dropout(x, 0.5, False)",
+            "out = x * 1.0",
+            {"x": _numbers(rng, 2, 4)},
+        ),
+        OpCase(
+            "dropout in training",
+            "out = dropout(x, 0.25, True)",
+            "",
+            {"x": 1.0 + np.abs(_numbers(rng, 40, 50))},  # no zeros: a zero out is a drop
+            random=True,
+            after=("dropout in eval",),
+        ),
+        OpCase(
+            "heads' transpose",
+            "out = x.reshape(2, 3, 2, 2).transpose(0, 2, 1, 3)",
+            "out = x.view(2, 3, 2, 2).transpose(1, 2)",
+            {"x": _numbers(rng, 2, 3, 4)},
+        ),
+        OpCase(
+            "attention scores",
+            "out = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / math.sqrt(2))",
+            "out = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(2))",
+            {"q": _numbers(rng, 2, 2, 3, 2), "k": _numbers(rng, 2, 2, 3, 2)},
+        ),
+    ]
+    for case in cases:
+        shape = _output_shape(case)
+        case.weight = np.round(rng.normal(0.0, 1.0, shape), 2)
+    return cases
+
+
+def _output_shape(case: OpCase) -> tuple[int, ...]:
+    """The output's shape, from the NumPy arithmetic of the same code (no engine)."""
+    shapes = {
+        "embedding": (2, 3, 3),
+        "split": (2, 2),
+        "cat": (2, 8),
+        "heads' transpose": (2, 2, 3, 2),
+        "attention scores": (2, 2, 3, 3),
+    }
+    return shapes.get(case.name, next(iter(case.tensors.values())).shape)
+
+
+# ---------------------------------------------------------------------- weights and data
+def weights_for(
+    shapes: dict[str, tuple[int, ...]], seed: int, scale: float
+) -> dict[str, np.ndarray]:
+    """Weights the grader sets, by name: N(0, scale) matrices and embeddings, layer norms'
+    gains near 1, small biases (so no gradient is trivially zero or one)."""
+    rng = np.random.default_rng(seed)
+    weights = {}
+    for name, shape in shapes.items():
+        if len(shape) == 1:  # biases, and layer norms' gains (every other weight is 2-D)
+            base = 1.0 if name.endswith("weight") else 0.0
+            weights[name] = base + rng.normal(0.0, 0.2, shape)
+        else:
+            weights[name] = rng.normal(0.0, scale, shape)
+    return weights
+
+
+def gpt2_weights(
+    shapes: dict[str, tuple[int, ...]], seed: int, n_layer: int
+) -> dict[str, np.ndarray]:
+    """nanoGPT's initialisation (N(0, 0.02), residual projections 0.02 / sqrt(2 n_layer),
+    zero biases, unit gains), for training."""
+    rng = np.random.default_rng(seed)
+    weights = {}
+    for name, shape in shapes.items():
+        if len(shape) == 1:
+            weights[name] = np.ones(shape) if name.endswith("weight") else np.zeros(shape)
+        else:
+            std = 0.02 / math.sqrt(2 * n_layer) if name.endswith("c_proj.weight") else 0.02
+            weights[name] = rng.normal(0.0, std, shape)
+    return weights
+
+
+def encode(text: str, vocabulary: str) -> np.ndarray:
+    ids = {c: i for i, c in enumerate(vocabulary)}
+    return np.array([ids[c] for c in text], dtype=np.int64)
+
+
+def batches(
+    data: np.ndarray, length: int, batch: int, steps: int, seed: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """nanoGPT's get_batch, seeded: windows of ``length`` tokens and the next ones."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(steps):
+        starts = rng.integers(0, len(data) - length - 1, batch)
+        x = np.stack([data[s : s + length] for s in starts])
+        y = np.stack([data[s + 1 : s + 1 + length] for s in starts])
+        out.append((x, y))
+    return out
+
+
+def names_data(text: str) -> np.ndarray:
+    """The first 2,000 names as one stream, '.' before and after each (makemore's token 0)."""
+    names = [line.strip() for line in text.splitlines() if line.strip()][:2000]
+    stream = "." + ".".join(names) + "."
+    return encode(stream, "." + "abcdefghijklmnopqrstuvwxyz")
+
+
+def shakespeare_data(text: str) -> np.ndarray:
+    """The first 20,000 characters in the whole text's vocabulary (65 characters)."""
+    return encode(text[:20000], "".join(sorted(set(text))))

@@ -1,0 +1,565 @@
+"""The LM checks of ``modelwright-autograd check``, after the tensor checks, on a folder with
+``init --lm``'s ``lm_ops.py`` and ``models.py``: each op against torch (forward and
+backward), the GPT's parts alone, makemore's MLP and the GPT (the loss and every parameter's
+gradient by name, from weights the grader sets), eval mode, and training from the same
+weights and batches as torch. A wrong op is recognised from the formula of the wrong answer
+its classic bug gives; a wrong model names its first wrong parameter and the op to look at.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...lm.corpus import builtin_path
+from ..report import FAIL, NOTE, PASS, Row
+from ..tensor.oracle import agree, array_of
+from ..words import TODO, _array_text, _failure_text
+from . import cases
+from .cases import GPT_CONFIG, MLP_CONFIG, TRAINING, OpCase
+
+if TYPE_CHECKING:
+    from ..base import GraderBase as Grader
+
+GATE = "LM GATE PASSED: your engine trains makemore's MLP and a GPT; losses equal PyTorch's"
+TRAINED = ("MLP trains on names", "GPT trains on Shakespeare")
+AUTHOR = {"MLP": "makemore", "GPT": "nanoGPT"}
+#: The GPT's parts checked alone, the code that builds each, and the op rows each uses.
+PARTS = {
+    "LayerNorm": ("LayerNorm(16)", ["layer_norm"]),
+    "CausalSelfAttention": (
+        "CausalSelfAttention(GPTConfig(**config))",
+        [
+            "split",
+            "masked_fill",
+            "softmax",
+            "causal softmax",
+            "heads' transpose",
+            "attention scores",
+            "dropout in eval",
+        ],
+    ),
+    "FeedForward": ("FeedForward(GPTConfig(**config))", ["gelu", "dropout in eval"]),
+    "Block": ("Block(GPTConfig(**config))", ["LayerNorm", "CausalSelfAttention", "FeedForward"]),
+}
+#: Where to look when a model's gradient is first wrong at a parameter of this name.
+LOOK = (
+    (
+        "attn",
+        "attention's backward (split, the heads' reshape and transpose, @, masked_fill, softmax)",
+    ),
+    ("ln_", "layer norm's backward"),
+    ("mlp.c_fc", "GELU's backward"),
+    ("mlp.c_proj", "the block's MLP"),
+    ("wte", "embedding's backward (token ids repeat in a batch) or the tied head"),
+    ("wpe", "embedding's backward and the position ids"),
+    ("mlp.", "tanh's or cat's backward in the MLP"),
+)
+
+
+def run_lm_checks(grader: Grader) -> None:
+    """The LM rows, once the tensor rows pass (their ops are the LM's too)."""
+    report = grader.report
+    if grader.oracle.name != "torch":
+        text = "not run without PyTorch (pip install torch): the LM checks compare with torch"
+        grader.add(Row("LM checks", NOTE, text))
+        return
+    report.gate, report.required = GATE, (*report.required, *TRAINED)
+    if report.failed:
+        grader.add(Row("LM checks", FAIL, "not run: fix the tensor checks above first"))
+        return
+    LMChecks(grader).run()
+
+
+class LMChecks:
+    def __init__(self, grader: Grader) -> None:
+        from . import oracle  # torch
+
+        self.g = grader
+        self.torch = oracle
+        self.modules = {
+            "ops_module": grader.target.lm_ops_module,
+            "models_module": grader.target.lm_models_module,
+        }
+
+    def run(self) -> None:
+        for check in (
+            *[lambda c=c: self.check_op(c) for c in cases.op_cases()],
+            *[lambda p=p: self.check_part(p) for p in PARTS],
+            self.check_models,
+            self.check_eval,
+            self.check_training,
+        ):
+            if self.g.hangs >= 2:
+                self.g.add(Row("the other LM checks", FAIL, "not run: the engine hung twice"))
+                return
+            check()
+
+    # ------------------------------------------------------------------ plumbing
+    def ask(self, request: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        return self.g.ask({**request, **self.modules}, timeout)
+
+    def failed_row(self, name: str, reply: dict[str, Any], what: str) -> bool:
+        """A row for a request that hung, crashed or raised; True when there was one."""
+        if "failure" not in reply and "error" not in reply:
+            return False
+        self.g.add(Row(name, FAIL, _failure_text(reply, what)))
+        return True
+
+    def because(self, name: str, uses: list[str]) -> bool:
+        cause = next((u for u in uses if self.g.failed(u)), None)
+        if cause is not None:
+            self.g.because(name, cause)
+        return cause is not None
+
+    # ------------------------------------------------------------------ the ops
+    def check_op(self, case: OpCase) -> None:
+        if self.because(case.name, list(case.after)):
+            return
+        request = {"do": "lm_op", "case": _case_request(case)}
+        reply = self.ask(request)
+        if self.failed_row(case.name, reply, case.code.replace("\n", "; ")):
+            if not self.g.rows[case.name].diagnosis.startswith(TODO):
+                self.g.rows[case.name].reproduce = self.code(case)
+            return
+        out = array_of(reply["out"])
+        grads = {n: array_of(g) for n, g in reply["grads"].items()}
+        if case.random:
+            problem = _dropout_problem(case, out, grads["x"])
+        else:
+            want_out, want = self.torch.run_op(case)
+            problem = op_problem(case, out, grads, want_out, want)
+        if problem:
+            self.g.add(Row(case.name, FAIL, problem, self.code(case)))
+        else:
+            self.g.add(Row(case.name, PASS, "forward and backward equal torch's"))
+
+    def code(self, case: OpCase) -> list[str]:
+        """Lines a learner pastes to see the case in their engine."""
+        t = self.g.target
+        lines = [
+            f"import sys; sys.path.insert(0, {t.sys_path!r})",
+            f"import math; import numpy as np; from {t.value_module} import {t.class_name}",
+            f"from {self.modules['ops_module']} import *",
+        ]
+        for name, x in case.tensors.items():
+            lines.append(f"{name} = {t.class_name}(np.array({x.tolist()!r}))")
+        for name, x in case.arrays.items():
+            lines.append(f"{name} = np.array({x.tolist()!r})")
+        lines += [
+            *case.code.splitlines(),
+            f"(out * np.array({case.weight.tolist()!r})).sum().backward()",
+        ]
+        lines += [f"print({name}.grad)" for name in case.tensors]
+        if not case.random:
+            _, want = self.torch.run_op(case)
+            lines += [f"# expected {n}.grad: {_array_text(g)}" for n, g in want.items()]
+        return lines
+
+    # ------------------------------------------------------------------ the GPT's parts
+    def check_part(self, kind: str) -> None:
+        build, uses = PARTS[kind]
+        if self.because(kind, uses):
+            return
+        shapes = self.torch.parameter_shapes(kind)
+        weights = cases.weights_for(shapes, cases.SEED, 0.3)
+        rng = np.random.default_rng(cases.SEED + 1)
+        x = rng.normal(0.0, 1.0, (2, 5, 16))
+        weight = rng.normal(0.0, 1.0, (2, 5, 16))
+        request = {
+            "do": "lm_module",
+            "build": build.replace("**config", f"**{GPT_CONFIG!r}"),
+            "weights": _arrays(weights),
+            "x": _send(x),
+            "weight": _send(weight),
+        }
+        reply = self.ask(request)
+        if self.failed_row(kind, reply, f"{kind} on a (2, 5, 16) batch") or self.names_row(
+            kind, reply, shapes
+        ):
+            return
+        out, x_grad, grads = self.torch.run_module(kind, weights, x, weight)
+        got = array_of(reply["out"])
+        if not agree(got, out):
+            text = f"{kind}'s output differs from torch's {kind} with the same weights"
+            if kind == "CausalSelfAttention":
+                text = self.torch.attention_bug(weights, x, got) or text + ": " + _forward_hint()
+            self.g.add(Row(kind, FAIL, text))
+            return
+        wrong = [n for n in shapes if not agree(array_of(reply["grads"][n]), grads[n])]
+        if not agree(array_of(reply["x_grad"]), x_grad):
+            wrong.insert(0, "the input x")
+        if wrong:
+            text = f"the output is right, but the gradient of {wrong[0]} is wrong"
+            self.g.add(Row(kind, FAIL, text + _right_ones(wrong, list(shapes))))
+            return
+        self.g.add(Row(kind, PASS, "output, x's and every parameter's gradient equal torch's"))
+
+    def names_row(
+        self, name: str, reply: dict[str, Any], shapes: dict[str, tuple[int, ...]]
+    ) -> bool:
+        """A failing row when the learner's parameters are not torch's names and shapes."""
+        if "names" not in reply:
+            return False
+        theirs = {n: tuple(s) for n, s in reply["names"]}
+        missing = [n for n in shapes if n not in theirs]
+        extra = [n for n in theirs if n not in shapes]
+        problems = []
+        if "lm_head.weight" in extra:
+            problems.append(
+                "lm_head.weight is a parameter of its own: nanoGPT ties the head to the token "
+                "embedding (self.lm_head.weight = self.transformer['wte'].weight)"
+            )
+            extra.remove("lm_head.weight")
+        if missing:
+            problems.append(f"missing {', '.join(missing[:4])}")
+        if extra:
+            problems.append(f"not in torch's model: {', '.join(extra[:4])}")
+        shaped = [n for n in shapes if n in theirs and theirs[n] != shapes[n]]
+        problems += [f"{n} has shape {theirs[n]}, torch's {shapes[n]}" for n in shaped[:2]]
+        text = "named_parameters() differs from torch's: " + "; ".join(problems)
+        self.g.add(Row(name, FAIL, text))
+        return True
+
+    # ------------------------------------------------------------------ the models
+    def model_request(
+        self, kind: str, weights: dict[str, np.ndarray], **more: Any
+    ) -> dict[str, Any]:
+        config = MLP_CONFIG if kind == "MLP" else GPT_CONFIG
+        build = f"MLPConfig(**{config!r})" if kind == "MLP" else f"GPTConfig(**{config!r})"
+        return {"build": f"{kind}({build})", "weights": _arrays(weights), **more}
+
+    def check_models(self) -> None:
+        for kind, name, uses in (
+            ("MLP", "makemore's MLP", ["embedding", "cat"]),
+            ("GPT", "GPT", ["embedding", "Block"]),
+        ):
+            if self.because(name, uses):
+                continue
+            shapes = self.torch.parameter_shapes(kind)
+            weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
+            idx, targets = self.batches(kind, 1, cases.SEED + 3)[0]
+            request = self.model_request(kind, weights, idx=_ints(idx), targets=_ints(targets))
+            reply = self.ask({"do": "lm_model", **request})
+            if self.failed_row(name, reply, f"{kind}(...)(idx, targets) and backward()"):
+                continue
+            if self.names_row(name, reply, shapes):
+                continue
+            loss, grads = self.torch.run_model(kind, weights, idx, targets)
+            if not _close(reply["loss"], loss):
+                text = (
+                    f"the loss is {reply['loss']:.6g}, torch's {loss:.6g} with the same weights "
+                    f"and batch: {kind}'s forward in models.py is not {AUTHOR[kind]}'s ("
+                    + _forward_hint(kind)
+                    + ")"
+                )
+                self.g.add(Row(name, FAIL, text))
+                continue
+            wrong = [n for n in shapes if not agree(array_of(reply["grads"][n]), grads[n])]
+            if wrong:
+                look = next(
+                    (hint for key, hint in LOOK if key in wrong[0]),
+                    "the backward of the ops it uses",
+                )
+                text = f"the loss is right; {wrong[0]} wrong" + _right_ones(wrong, list(shapes))
+                self.g.add(Row(name, FAIL, f"{text}: look at {look}"))
+                continue
+            text = f"loss {loss:.4f} and all {len(shapes)} parameters' gradients equal torch's"
+            text += ", by name"
+            self.g.add(Row(name, PASS, text))
+
+    def check_eval(self) -> None:
+        name = "GPT in eval mode"
+        if self.because(name, ["GPT"]):
+            return
+        shapes = self.torch.parameter_shapes("GPT")
+        weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
+        idx, targets = self.batches("GPT", 1, cases.SEED + 3)[0]
+        request = self.model_request(
+            "GPT", weights, idx=_ints(idx), targets=_ints(targets), eval=True
+        )
+        request["build"] = request["build"].replace("'dropout': 0.0", "'dropout': 0.5")
+        reply = self.ask({"do": "lm_model", **request})
+        if self.failed_row(name, reply, "GPT(...).eval() on a batch"):
+            return
+        loss, _ = self.torch.run_model("GPT", weights, idx, targets)
+        if not _close(reply["loss"], loss):
+            text = (
+                f"with dropout 0.5 and model.eval() the loss is {reply['loss']:.6g}, torch's "
+                f"{loss:.6g}: dropout must do nothing in eval mode (pass self.training to it)"
+            )
+            self.g.add(Row(name, FAIL, text))
+            return
+        self.g.add(
+            Row(name, PASS, "with dropout 0.5, model.eval() gives torch's loss (no dropout)")
+        )
+
+    def batches(self, kind: str, steps: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        settings = TRAINING[kind]
+        text = builtin_path("names" if kind == "MLP" else "shakespeare").read_text(encoding="utf-8")
+        data = cases.names_data(text) if kind == "MLP" else cases.shakespeare_data(text)
+        return cases.batches(data, settings["length"], settings["batch"], steps, seed)
+
+    # ------------------------------------------------------------------ training
+    def check_training(self) -> None:
+        for kind, name, model in (
+            ("MLP", TRAINED[0], "makemore's MLP"),
+            ("GPT", TRAINED[1], "GPT"),
+        ):
+            if self.because(name, [model, "GPT in eval mode"] if kind == "GPT" else [model]):
+                continue
+            settings = TRAINING[kind]
+            shapes = self.torch.parameter_shapes(kind)
+            if kind == "GPT":
+                weights = cases.gpt2_weights(shapes, cases.SEED + 4, GPT_CONFIG["n_layer"])
+            else:
+                weights = cases.weights_for(shapes, cases.SEED + 4, 0.3)
+            batches = self.batches(kind, settings["steps"], cases.SEED + 5)
+            sent = [[_ints(x), _ints(y)] for x, y in batches]
+            request = self.model_request(kind, weights, batches=sent, settings=settings)
+            reply = self.ask({"do": "lm_train", **request}, self.g.train_timeout)
+            what = f"{settings['steps']} steps of configure_optimizers(...) and step()"
+            if self.failed_row(name, reply, what) or self.names_row(name, reply, shapes):
+                continue
+            losses, _ = self.torch.train(kind, weights, batches, settings)
+            got = reply["losses"]
+            if len(got) == len(losses) and all(map(_close, got, losses)):
+                text = (
+                    f"loss {losses[0]:.4f} -> {losses[-1]:.4f} in {len(losses)} AdamW steps "
+                    "from torch's weights and batches, every step equal to torch's (1e-6)"
+                )
+                self.g.add(Row(name, PASS, text))
+                continue
+            self.g.add(Row(name, FAIL, self.training_text(kind, reply, weights, batches)))
+
+    def training_text(
+        self,
+        kind: str,
+        reply: dict[str, Any],
+        weights: dict[str, np.ndarray],
+        batches: list[tuple[np.ndarray, np.ndarray]],
+    ) -> str:
+        """Why the learner's training left torch's: the first step whose loss differs,
+        and what the parameters after the first update show."""
+        settings = TRAINING[kind]
+        losses, first = self.torch.train(kind, weights, batches, settings)
+        got = reply["losses"]
+        differ = next((i for i, (a, b) in enumerate(zip(got, losses)) if not _close(a, b)), None)
+        if differ is None:
+            return f"{len(got)} losses came back, not one for each of the {len(losses)} batches"
+        head = f"step {differ}'s loss is {got[differ]:.6g}, torch's {losses[differ]:.6g}"
+        if differ == 0:
+            return head + ": before any update, so look at the model's forward in training mode"
+        theirs = {n: array_of(a) for n, a in reply["first"].items()}
+        wrong = [n for n in first if n not in theirs or not agree(theirs[n], first[n])]
+        if not wrong:
+            return (
+                head + ", though the first update equals torch's: look at what AdamW keeps "
+                "between steps (m, v and the step count t)"
+            )
+        if all(first[n].ndim < 2 for n in wrong):
+            _, decay_all = self.torch.train(kind, weights, batches[:1], settings, decay_all=True)
+            if all(agree(theirs[n], decay_all[n]) for n in wrong):
+                return (
+                    head + ": weight decay reaches the biases and layer norms' gains; nanoGPT's "
+                    "configure_optimizers decays only the parameters of 2 or more dimensions "
+                    "(its second group has weight_decay 0)"
+                )
+        return (
+            head + f": after the first update {wrong[0]} differs from torch.optim.AdamW's: look "
+            "at AdamW.step (p *= 1 - lr * weight_decay first; m and v; the bias corrections "
+            "1 - beta**t; eps outside the sqrt) and configure_optimizers' groups"
+        )
+
+
+# ---------------------------------------------------------------------- the words
+def _close(got: float, want: float) -> bool:
+    return bool(np.isclose(got, want, rtol=1e-6, atol=1e-9))
+
+
+def _right_ones(wrong: list[str], names: list[str]) -> str:
+    right = [n for n in names if n not in wrong]
+    if not right:
+        return " (every parameter's is)"
+    shown = ", ".join(n.rsplit(".", 1)[0] if "." in n else n for n in right[:2])
+    return f" ({len(wrong)} wrong; {shown} right)"
+
+
+def _forward_hint(kind: str = "") -> str:
+    if kind == "MLP":
+        return "the embeddings of the block_size previous ids, concatenated, tanh, then the logits"
+    return "token + position embeddings; x + attn(ln_1(x)), x + mlp(ln_2(x)); ln_f; the tied head"
+
+
+def op_problem(
+    case: OpCase,
+    out: np.ndarray,
+    grads: dict[str, np.ndarray],
+    want_out: np.ndarray,
+    want: dict[str, np.ndarray],
+) -> str:
+    """The words for a wrong op, naming the classic bug its numbers show; "" when right."""
+    x = next(iter(case.tensors.values()))
+    if not agree(out, want_out):
+        known = _forward_bug(case, out, x)
+        if known:
+            return known
+        got, torch = _array_text(out), _array_text(want_out)
+        return f"the forward differs from torch's: out is {got}, torch's {torch}"
+    wrong = [n for n in want if not agree(grads[n], want[n])]
+    if not wrong:
+        return ""
+    known = _backward_bug(case, grads, want_out, wrong)
+    if known:
+        return known
+    name = wrong[0]
+    got, torch = _array_text(grads[name]), _array_text(want[name])
+    return f"the forward is right, but {name}.grad is {got}, torch's {torch}"
+
+
+def _forward_bug(case: OpCase, out: np.ndarray, x: np.ndarray) -> str:
+    if case.name == "softmax of large numbers" and not np.all(np.isfinite(out)):
+        return (
+            "softmax overflows on large inputs (exp(1000) is inf): subtract the max along dim "
+            "before exp, as log_softmax does; the result is the same"
+        )
+    if case.name == "dropout in eval":
+        return "dropout changed x with training=False: in eval mode it must return x unchanged"
+    if case.name == "layer_norm":
+        w, b = case.tensors["w"], case.tensors["b"]
+        xc = x - x.mean(axis=-1, keepdims=True)
+        var, n = (xc**2).mean(axis=-1, keepdims=True), x.shape[-1]
+        for variance, words in (
+            (
+                var * n / (n - 1),
+                "divides the variance by N - 1; layer norm's is the mean of the squares, 1/N",
+            ),
+            (var * n, "sums the squares: the variance is their mean (times 1/N)"),
+        ):
+            if agree(out, xc / np.sqrt(variance + 1e-5) * w + b):
+                return f"the forward {words}"
+    if case.name == "gelu":
+        tanh = 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+        if agree(out, tanh):
+            return (
+                "this is GELU's tanh approximation; nanoGPT's nn.GELU() is x * Phi(x) "
+                "exactly, with math.erf"
+            )
+    return ""
+
+
+def _backward_bug(
+    case: OpCase, grads: dict[str, np.ndarray], s: np.ndarray, wrong: list[str]
+) -> str:
+    g = case.weight
+    if case.name == "embedding":
+        assigned = np.zeros_like(case.tensors["w"])
+        assigned[case.arrays["idx"]] = g
+        if agree(grads["w"], assigned):
+            return (
+                "embedding's backward keeps one use of a row picked several times (row 1 is "
+                "picked three times here): weight.grad[idx] = or += out.grad writes each row "
+                "once; add every use with np.add.at(weight.grad, idx, out.grad)"
+            )
+    if case.name in ("softmax", "causal softmax") and agree(grads["x"], s * g):
+        return (
+            "softmax's backward misses the sum term: every output depends on every input along "
+            "dim, so d/dx = s * (g - (g * s).sum(dim, keepdims=True)), not s * g"
+        )
+    if case.name == "softmax":
+        other = s * (g - (g * s).sum(axis=-1, keepdims=True))
+        if agree(grads["x"], other):
+            return "softmax's backward sums over the last axis, not over dim (1 here)"
+    if case.name == "causal softmax" and np.isnan(grads["x"]).any():
+        return (
+            "the gradient is nan where the mask put -inf: softmax's backward must use s, which is "
+            "0 there, never x or exp(x) at -inf"
+        )
+    if case.name == "masked_fill" and agree(grads["x"], g):
+        return (
+            "masked_fill's backward lets the gradient through where mask is True: those outputs "
+            "are the constant -inf, so x gets 0 there"
+        )
+    if case.name == "layer_norm" and "x" in wrong:
+        x, w = case.tensors["x"], case.tensors["w"]
+        std = np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)
+        if agree(grads["x"], g * w / std):
+            return (
+                "layer norm's backward misses the mean terms: the mean and the variance depend on "
+                "every x of the row, so dx = (g' - mean(g') - xhat * mean(g' * xhat)) / std with "
+                "g' = g * weight (or compose it from mean, -, *, sqrt, whose rules add them)"
+            )
+    if case.name == "gelu":
+        x = case.tensors["x"]
+        phi = 0.5 * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+        if agree(grads["x"], g * phi):
+            return (
+                "GELU's backward misses x * phi(x): d/dx x Phi(x) = Phi(x) + x * phi(x), "
+                "phi(x) = exp(-x**2 / 2) / sqrt(2 pi)"
+            )
+    if case.name == "cat":
+        return (
+            "cat's backward: each input gets its own slice of out.grad along dim, and x, "
+            "given twice, both of its slices (+=)"
+        )
+    if case.name == "split":
+        return "split's backward: each piece's gradient goes into its own slice of x.grad (+=)"
+    if case.name == "heads' transpose":
+        return (
+            "engine.py's transpose or reshape backward is wrong with 4 axes: undo the order "
+            "with np.argsort(order)"
+        )
+    if case.name == "attention scores":
+        return (
+            "engine.py's @ backward is wrong on 4-D batches: transpose the last two axes "
+            "(np.swapaxes(x, -1, -2))"
+        )
+    return ""
+
+
+def _dropout_problem(case: OpCase, out: np.ndarray, grad: np.ndarray) -> str:
+    x, p = case.tensors["x"], 0.25
+    dropped = out == 0.0
+    if out.shape != x.shape:
+        return f"dropout returned shape {out.shape}, not x's {x.shape}"
+    if not dropped.any():
+        return (
+            "dropout(x, 0.25, True) dropped nothing: in training each element is zeroed "
+            "with probability p"
+        )
+    if not np.allclose(out[~dropped], x[~dropped] / (1 - p)):
+        return "the kept elements must be scaled by 1 / (1 - p), so the expected output is x"
+    if not 0.15 <= dropped.mean() <= 0.35:
+        return (
+            f"dropout(x, 0.25, True) zeroed {dropped.mean():.0%} of 2,000 elements, not about 25%"
+        )
+    if not np.allclose(grad, case.weight * ~dropped / (1 - p)):
+        return "dropout's backward must use the forward's mask: out.grad * mask / (1 - p)"
+    return ""
+
+
+def _send(x: np.ndarray) -> dict[str, Any]:
+    return {"shape": list(x.shape), "data": [float(v) for v in x.ravel()]}
+
+
+def _ints(x: np.ndarray) -> dict[str, Any]:
+    return {"shape": list(x.shape), "ints": [int(v) for v in x.ravel()]}
+
+
+def _arrays(named: dict[str, np.ndarray]) -> dict[str, dict[str, Any]]:
+    return {n: _send(a) for n, a in named.items()}
+
+
+def _case_request(case: OpCase) -> dict[str, Any]:
+    arrays = {
+        n: {"shape": list(a.shape), "bools": a.ravel().tolist()} if a.dtype == bool else _ints(a)
+        for n, a in case.arrays.items()
+    }
+    return {
+        "code": case.code,
+        "tensors": _arrays(case.tensors),
+        "arrays": arrays,
+        "weight": _send(case.weight),
+    }

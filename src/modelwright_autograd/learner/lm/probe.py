@@ -1,0 +1,138 @@
+"""The child side of the LM checks: ``../scalar/probe.py`` runs this file as code (as the
+tensor probe) on the first ``lm_*`` request, and ``HANDLERS`` answer every one from then on.
+
+Standard library and NumPy only. The learner's ``lm_ops`` and ``models`` modules are
+imported on first use, so a broken models.py fails the LM rows, not the engine's load.
+Arrays travel as ``{"shape", "data"}`` (floats) or ``{"shape", "ints"}`` (token ids).
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Any
+
+import numpy as np
+
+engine: dict[str, Any] = {}  # the probe's: the Tensor class (engine["Value"]), the files
+
+
+def install(shared: dict[str, Any]) -> None:
+    """Take the probe's engine dict (the Tensor class as ``Value``, the learner's files)."""
+    global engine
+    engine = shared
+
+
+def _array(x: dict[str, Any]) -> np.ndarray:
+    if "ints" in x:
+        return np.array(x["ints"], dtype=np.int64).reshape(x["shape"])
+    if "bools" in x:
+        return np.array(x["bools"], dtype=bool).reshape(x["shape"])
+    return np.array(x["data"], dtype=float).reshape(x["shape"])
+
+
+def _as_array(x: Any) -> np.ndarray:
+    if x is not None and not isinstance(x, (np.ndarray, np.generic, float, int)):
+        x = getattr(x, "data", x)  # a grad kept as a Tensor
+    return np.asarray(x, dtype=float)
+
+
+def _send(x: Any) -> dict[str, Any]:
+    a = _as_array(x)
+    return {"shape": list(a.shape), "data": [float(v) for v in a.ravel()]}
+
+
+def _grad(t: Any) -> dict[str, Any]:
+    return _send(np.zeros(np.shape(t.data)) if t.grad is None else t.grad)
+
+
+def _leaf(array: np.ndarray) -> Any:
+    t = engine["Value"](array)
+    if hasattr(t, "requires_grad"):
+        t.requires_grad = True
+    return t
+
+
+def _module(request: dict[str, Any], kind: str) -> Any:
+    return importlib.import_module(request[f"{kind}_module"])
+
+
+def op(request: dict[str, Any]) -> dict[str, Any]:
+    """One op case: out, and each tensor's gradient of (out * W).sum()."""
+    ops = _module(request, "ops")
+    case = request["case"]
+    leaves = {name: _leaf(_array(x)) for name, x in case["tensors"].items()}
+    scope = {**vars(ops), "np": np, "math": math, **leaves}
+    scope.update({name: _array(x) for name, x in case["arrays"].items()})
+    exec(case["code"], scope)
+    out = scope["out"]
+    if not isinstance(out, engine["Value"]):
+        raise TypeError(f"out is a {type(out).__name__}, not a {engine['Value'].__name__}")
+    (out * _array(case["weight"])).sum().backward()
+    return {"out": _send(out.data), "grads": {n: _grad(t) for n, t in leaves.items()}}
+
+
+def _build(request: dict[str, Any]) -> tuple[Any, Any]:
+    """The learner's model from ``build`` (code in models.py's namespace), with the grader's
+    weights set by name; or a reply naming the names or shapes that differ."""
+    models = _module(request, "models")
+    model = eval(request["build"], vars(models).copy())
+    named = list(model.named_parameters())
+    weights = {name: _array(x) for name, x in request["weights"].items()}
+    shapes = {name: list(np.shape(p.data)) for name, p in named}
+    if set(shapes) != set(weights) or any(shapes[n] != list(weights[n].shape) for n in weights):
+        return None, {"names": [[n, s] for n, s in shapes.items()]}
+    for name, p in named:
+        p.data[...] = weights[name]
+    return model, None
+
+
+def module(request: dict[str, Any]) -> dict[str, Any]:
+    """A part of the GPT alone on x: out, x's gradient and each parameter's."""
+    model, mismatch = _build(request)
+    if mismatch:
+        return mismatch
+    x = _leaf(_array(request["x"]))
+    out = model(x)
+    (out * _array(request["weight"])).sum().backward()
+    grads = {n: _grad(p) for n, p in model.named_parameters()}
+    return {"out": _send(out.data), "x_grad": _grad(x), "grads": grads}
+
+
+def model(request: dict[str, Any]) -> dict[str, Any]:
+    """The loss of one batch and every parameter's gradient (after model.eval() when asked)."""
+    made, mismatch = _build(request)
+    if mismatch:
+        return mismatch
+    if request.get("eval"):
+        made.eval()
+    _, loss = made(_array(request["idx"]), _array(request["targets"]))
+    loss.backward()
+    grads = {n: _grad(p) for n, p in made.named_parameters()}
+    return {"loss": float(_as_array(loss.data)), "grads": grads}
+
+
+def train(request: dict[str, Any]) -> dict[str, Any]:
+    """Training with the learner's configure_optimizers: the loss of each batch, and the
+    parameters after the first step."""
+    made, mismatch = _build(request)
+    if mismatch:
+        return mismatch
+    settings = request["settings"]
+    models = _module(request, "models")
+    optimizer = models.configure_optimizers(
+        made, settings["weight_decay"], settings["lr"], tuple(settings["betas"])
+    )
+    losses, first = [], {}
+    for step, (idx, targets) in enumerate(request["batches"]):
+        _, loss = made(_array(idx), _array(targets))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(_as_array(loss.data)))
+        if step == 0:
+            first = {n: _send(p.data) for n, p in made.named_parameters()}
+    return {"losses": losses, "first": first}
+
+
+HANDLERS = {"lm_op": op, "lm_module": module, "lm_model": model, "lm_train": train}

@@ -1,0 +1,59 @@
+"""The shape of the child's replies to the LM requests: the learner's code shares the
+probe's process and can forge a reply, so one that is not what the request asks for is a
+failure, like a crash (``child.well_formed`` hands the ``lm_*`` requests here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..tensor.programs import is_sent_array
+
+
+def _named(x: Any, names: Any) -> bool:
+    """Arrays under exactly the names the request sent (its tensors, or its weights)."""
+    return (
+        isinstance(x, dict)
+        and isinstance(names, dict)
+        and set(x) == set(names)
+        and all(is_sent_array(v) for v in x.values())
+    )
+
+
+def _mismatch(reply: dict[str, Any]) -> bool:
+    names = reply.get("names")
+    return isinstance(names, list) and all(
+        isinstance(e, list)
+        and len(e) == 2
+        and isinstance(e[0], str)
+        and isinstance(e[1], list)
+        and all(type(n) is int for n in e[1])
+        for e in names
+    )
+
+
+def well_formed_lm(request: dict[str, Any], reply: dict[str, Any]) -> bool:
+    """True when ``reply`` has the keys and types the LM probe's answer to ``request`` has."""
+    do = request["do"]
+    if do != "lm_op" and "names" in reply:
+        return _mismatch(reply)
+    if do == "lm_op":
+        return is_sent_array(reply.get("out")) and _named(
+            reply.get("grads"), request["case"]["tensors"]
+        )
+    weights = request.get("weights")
+    if do == "lm_module":
+        return (
+            is_sent_array(reply.get("out"))
+            and is_sent_array(reply.get("x_grad"))
+            and _named(reply.get("grads"), weights)
+        )
+    if do == "lm_model":
+        return isinstance(reply.get("loss"), float) and _named(reply.get("grads"), weights)
+    if do == "lm_train":
+        losses = reply.get("losses")
+        return (
+            isinstance(losses, list)
+            and all(isinstance(v, float) for v in losses)
+            and _named(reply.get("first"), weights)
+        )
+    return False

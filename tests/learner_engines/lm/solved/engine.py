@@ -1,0 +1,1 @@
+../../tensor/solved_starter.py

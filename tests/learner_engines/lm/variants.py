@@ -1,0 +1,298 @@
+"""The LM starter's engines beside solved/: each is solved/ with a few lines replaced.
+
+BUGS: name -> (file, [(old, new), ...], the row that must fail, words its diagnosis must
+contain). WRITTEN_DIFFERENTLY: correct engines that must pass. Each old text occurs exactly
+once in its file (the test asserts it), so a variant cannot drift silently from solved/.
+"""
+
+ATTENTION_SCALE = "        att = (q @ k.transpose(0, 1, 3, 2)) * (1.0 / math.sqrt(hs))\n"
+MASK_THEN_SOFTMAX = (
+    "        att = masked_fill(att, np.triu(np.ones((t, t), dtype=bool), 1), -np.inf)\n"
+    "        att = dropout(softmax(att, dim=-1), self.dropout, self.training)\n"
+)
+SOFTMAX_RULE = "        x.grad += s * (out.grad - (out.grad * s).sum(axis=dim, keepdims=True))\n"
+COMPOSED_LAYER_NORM = """\
+    xc = x - x.mean(axis=-1, keepdims=True)
+    var = (xc * xc).mean(axis=-1, keepdims=True)
+    out = xc / sqrt(var + eps) * weight
+    return out if bias is None else out + bias
+"""
+FUSED_LAYER_NORM = """\
+    mean = x.data.mean(axis=-1, keepdims=True)
+    std = np.sqrt(x.data.var(axis=-1, keepdims=True) + eps)
+    xhat = (x.data - mean) / std
+    out = Tensor(xhat * weight.data + bias.data, (x, weight, bias), "layer_norm")
+
+    def _backward():
+        g = out.grad * weight.data
+        x.grad += (g - g.mean(-1, keepdims=True) - xhat * (g * xhat).mean(-1, keepdims=True)) / std
+        weight.grad += unbroadcast(out.grad * xhat, weight.shape)
+        bias.grad += unbroadcast(out.grad, bias.shape)
+
+    out._backward = _backward
+    return out
+"""
+FUSED_RULE = [
+    ("from engine import Tensor\n", "from engine import Tensor, unbroadcast\n"),
+    (COMPOSED_LAYER_NORM, FUSED_LAYER_NORM),
+]
+ADAMW_BIAS_CORRECTION = (
+    "                m_hat = m / (1 - b1**self.t)\n                v_hat = v / (1 - b2**self.t)\n"
+)
+GROUPS = """\
+        {"params": [p for p in params if p.data.ndim >= 2], "weight_decay": weight_decay},
+        {"params": [p for p in params if p.data.ndim < 2], "weight_decay": 0.0},
+"""
+HEADS = """\
+        q = q.reshape(b, t, nh, hs).transpose(0, 2, 1, 3)  # (B, nh, T, hs)
+        k = k.reshape(b, t, nh, hs).transpose(0, 2, 1, 3)
+        v = v.reshape(b, t, nh, hs).transpose(0, 2, 1, 3)
+"""
+MERGE = "        y = (att @ v).transpose(0, 2, 1, 3).reshape(b, t, c)\n"
+EMBEDDING_RULE = "        np.add.at(weight.grad, idx, out.grad)\n"
+
+BUGS = {
+    "embedding_assigns": (
+        "lm_ops.py",
+        [(EMBEDDING_RULE, "        weight.grad[idx] = out.grad\n")],
+        "embedding",
+        "np.add.at(weight.grad, idx, out.grad)",
+    ),
+    "embedding_fancy_add": (
+        "lm_ops.py",
+        [(EMBEDDING_RULE, "        weight.grad[idx] += out.grad\n")],
+        "embedding",
+        "np.add.at(weight.grad, idx, out.grad)",
+    ),
+    "softmax_no_sum": (
+        "lm_ops.py",
+        [(SOFTMAX_RULE, "        x.grad += s * out.grad\n")],
+        "softmax",
+        "misses the sum term",
+    ),
+    "softmax_sum_last_axis": (
+        "lm_ops.py",
+        [(SOFTMAX_RULE, SOFTMAX_RULE.replace("axis=dim", "axis=-1"))],
+        "softmax",
+        "sums over the last axis, not over dim",
+    ),
+    "softmax_unstable": (
+        "lm_ops.py",
+        [
+            (
+                "    e = np.exp(x.data - x.data.max(axis=dim, keepdims=True))\n",
+                "    e = np.exp(x.data)\n",
+            )
+        ],
+        "softmax of large numbers",
+        "subtract the max along dim",
+    ),
+    "masked_fill_passes_gradient": (
+        "lm_ops.py",
+        [("        x.grad += np.where(mask, 0.0, out.grad)\n", "        x.grad += out.grad\n")],
+        "masked_fill",
+        "lets the gradient through where mask is True",
+    ),
+    "layer_norm_no_mean_terms": (
+        "lm_ops.py",
+        [
+            *FUSED_RULE,
+            (
+                "        x.grad += (g - g.mean(-1, keepdims=True) - xhat * (g * xhat).mean(-1, "
+                "keepdims=True)) / std\n",
+                "        x.grad += g / std\n",
+            ),
+        ],
+        "layer_norm",
+        "misses the mean terms",
+    ),
+    "variance_summed": (
+        "lm_ops.py",
+        [
+            (
+                "    var = (xc * xc).mean(axis=-1, keepdims=True)\n",
+                "    var = (xc * xc).sum(axis=-1, keepdims=True)\n",
+            )
+        ],
+        "layer_norm",
+        "sums the squares",
+    ),
+    "variance_unbiased": (
+        "lm_ops.py",
+        [
+            (
+                "    var = (xc * xc).mean(axis=-1, keepdims=True)\n",
+                "    var = (xc * xc).sum(axis=-1, keepdims=True) / (x.shape[-1] - 1)\n",
+            )
+        ],
+        "layer_norm",
+        "N - 1",
+    ),
+    "gelu_no_x_term": (
+        "lm_ops.py",
+        [
+            (
+                "        x.grad += out.grad * (phi + x.data * density)\n",
+                "        x.grad += out.grad * phi\n",
+            )
+        ],
+        "gelu",
+        "misses x * phi(x)",
+    ),
+    "cat_overwrites": (
+        "lm_ops.py",
+        [("            t.grad += g\n", "            t.grad = g\n")],
+        "cat",
+        "cat's backward",
+    ),
+    "dropout_in_eval": (
+        "lm_ops.py",
+        [("    if not training or p == 0.0:\n", "    if p == 0.0:\n")],
+        "dropout in eval",
+        "in eval mode it must return x unchanged",
+    ),
+    "mask_after_softmax": (
+        "models.py",
+        [
+            (
+                MASK_THEN_SOFTMAX,
+                "        att = softmax(att, dim=-1)\n"
+                "        att = masked_fill(att, np.triu(np.ones((t, t), dtype=bool), 1), 0.0)\n",
+            )
+        ],
+        "CausalSelfAttention",
+        "the mask is applied after softmax",
+    ),
+    "attention_unscaled": (
+        "models.py",
+        [(ATTENTION_SCALE, "        att = q @ k.transpose(0, 1, 3, 2)\n")],
+        "CausalSelfAttention",
+        "not scaled",
+    ),
+    "heads_split_by_reshape": (
+        "models.py",
+        [
+            (
+                HEADS,
+                "        q = q.reshape(b, nh, t, hs)\n"
+                "        k = k.reshape(b, nh, t, hs)\n"
+                "        v = v.reshape(b, nh, t, hs)\n",
+            )
+        ],
+        "CausalSelfAttention",
+        "split by reshape alone",
+    ),
+    "heads_merged_by_reshape": (
+        "models.py",
+        [(MERGE, "        y = (att @ v).reshape(b, t, c)\n")],
+        "CausalSelfAttention",
+        "merged by reshape alone",
+    ),
+    "head_not_tied": (
+        "models.py",
+        [('        self.lm_head.weight = self.transformer["wte"].weight\n', "")],
+        "GPT",
+        "lm_head.weight is a parameter of its own",
+    ),
+    "no_position_embedding": (
+        "models.py",
+        [
+            (
+                '        x = tr["wte"](idx) + tr["wpe"](np.arange(idx.shape[1]))\n',
+                '        x = tr["wte"](idx)\n',
+            )
+        ],
+        "GPT",
+        "forward in models.py is not nanoGPT's",
+    ),
+    "dropout_ignores_eval": (
+        "models.py",
+        [
+            (
+                "        att = dropout(softmax(att, dim=-1), self.dropout, self.training)\n",
+                "        att = dropout(softmax(att, dim=-1), self.dropout, True)\n",
+            )
+        ],
+        "GPT in eval mode",
+        "dropout must do nothing in eval mode",
+    ),
+    "weight_decay_everywhere": (
+        "models.py",
+        [(GROUPS, '        {"params": params, "weight_decay": weight_decay},\n')],
+        "MLP trains on names",
+        "weight decay reaches the biases",
+    ),
+    "adamw_no_bias_correction": (
+        "models.py",
+        [(ADAMW_BIAS_CORRECTION, "                m_hat, v_hat = m, v\n")],
+        "MLP trains on names",
+        "look at AdamW.step",
+    ),
+    "mlp_hangs": (
+        "models.py",
+        [
+            (
+                "        idx = np.array(idx)\n",
+                "        idx = np.array(idx)\n        while True:\n            pass\n",
+            )
+        ],
+        "makemore's MLP",
+        "did not finish",
+    ),
+}
+
+EINSUM_OPS = '''
+
+def attention(q, k, v, scale, mask):
+    """softmax(q k^T * scale, masked) @ v as three einsum nodes."""
+    scores = Tensor(np.einsum("bhtd,bhsd->bhts", q.data, k.data) * scale, (q, k), "scores")
+
+    def _scores_backward():
+        q.grad += np.einsum("bhts,bhsd->bhtd", scores.grad, k.data) * scale
+        k.grad += np.einsum("bhts,bhtd->bhsd", scores.grad, q.data) * scale
+
+    scores._backward = _scores_backward
+    att = softmax(masked_fill(scores, mask, -np.inf), dim=-1)
+    out = Tensor(np.einsum("bhts,bhsd->bhtd", att.data, v.data), (att, v), "weighted")
+
+    def _weighted_backward():
+        att.grad += np.einsum("bhtd,bhsd->bhts", out.grad, v.data)
+        v.grad += np.einsum("bhts,bhtd->bhsd", att.data, out.grad)
+
+    out._backward = _weighted_backward
+    return out
+'''
+
+WRITTEN_DIFFERENTLY = {  # name -> [(file, [(old, new), ...]), ...]; old None: new is appended
+    "fused_layer_norm": [("lm_ops.py", FUSED_RULE)],
+    "einsum_attention": [
+        ("lm_ops.py", [(None, EINSUM_OPS)]),
+        (
+            "models.py",
+            [
+                ("from lm_ops import cat,", "from lm_ops import attention, cat,"),
+                (ATTENTION_SCALE + MASK_THEN_SOFTMAX, ""),
+                (
+                    MERGE,
+                    "        mask = np.triu(np.ones((t, t), dtype=bool), 1)\n"
+                    "        y = attention(q, k, v, 1.0 / math.sqrt(hs), mask)\n"
+                    "        y = y.transpose(0, 2, 1, 3).reshape(b, t, c)\n",
+                ),
+            ],
+        ),
+    ],
+    "log_sum_exp_cross_entropy": [
+        (
+            "models.py",
+            [
+                (
+                    "    return cross_entropy(logits.reshape(b * t, v), "
+                    "np.asarray(targets).reshape(b * t))\n",
+                    "    flat = logits.reshape(b * t, v)\n"
+                    "    onehot = np.eye(v)[np.asarray(targets).reshape(b * t)]\n"
+                    "    return (flat.log_softmax(-1) * onehot).sum() * (-1.0 / (b * t))\n",
+                )
+            ],
+        )
+    ],
+}

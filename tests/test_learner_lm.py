@@ -1,0 +1,308 @@
+"""`modelwright-autograd init --lm` and `check` on a learner's language models.
+
+tests/learner_engines/lm/solved/ is the LM starter solved (its engine.py is the solved tensor
+starter); variants.py lists its one-bug variants, each with the row that must fail and the
+words of its diagnosis, and correct engines written differently that must pass. Their
+end-to-end grading runs once, in parallel, in the slow run; the default run checks init,
+the replies' shapes and the diagnoses on numbers made by the reference itself.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_learner import CALM, _row
+
+import modelwright_autograd.learner
+from modelwright_autograd.cli import main
+from modelwright_autograd.learner.lm import cases
+from modelwright_autograd.learner.lm.checks import GATE, op_problem
+from modelwright_autograd.learner.lm.replies import well_formed_lm
+from modelwright_autograd.learner.locate import locate
+from modelwright_autograd.learner.report import FAIL, PASS
+from modelwright_autograd.learner.scalar.grader import grade
+from modelwright_autograd.learner.scalar.oracle import finite_difference_oracle, torch_oracle
+from modelwright_autograd.learner.starter import LM_MODULES, LM_TOP
+
+HERE = Path(__file__).parent / "learner_engines"
+SOLVED = HERE / "lm" / "solved"
+TEMPLATES_LM = Path(modelwright_autograd.learner.__file__).parent / "templates_lm"
+sys.path.insert(0, str(HERE / "lm"))
+from variants import BUGS, WRITTEN_DIFFERENTLY  # noqa: E402
+
+
+def solved_copy(folder: Path) -> Path:
+    """solved/ as files of their own (its engine.py link followed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in SOLVED.iterdir():
+        if path.suffix == ".py":
+            shutil.copyfile(path, folder / path.name)
+    return folder
+
+
+def edited(folder: Path, edits: list[tuple[str, list[tuple[str | None, str]]]]) -> Path:
+    """solved/ with each file's (old, new) replacements; an old of None appends new."""
+    solved_copy(folder)
+    for name, changes in edits:
+        text = (folder / name).read_text()
+        for old, new in changes:
+            if old is None:
+                text += new
+                continue
+            assert text.count(old) == 1, (folder.name, old)
+            text = text.replace(old, new)
+        (folder / name).write_text(text)
+    return folder
+
+
+# ---------------------------------------------------------------------- init --lm
+def test_init_lm_writes_the_tensor_repository_and_the_lm_files(tmp_path, capsys):
+    assert main(["init", "--lm", str(tmp_path / "new")]) == 0
+    package = tmp_path / "new" / "src" / "new"
+    assert sorted(p.name for p in package.iterdir()) == sorted(
+        ["__init__.py", "engine.py", "nn.py", *LM_MODULES]
+    )
+    assert all((tmp_path / "new" / name).is_file() for name in LM_TOP)
+    assert "class Tensor" in (package / "engine.py").read_text()
+    assert "from .engine import Tensor" in (package / "lm_ops.py").read_text()
+    assert "from new.models import" in (tmp_path / "new" / "lm.ipynb").read_text()
+    assert capsys.readouterr().out.startswith("wrote ")
+
+
+def test_init_lm_into_a_tensor_repository_adds_what_is_missing_and_keeps_every_file(
+    tmp_path, capsys
+):
+    folder = tmp_path / "mine"
+    assert main(["init", "--tensor", str(folder)]) == 0
+    engine = folder / "src" / "mine" / "engine.py"
+    engine.write_text(engine.read_text() + "# mine\n")
+    (folder / "src" / "mine" / "models.py").write_text("# my own models.py\n")
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(["init", "--lm", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("added lm_ops.py, LM.md, lm.ipynb to ") and "keeping your files" in out
+    assert all(p.read_bytes() == data for p, data in before.items())  # nothing replaced
+    assert (folder / "src" / "mine" / "lm_ops.py").exists()
+    assert main(["init", "--lm", str(folder)]) == 0  # again: nothing is missing
+    assert "nothing to add" in capsys.readouterr().out
+
+
+def test_init_lm_into_a_flat_tensor_folder_imports_without_a_package(tmp_path):
+    folder = tmp_path / "flat"
+    folder.mkdir()
+    shutil.copyfile(HERE / "tensor" / "solved_starter.py", folder / "engine.py")
+    assert main(["init", "--lm", str(folder)]) == 0
+    assert "from engine import Tensor" in (folder / "lm_ops.py").read_text()
+    assert "from lm_ops import" in (folder / "models.py").read_text()
+    assert "from models import" in (folder / "lm.ipynb").read_text()
+
+
+def test_init_lm_refuses_a_scalar_engine_and_a_folder_without_an_engine(tmp_path, capsys):
+    folder = tmp_path / "scalar"
+    assert main(["init", str(folder)]) == 0
+    names = sorted(p.name for p in folder.rglob("*"))
+    capsys.readouterr()
+    assert main(["init", "--lm", str(folder)]) == 2
+    assert "is a scalar engine (class Value)" in capsys.readouterr().err
+    assert sorted(p.name for p in folder.rglob("*")) == names  # nothing written
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("")
+    assert main(["init", "--lm", str(tmp_path / "other")]) == 2
+    assert "holds no tensor engine" in capsys.readouterr().err
+    assert main(["init", "--lm", "--tensor", str(tmp_path / "both")]) == 2
+
+
+def test_the_lm_templates_are_the_solved_files_with_their_bodies_as_todos():
+    for name in ("lm_ops.py", "models.py"):
+        template = ast.parse((TEMPLATES_LM / name).read_text())
+        solved = ast.parse((SOLVED / name).read_text())
+        assert _definitions(template) == _definitions(solved), name
+    todos = " ".join((TEMPLATES_LM / n).read_text() for n in LM_MODULES)
+    assert all(f'NotImplementedError("TODO {n}:' in todos for n in range(22, 38))
+
+
+def _definitions(tree: ast.Module) -> list[str]:
+    return [
+        f"{node.name}.{item.name}" if isinstance(item, ast.FunctionDef) else node.name
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+        for item in ([node] if isinstance(node, ast.FunctionDef) else [node, *node.body])
+        if isinstance(item, (ast.FunctionDef, ast.ClassDef))
+    ]
+
+
+# ---------------------------------------------------------------------- the pieces
+def test_a_forged_reply_is_refused():
+    array = {"shape": [1], "data": [1.0]}
+    model = {"do": "lm_model", "weights": {"w": array}}
+    assert well_formed_lm(model, {"loss": 1.0, "grads": {"w": array}})
+    assert not well_formed_lm(model, {"loss": 1, "grads": {"w": array}})
+    assert not well_formed_lm(model, {"loss": 1.0, "grads": {"w": [1.0]}})
+    assert not well_formed_lm(model, {"loss": 1.0, "grads": {}})  # a gradient left out
+    op = {"do": "lm_op", "case": {"tensors": {"x": array}}}
+    assert not well_formed_lm(op, {"out": array, "grads": {"x": {"shape": [2]}}})
+    assert not well_formed_lm(op, {"out": array, "grads": {"y": array}})
+    train = {"do": "lm_train", "weights": {"w": array}}
+    assert not well_formed_lm(train, {"losses": [1.0, "2"], "first": {"w": array}})
+    assert well_formed_lm(train, {"names": [["w", [2, 3]]]})
+    assert not well_formed_lm(train, {"names": [["w", [2.5]]]})
+
+
+@pytest.fixture(scope="module")
+def reference():
+    pytest.importorskip("torch")
+    from modelwright_autograd.learner.lm import oracle
+
+    return oracle
+
+
+def _case(name: str) -> cases.OpCase:
+    return next(c for c in cases.op_cases() if c.name == name)
+
+
+def test_the_op_diagnoses_recognise_their_bugs_from_the_numbers(reference):
+    """Each classic bug's numbers, made by hand from the reference's, get its words."""
+    case = _case("softmax")
+    s, want = reference.run_op(case)
+    g = case.weight
+    assert "misses the sum term" in op_problem(case, s, {"x": s * g}, s, want)
+    assert op_problem(case, s, want, s, want) == ""
+    case = _case("embedding")
+    out, want = reference.run_op(case)
+    assigned = np.zeros_like(case.tensors["w"])
+    assigned[case.arrays["idx"]] = case.weight
+    assert "np.add.at" in op_problem(case, out, {"w": assigned}, out, want)
+    case = _case("layer_norm")
+    out, want = reference.run_op(case)
+    x, w = case.tensors["x"], case.tensors["w"]
+    no_mean = {**want, "x": case.weight * w / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-5)}
+    assert "misses the mean terms" in op_problem(case, out, no_mean, out, want)
+
+
+def test_the_embedding_case_repeats_a_row_and_softmax_large_overflows_naively():
+    idx = _case("embedding").arrays["idx"]
+    assert np.bincount(idx.ravel()).max() >= 3
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = _case("softmax of large numbers").tensors["x"]
+        assert not np.isfinite(np.exp(x) / np.exp(x).sum(-1, keepdims=True)).all()
+
+
+def test_each_attention_bug_is_told_apart_from_the_others(reference):
+    shapes = reference.parameter_shapes("CausalSelfAttention")
+    weights = cases.weights_for(shapes, 1, 0.3)
+    x = np.random.default_rng(2).normal(0.0, 1.0, (2, 5, 16))
+    assert reference.attention_bug(weights, x, reference._attention(weights, x, "")) == ""
+    for bug, words in reference.ATTENTION_BUGS.items():
+        assert reference.attention_bug(weights, x, reference._attention(weights, x, bug)) == words
+
+
+def test_the_reference_attention_is_torchs_module(reference):
+    import torch
+
+    shapes = reference.parameter_shapes("CausalSelfAttention")
+    weights = cases.weights_for(shapes, 3, 0.3)
+    x = np.random.default_rng(4).normal(0.0, 1.0, (2, 5, 16))
+    module = reference.build("CausalSelfAttention", weights)
+    with torch.no_grad():
+        want = module(torch.from_numpy(x)).numpy()
+    assert np.allclose(reference._attention(weights, x, ""), want, rtol=1e-12, atol=1e-12)
+
+
+# ---------------------------------------------------------------------- the slow run
+def _grade(paths, oracle):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        reports = pool.map(lambda p: grade(locate(p), oracle, CALM, 120.0), paths)
+        return dict(zip(paths, reports))
+
+
+@pytest.fixture(scope="session")
+def lm_reports(tmp_path_factory):
+    oracle = torch_oracle()
+    if oracle is None:
+        pytest.skip("torch is the LM checks' reference")
+    root = tmp_path_factory.mktemp("lm")
+    folders = {"solved": SOLVED}
+    for name, (file, changes, _, _) in BUGS.items():
+        folders[name] = edited(root / name, [(file, changes)])
+    for name, edits in WRITTEN_DIFFERENTLY.items():
+        folders[name] = edited(root / name, edits)
+    summed = solved_copy(root / "cross_entropy_summed")
+    shutil.copyfile(HERE / "tensor" / "cross_entropy_not_mean.py", summed / "engine.py")
+    folders["cross_entropy_summed"] = summed
+    starter = root / "starter"
+    main(["init", "--lm", str(starter)])
+    shutil.copyfile(HERE / "tensor" / "solved_starter.py", starter / "src/starter/engine.py")
+    folders["starter"] = starter
+    package = root / "package"  # solved/ as a package in init's repository
+    main(["init", "--lm", str(package)])
+    for name in ("engine.py", *LM_MODULES):
+        text = (SOLVED / name).read_text().replace("from engine", "from .engine")
+        (package / "src/package" / name).write_text(text.replace("from lm_ops", "from .lm_ops"))
+    folders["package"] = package
+    reports = _grade(list(folders.values()), oracle)
+    return {name: reports[path] for name, path in folders.items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["solved", "package"])
+def test_the_solved_lm_starter_passes_the_lm_gate(lm_reports, name):
+    report = lm_reports[name]
+    assert report.passed, report.to_text()
+    assert report.to_text().splitlines()[-1].startswith(GATE)
+    rows = {row.name: row for row in report.rows}
+    for name in ("GPT", "makemore's MLP", "MLP trains on names", "GPT trains on Shakespeare"):
+        assert rows[name].status == PASS
+    assert "all 28 parameters' gradients equal torch's" in rows["GPT"].diagnosis
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_each_lm_bug_fails_with_its_own_diagnosis(lm_reports, name):
+    _, _, row, words = BUGS[name]
+    report = lm_reports[name]
+    assert not report.passed
+    assert _row(report, row).status == FAIL, report.to_text()
+    assert words in _row(report, row).diagnosis, report.to_text()
+    assert len(report.to_text().splitlines()) <= 40, report.to_text()
+
+
+@pytest.mark.slow
+def test_the_lm_diagnoses_are_each_their_own(lm_reports):
+    """No bug's row carries the words of another bug diagnosed on the same row."""
+    for name, (_, _, row, words) in BUGS.items():
+        diagnosis = _row(lm_reports[name], row).diagnosis
+        for other, (_, _, other_row, other_words) in BUGS.items():
+            if other_row == row and other_words != words:
+                assert other_words not in diagnosis, (name, other)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(WRITTEN_DIFFERENTLY))
+def test_correct_lm_engines_written_differently_pass(lm_reports, name):
+    assert lm_reports[name].passed, lm_reports[name].to_text()
+
+
+@pytest.mark.slow
+def test_a_tensor_bug_stops_the_lm_checks_and_the_starter_names_its_todos(lm_reports):
+    report = lm_reports["cross_entropy_summed"]
+    assert "missing the 1/N of the mean" in _row(report, "cross_entropy").diagnosis
+    assert _row(report, "LM checks").diagnosis == "not run: fix the tensor checks above first"
+    starter = lm_reports["starter"]
+    assert _row(starter, "embedding").diagnosis.startswith("not done yet: TODO 22")
+    assert _row(starter, "GPT").diagnosis == "fails because 'embedding' fails"
+
+
+@pytest.mark.slow
+def test_without_torch_the_lm_checks_say_they_did_not_run(tmp_path):
+    report = grade(locate(solved_copy(tmp_path / "fd")), finite_difference_oracle(), CALM, 120.0)
+    row = _row(report, "LM checks")
+    assert row.status == "note" and "not run without PyTorch" in row.diagnosis
+    assert not report.to_text().splitlines()[-1].startswith("LM GATE")
