@@ -76,8 +76,9 @@ def run_init(args: argparse.Namespace) -> int:
     from ..learner.starter import StarterError, project_names, write_starter
 
     try:
-        if args.tensor + args.backprop + args.lm > 1:
-            raise StarterError("choose one of --tensor, --backprop and --lm")
+        given = [f"--{k}" for k in ("tensor", "backprop", "lm") if getattr(args, k)]
+        if len(given) > 1:
+            raise StarterError(f"choose one of {' and '.join(given)}")
         written = write_starter(args.dir, args.tensor, args.backprop, args.lm)
     except StarterError as error:
         print(f"modelwright-autograd init: error: {printable(str(error))}", file=sys.stderr)
