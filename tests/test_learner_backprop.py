@@ -250,6 +250,28 @@ def test_a_row_right_given_a_wrong_upstream_says_so(tmp_path):
     assert "at step 0" not in _row(report, "training (step by step)").diagnosis
 
 
+def test_a_changed_forward_fails_its_row_and_nothing_after_it_runs(tmp_path):
+    source = SOLVED.read_text()
+    biased = source.replace("/ (n - 1)  # variance, Bessel's n - 1", "/ n")
+    assert biased != source
+    (tmp_path / "backprop.py").write_text(biased)
+    report = grade_here(tmp_path)
+    assert [row.name for row in report.rows] == ["exercise loads", "forward"]
+    assert "f.bnvar is not PyTorch's bnvar = bndiff2.sum(0, keepdims=True) / (n - 1)" in (
+        _row(report, "forward").diagnosis
+    )
+
+
+def test_a_misshapen_gradient_leaves_the_rows_that_read_it_not_judged(tmp_path):
+    replacement = "def dhpreact(f, d):\n    return ((1.0 - f.h**2) * d.h).sum(0)\n"
+    report = grade_here(write_variant(tmp_path / "misshapen", replacement))
+    assert "summed over axis 0, which hpreact was not broadcast along" in (
+        _row(report, "dhpreact").diagnosis
+    )
+    for name in ("dbngain", "dhprebn_fused"):
+        assert _row(report, name).diagnosis == "not judged: dhpreact above is wrong: fix that first"
+
+
 def test_init_writes_the_backprop_starter_and_check_grades_it(tmp_path, capsys):
     folder = tmp_path / "bp"
     assert main(["init", "--backprop", str(folder)]) == 0

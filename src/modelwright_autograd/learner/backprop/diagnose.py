@@ -178,7 +178,7 @@ def fused_text(name: str, got: np.ndarray, want: np.ndarray, values: dict, n: in
             return "softmax / n alone: the one-hot is missing. dlogits = (softmax - onehot) / n"
         if agree(got, want * n + onehot * n):
             return "softmax alone: both the one-hot and the 1/n are missing"
-    if got.shape == want.shape and name == "hprebn":
+    if got.shape == want.shape and name == "hprebn" and values["dhpreact"] is not None:
         biased = values["bngain"] * values["bnvar_inv"] / n
         g, raw = values["dhpreact"], values["bnraw"]
         biased = biased * (n * g - g.sum(0) - raw * (g * raw).sum(0))

@@ -212,10 +212,14 @@ class BackpropGrader:
                 return False
             got, want = _array(sent), self.ref.values[step.out]
             if not diagnose.agree(got, want):
+                differs = (
+                    f"shape {got.shape}, not {want.shape}"
+                    if got.shape != want.shape
+                    else f"max difference {float(np.abs(got - want).max()):.3g}"
+                )
                 text = (
-                    f"f.{step.out} is not PyTorch's {step.words} ("
-                    + diagnose.wrong_text(step.out, got, want, {}, BATCH).split(": ", 1)[-1]
-                    + "): the gradients are checked against this forward, so put it back"
+                    f"f.{step.out} is not PyTorch's {step.words} ({differs}): the gradients "
+                    "are checked against the starter's forward, so put it back"
                 )
                 self.add(name, FAIL, text)
                 return False
@@ -286,17 +290,17 @@ class BackpropGrader:
             if diagnose.agree(got, want):
                 self.add(function, PASS, diagnose.verdict(got, want))
                 continue
+            upstream = " and ".join(f"d{r}" for r in reads)
             try:
                 local = self.ref.fused_local(name, self.grads)
-            except (KeyError, ValueError):
-                local = None
-            if local is not None and diagnose.agree(got, local):
-                upstream = " and ".join(f"d{r}" for r in reads)
+            except (KeyError, ValueError):  # the gradient it reads is missing or misshapen
+                self.add(function, FAIL, f"not judged: {upstream} above is wrong: fix that first")
+                continue
+            if diagnose.agree(got, local):
                 self.add(function, FAIL, f"right given {upstream} above, which is wrong")
                 continue
             values = {**self.ref.values, "dhpreact": self.grads.get("hpreact")}
-            expected = want if local is None else local
-            self.add(function, FAIL, diagnose.fused_text(name, got, expected, values, BATCH))
+            self.add(function, FAIL, diagnose.fused_text(name, got, local, values, BATCH))
 
     def check_training(self) -> None:
         want = torch_training(TRAIN_STEPS, 3, 4, LEARNING_RATE)
