@@ -22,6 +22,7 @@ from modelwright_autograd.files import atomic_write
 from modelwright_autograd.graph import no_grad
 from modelwright_autograd.tensor import Tensor
 from modelwright_autograd.tensor import nn as tensor_nn
+from tests.legacy_v2 import as_version_2
 
 POINTS = [[0.3, -1.2], [2.0, 0.5], [-0.7, 0.0], [1e-3, 4.0]]
 
@@ -118,6 +119,9 @@ def _crash_at_rename(monkeypatch):
     monkeypatch.setattr(ckpt.os, "replace", failing_replace)
 
 
+PAIR = ["model.json", "model.safetensors"]
+
+
 @pytest.mark.parametrize("crash", [_crash_mid_dump, _crash_at_rename])
 def test_a_crash_while_saving_keeps_the_old_file_and_leaves_no_half_file(
     tmp_path, monkeypatch, crash
@@ -133,7 +137,7 @@ def test_a_crash_while_saving_keeps_the_old_file_and_leaves_no_half_file(
     monkeypatch.undo()
 
     assert path.read_bytes() == old_bytes  # the old checkpoint is intact
-    assert os.listdir(tmp_path) == ["model.json"]  # and no temporary file is left behind
+    assert sorted(os.listdir(tmp_path)) == PAIR  # and no temporary file is left behind
     assert _scalar_weights(load_checkpoint(path).model) == _scalar_weights(old_model)
 
     fresh = tmp_path / "fresh.json"
@@ -142,7 +146,7 @@ def test_a_crash_while_saving_keeps_the_old_file_and_leaves_no_half_file(
         save_checkpoint(fresh, old_model)
     monkeypatch.undo()
     assert not fresh.exists()
-    assert os.listdir(tmp_path) == ["model.json"]
+    assert sorted(os.listdir(tmp_path)) == PAIR
 
 
 def test_atomic_write_replaces_the_content_and_keeps_normal_permissions(tmp_path):
@@ -159,6 +163,7 @@ def test_atomic_write_replaces_the_content_and_keeps_normal_permissions(tmp_path
 def _valid_text(tmp_path):
     path = tmp_path / "good.json"
     save_checkpoint(path, _scalar_model(seed=9))
+    as_version_2(path)  # the weights in the JSON, to be broken there
     return path.read_text()
 
 
@@ -190,7 +195,7 @@ BROKEN = {
     "a list": (lambda tmp: "[1, 2]", "not a modelwright-autograd checkpoint"),
     "future version": (
         _set("version", 99),
-        "checkpoint version 99; this code reads versions 1 to 2",
+        "checkpoint version 99; this code reads versions 1 to 3",
     ),
     "version true": (_set("version", True), "checkpoint version True; this code reads"),
     "version 1.0": (_set("version", 1.0), "checkpoint version 1.0; this code reads"),
@@ -290,6 +295,7 @@ def test_a_corrupt_layer_size_fails_before_any_model_is_built(
     path = tmp_path / "model.json"
     model = _scalar_model() if engine == "scalar" else tensor_nn.MLP(2, [16, 16, 1], seed=0)
     save_checkpoint(path, model)
+    as_version_2(path)
     doc = json.loads(path.read_text())
     doc["architecture"]["nouts"] = nouts
     path.write_text(json.dumps(doc))
@@ -320,6 +326,7 @@ def test_a_model_too_big_to_load_is_not_saved(tmp_path, monkeypatch):
 def test_a_float32_weight_beyond_float32_range_is_refused(tmp_path):
     path = tmp_path / "model.json"
     save_checkpoint(path, tensor_nn.MLP(2, [3, 1], seed=1, dtype=np.float32))
+    as_version_2(path)
     doc = json.loads(path.read_text())
     doc["state_dict"]["0.weight"]["data"][4] = (2.0**200).hex()
     path.write_text(json.dumps(doc))
@@ -396,6 +403,7 @@ def test_wrong_architecture_fails_before_any_weight_changes(tmp_path):
 def test_broken_tensor_checkpoint(tmp_path, edit, message):
     path = tmp_path / "model.json"
     save_checkpoint(path, tensor_nn.MLP(2, [8, 1], seed=1))
+    as_version_2(path)
     doc = json.loads(path.read_text())
     edit(doc["state_dict"])
     path.write_text(json.dumps(doc))

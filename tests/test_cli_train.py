@@ -20,6 +20,7 @@ from modelwright_autograd.training.evaluate import evaluate_checkpoint
 from modelwright_autograd.training.learners import ScalarLearner, TensorLearner
 from modelwright_autograd.training.loop import fit
 from modelwright_autograd.training.settings import TrainConfig
+from tests.legacy_v2 import as_version_2
 
 SMALL = ["--samples", "30", "--steps", "5", "--hidden", "4,4", "--quiet"]
 MICROGRAD_STEP0_LOSS = 0.8958441028683222  # micrograd's demo.ipynb, step 0
@@ -58,6 +59,7 @@ def test_small_scalar_run_end_to_end_and_evaluate_reproduces_it(tmp_path, capsys
         "loss_curve.png",
         "metrics.json",
         "model.json",
+        "model.safetensors",
     ]
     _check_png(out / "loss_curve.png")
     _check_png(out / "decision_boundary.png")
@@ -222,6 +224,7 @@ def test_tensor_engine_on_moons_end_to_end(tmp_path):
         "loss_curve.png",
         "metrics.json",
         "model.json",
+        "model.safetensors",
     ]
     _check_png(out / "decision_boundary.png")
     _check_png(out / "loss_curve.png")
@@ -307,6 +310,7 @@ def small_checkpoint(tmp_path_factory):
     """The text of a checkpoint from a 5-step run on 30 moons, to edit into broken ones."""
     out = tmp_path_factory.mktemp("small") / "run"
     assert cli.main(["train", *SMALL, "--out", str(out)]) == 0
+    as_version_2(out / "model.json")  # one file, the weights in it, to break in any part
     return (out / "model.json").read_text()
 
 

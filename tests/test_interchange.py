@@ -29,6 +29,7 @@ from modelwright_autograd.lm import corpus as C  # noqa: E402
 from modelwright_autograd.lm import models as M  # noqa: E402
 from modelwright_autograd.optim_state import optimizer_from_json  # noqa: E402
 from modelwright_autograd.training import interchange  # noqa: E402
+from tests.legacy_v2 import as_version_2  # noqa: E402
 
 TINY_GPT = ["--n-layer", "2", "--n-head", "2", "--n-embd", "16", "--block-size", "16"]
 
@@ -634,7 +635,9 @@ def test_a_gpt_export_carries_the_runs_adamw_state_and_torch_continues_it(tmp_pa
 
 def test_an_export_without_a_saved_state_says_so_and_a_bad_state_is_refused(tmp_path, capsys):
     run = _float64_gpt_run(tmp_path)
-    doc = json.loads((run / "model.json").read_text())
+    shutil.copy(run / "model.json", run / "v2.json")
+    as_version_2(run / "v2.json")  # the format whose moments are in the JSON, to spoil one
+    doc = json.loads((run / "v2.json").read_text())
     state = doc["optimizer"]["state"]["transformer.wpe.weight"]
     state["exp_avg"] = state["exp_avg"][:-8]  # a moment the size of no parameter
     (run / "bad.json").write_text(json.dumps(doc))

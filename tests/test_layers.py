@@ -19,7 +19,7 @@ PACKAGE = "modelwright_autograd"
 # ("tensor" is tensor/ and every module in it but tensor.nn, tensor.conv, ..., which are
 # entries of their own); "" is the package's own __init__.py.
 LAYERS: list[tuple[str, list[str]]] = [
-    ("shared helpers", ["checks", "files", "seeding", "collector", "printing"]),
+    ("shared helpers", ["checks", "files", "safetensors_file", "seeding", "collector", "printing"]),
     ("engines", ["graph", "scalar", "tensor"]),
     (
         "nn libraries",
@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "optim_state",
             "flat_state",
             "checkpoint",
+            "checkpoint_legacy",
             "data",
             "plots",
             # the language models are nn modules that checkpoint.py saves and rebuilds;

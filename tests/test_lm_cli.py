@@ -70,7 +70,8 @@ def test_text_split_is_nanogpts():
 def test_a_tiny_run_of_each_model_end_to_end(tmp_path, capsys, model):
     dataset = "shakespeare" if model == "gpt" else "names"
     out = _train(tmp_path, "--dataset", dataset, "--model", model, *TINY[model])
-    files = ["last.json", "loss_curve.png", "metrics.json", "model.json"]
+    files = ["last.json", "last.safetensors", "loss_curve.png", "metrics.json", "model.json"]
+    files.append("model.safetensors")
     assert sorted(p.name for p in out.iterdir()) == files
     metrics = json.loads((out / "metrics.json").read_text())
     split = "val" if model == "gpt" else "test"

@@ -23,6 +23,7 @@ from modelwright_autograd.lm.scoring import counting_bigram_loss
 from modelwright_autograd.tensor import Tensor
 from modelwright_autograd.tensor.nn_ops import embedding
 from modelwright_autograd.training import language as L
+from tests.legacy_v2 import as_version_2, copy_checkpoint
 
 TINY_GPT = ["--n-layer", "1", "--n-head", "2", "--n-embd", "16", "--block-size", "16"]
 GPT = ["--model", "gpt", *TINY_GPT, "--eval-iters", "2"]
@@ -130,7 +131,7 @@ def test_edited_data_settings_are_one_line_naming_the_field(
     tmp_path, names_run, capsys, field, value
 ):
     model = tmp_path / "model.json"
-    model.write_bytes((names_run / "model.json").read_bytes())
+    copy_checkpoint(names_run / "model.json", model)
 
     def change(doc):
         doc["data"]["dataset"] = None if field == "path" else doc["data"]["dataset"]
@@ -145,7 +146,7 @@ def test_edited_data_settings_are_one_line_naming_the_field(
 
 def test_an_edited_batch_size_is_one_line_naming_the_field(tmp_path, gpt_run, capsys):
     model = tmp_path / "model.json"
-    model.write_bytes((gpt_run / "model.json").read_bytes())
+    copy_checkpoint(gpt_run / "model.json", model)
     _edit(model, lambda doc: doc["training"].update(batch_size=True))
     err = _error(capsys, ["evaluate", str(model), "--eval-iters", "1"])
     assert "'training.batch_size' is bool True" in err
@@ -153,8 +154,9 @@ def test_an_edited_batch_size_is_one_line_naming_the_field(tmp_path, gpt_run, ca
 
 def test_tied_weights_that_differ_in_the_file_are_refused(tmp_path, gpt_run, capsys):
     model = tmp_path / "model.json"
-    model.write_bytes((gpt_run / "model.json").read_bytes())
+    copy_checkpoint(gpt_run / "model.json", model)
     assert load_checkpoint(model).architecture.config.tie_weights
+    as_version_2(model)  # the weights in the JSON, where one copy is edited
 
     def change(doc):
         data = doc["state_dict"]["lm_head.weight"]["data"]

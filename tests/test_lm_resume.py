@@ -114,9 +114,11 @@ def test_resume_writes_a_new_folder_naming_its_source(tmp_path, capsys):
     whole = _train(tmp_path, *names, "--steps", "10", name="whole")
     assert sorted(p.name for p in whole.iterdir()) == [
         "last.json",
+        "last.safetensors",
         "loss_curve.png",
         "metrics.json",
         "model.json",
+        "model.safetensors",
     ]
     before = {p.name: p.read_bytes() for p in whole.iterdir()}
     more = _train(tmp_path, "--resume", str(whole), "--steps", "15", name="more")
@@ -187,19 +189,19 @@ def test_resume_refusals_are_one_line_exit_2(tmp_path, capsys):
         assert not (tmp_path / "x").exists()
     old = json.loads((run / "model.json").read_text())
     del old["optimizer"]
-    (tmp_path / "old.json").write_text(json.dumps(old))
-    err = _usage_error(capsys, ["train", "--resume", str(tmp_path / "old.json"), "--steps", "9"])
+    (run / "old.json").write_text(json.dumps(old))  # beside the tensors it names
+    err = _usage_error(capsys, ["train", "--resume", str(run / "old.json"), "--steps", "9"])
     assert "no optimizer state" in err
     for key, value in (("eval_interval", 0), ("betas", [2.0, 0.5]), ("lr", float("nan"))):
         edited = json.loads((run / "last.json").read_text())
         edited["training"][key] = value
-        (tmp_path / "edited.json").write_text(json.dumps(edited))
-        argv = ["train", "--resume", str(tmp_path / "edited.json"), "--steps", "9"]
+        (run / "edited.json").write_text(json.dumps(edited))
+        argv = ["train", "--resume", str(run / "edited.json"), "--steps", "9"]
         assert f"bad training settings: {key}" in _usage_error(capsys, argv)
     spoilt = json.loads((run / "last.json").read_text())
     spoilt["resume"]["rng"]["batches"] = {"bit_generator": "PCG64", "state": "x"}
-    (tmp_path / "spoilt.json").write_text(json.dumps(spoilt))
-    argv = ["train", "--resume", str(tmp_path / "spoilt.json"), "--steps", "9", *out]
+    (run / "spoilt.json").write_text(json.dumps(spoilt))
+    argv = ["train", "--resume", str(run / "spoilt.json"), "--steps", "9", *out]
     assert "generator state NumPy cannot take" in _usage_error(capsys, argv)
     assert not (tmp_path / "x").exists()
 

@@ -4,7 +4,6 @@ saved state takes the same steps as one never stopped."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import pytest
 import torch
 
 from modelwright_autograd import Tensor
+from modelwright_autograd.checkpoint import load_checkpoint, save_checkpoint
 from modelwright_autograd.lm import models as M
 from modelwright_autograd.optim import AdamW
 from modelwright_autograd.optim_state import (
@@ -78,10 +78,11 @@ def _steps(model, optimizer, n, seed):
     return losses
 
 
-def test_a_run_continued_from_the_json_state_is_the_unbroken_run():
+def test_a_run_continued_from_the_saved_state_is_the_unbroken_run(tmp_path):
     model, opt = _model_and_optimizer()
     _steps(model, opt, 3, seed=0)
-    doc = json.loads(json.dumps(optimizer_to_json(opt, model)))
+    save_checkpoint(tmp_path / "run.json", model, {"optimizer": optimizer_to_json(opt, model)})
+    doc = load_checkpoint(tmp_path / "run.json").metadata["optimizer"]
     assert doc["param_groups"][0]["params"][0] == "transformer.wte.weight"
     copy, copy_opt = _model_and_optimizer()
     copy.load_state_dict(model.state_dict())

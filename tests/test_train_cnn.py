@@ -99,6 +99,7 @@ def test_cnn_run_writes_every_output_and_evaluate_reproduces_it_bit_for_bit(tmp_
         "metrics.json",
         "misclassified.png",
         "model.json",
+        "model.safetensors",
     ]
     config = metrics["config"]
     assert (config["model"], config["hidden"], config["engine"]) == ("cnn", [32, 64], "tensor")

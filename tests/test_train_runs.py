@@ -34,7 +34,13 @@ from modelwright_autograd.training.settings import (
 SMALL = ["--samples", "30", "--steps", "5", "--hidden", "4,4", "--quiet"]
 #: Long enough that a run is still training when the test acts on it (it is then killed).
 LONG = ["--samples", "30", "--hidden", "4,4", "--steps", "500000"]
-MOONS_FILES = ["decision_boundary.png", "loss_curve.png", "metrics.json", "model.json"]
+MOONS_FILES = [
+    "decision_boundary.png",
+    "loss_curve.png",
+    "metrics.json",
+    "model.json",
+    "model.safetensors",
+]
 TRAIN = [sys.executable, "-m", "modelwright_autograd", "train"]
 
 

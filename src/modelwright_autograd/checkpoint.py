@@ -1,11 +1,12 @@
-"""Saving and loading models of both engines as one JSON file, ``model.json``, and
-exporting them to PyTorch.
+"""Saving and loading models of both engines, and exporting them to PyTorch.
 
-A checkpoint holds the architecture and the model's ``state_dict()`` (torch's names), each
-weight written with ``float.hex``, exact to the bit. Writes are atomic; a load checks the
-file (a regular file of bounded size) and every number before it touches a model, and
-every fault is one ``CheckpointError``. The format and the reasons for it are in
-docs/checkpoints.md.
+A checkpoint is two files: ``model.json`` (the architecture, the data, the settings, the
+history: readable JSON) and ``model.safetensors`` beside it (the model's ``state_dict()``
+under torch's names, and an AdamW's moments and steps, exact to the bit), bound by an id
+that both hold. Writes are atomic, the tensors first; a load checks both files (sizes,
+offsets, names, shapes, dtypes) before it touches a model, and every fault is one
+``CheckpointError``. Versions 1 and 2 (every weight a ``float.hex`` string in the JSON)
+and the weights-only ``.npz`` still load. docs/checkpoints.md has the format and why.
 """
 
 from __future__ import annotations
@@ -14,11 +15,7 @@ import io
 import json
 import math
 import os
-import re
-import reprlib
-import struct
-import zipfile
-import zlib
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -27,17 +24,41 @@ from typing import Any
 
 import numpy as np
 
-from .checks import MAX_LM_PARAMETERS, MAX_PARAMETERS, is_json_int, is_json_positive_int, shown_path
-from .files import UnreadableFile, atomic_write, read_bounded, write_json
+from .checkpoint_legacy import LegacyError, decode_state, read_npz
+from .checks import (
+    MAX_LM_PARAMETERS,
+    MAX_PARAMETERS,
+    is_json_int,
+    is_json_positive_int,
+    shown,
+    shown_path,
+)
+from .files import UnreadableFile, atomic_write, read_bounded
 from .lm.models import LanguageModel, LMArchitecture, state_dict_doc
-from .scalar.nn import ACTIVATIONS, MLP, mlp_layer_key, state_dict_key_problems
+from .optim_state import decode_moments
+from .safetensors_file import (
+    MAX_HEADER_BYTES,
+    Header,
+    TensorFileError,
+    is_safetensors,
+    read_header,
+    read_tensors,
+    write_tensors,
+)
+from .scalar.nn import ACTIVATIONS, MLP, state_dict_key_problems
 from .tensor import nn as tensor_nn
 
 FORMAT = "modelwright-autograd checkpoint"
-VERSION = 2  # 1: before the weights were a state_dict with torch's names (still read)
+#: 1: before the weights were a state_dict with torch's names; 2: the weights in the JSON
+#: as float.hex, the AdamW moments as base64 (both still read); 3: the tensors beside it
+VERSION = 3
+#: ``__metadata__["format"]`` of a checkpoint's safetensors file
+TENSORS_FORMAT = "modelwright-autograd tensors"
+#: An AdamW state's tensors are ``optimizer.state.<parameter>.<exp_avg|exp_avg_sq|step>``.
+OPTIMIZER_PREFIX = "optimizer.state."
+_OPTIMIZER_KEYS = ("exp_avg", "exp_avg_sq", "step")
 ENGINES = ("scalar", "tensor")
 _DTYPES = ("float64", "float32")
-_HEX_FLOAT = re.compile(r"-?(0x[0-9a-f]+(\.[0-9a-f]*)?p[+-]?[0-9]+|inf|nan)")
 
 #: The most layers a checkpoint's MLP may have (checks.MAX_PARAMETERS bounds its weights).
 #: The deepest this project trains has 3; a thousand loads in well under a second.
@@ -53,19 +74,14 @@ MAX_FILE_BYTES = max(48 * max(MAX_PARAMETERS.values()), 70 * MAX_LM_PARAMETERS) 
 #: bytes a value and 9 bytes a byte of the file whatever it holds (95 MB of ``[],`` would
 #: otherwise become 2.4 GB of empty lists).
 MAX_JSON_VALUES = max(*MAX_PARAMETERS.values(), MAX_LM_PARAMETERS) + 2**17
+#: The most numbers a checkpoint's safetensors file holds: the weights and an AdamW's two
+#: moments (and a step per parameter, far fewer than a million); and its largest size,
+#: those numbers as float64 with the longest header.
+MAX_TENSOR_NUMBERS = 3 * max(*MAX_PARAMETERS.values(), MAX_LM_PARAMETERS) + 2**20
+MAX_TENSOR_BYTES = 8 * MAX_TENSOR_NUMBERS + MAX_HEADER_BYTES + 8
 JSON_VALUE_BYTES = 8
 _MAX_PROBLEM_CHARS = 300
 _MAX_PATH_CHARS = 160
-_MAX_DIMS = 32  # NumPy allows 64; no layer has more than 2
-
-_repr = reprlib.Repr()
-_repr.maxstring = _repr.maxother = _repr.maxlong = 40
-
-
-def shown(value: Any) -> str:
-    """``repr(value)`` cut to a few dozen characters, for error messages about file content
-    (a list of 100,000 layer sizes or a 4,000-digit number is not printed whole)."""
-    return _repr.repr(value)
 
 
 def _cut(text: str, limit: int) -> str:
@@ -170,14 +186,29 @@ def build_model(arch: Architecture | LMArchitecture) -> Any:
 
 
 # ---------------------------------------------------------------------- save
-_HEADER = frozenset({"format", "version", "engine", "architecture", "state_dict", "parameters"})
+_HEADER = frozenset(
+    {"format", "version", "engine", "architecture", "state_dict", "parameters", "tensors"}
+)
+
+
+def tensors_file(path: str | os.PathLike[str]) -> Path:
+    """The safetensors file a checkpoint ``path`` writes beside it: ``model.json`` ->
+    ``model.safetensors``."""
+    return Path(path).with_suffix(".safetensors")
 
 
 def save_checkpoint(
     path: str | os.PathLike[str], model: Any, metadata: Mapping[str, Any] | None = None
 ) -> None:
     """Write ``model`` (its architecture and ``state_dict()``) and JSON-able ``metadata``
-    (for example the data it was trained on) to ``path``, atomically."""
+    (for example the data it was trained on) to ``path`` and its tensors beside it
+    (``tensors_file(path)``), both atomically. An ``"optimizer"`` entry
+    (optim_state.optimizer_to_json) has its moments and steps put with the tensors."""
+    path = Path(path)
+    if path.suffix == ".safetensors":
+        raise ValueError(
+            f"name the checkpoint's JSON file, not {path.name}: its tensors go beside it"
+        )
     arch = architecture_of(model)
     if isinstance(arch, Architecture) and len(arch.nouts) > MAX_LAYERS:
         raise ValueError(
@@ -190,25 +221,41 @@ def save_checkpoint(
             f"cannot checkpoint a {arch.engine} model with {arch.num_parameters():,} weights: "
             f"loading is limited to {limit:,}"
         )
+    ident = secrets.token_hex(16)
+    # order="C", not ascontiguousarray, which makes a 0-d array (a batch count) 1-d
+    tensors = {name: np.asarray(value, order="C") for name, value in model.state_dict().items()}
     doc: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
         "engine": arch.engine,
         "architecture": arch.to_dict(),
+        "tensors": {"file": tensors_file(path).name, "id": ident},
     }
     for key, value in (metadata or {}).items():
         if key in _HEADER:
             raise ValueError(f"metadata key {key!r} is reserved for the checkpoint itself")
         doc[key] = value
-    state = {}
-    for name, value in model.state_dict().items():
-        array = np.asarray(value, dtype=np.float64)  # a float32 is exact as a float64
-        state[name] = {
-            "shape": list(array.shape),
-            "data": [v.hex() for v in array.ravel().tolist()],
-        }
-    doc["state_dict"] = state
-    write_json(path, doc)
+    optimizer = doc.get("optimizer")
+    if isinstance(optimizer, Mapping) and "state" in optimizer:
+        doc["optimizer"] = {k: v for k, v in optimizer.items() if k != "state"}
+        for param, entry in optimizer["state"].items():
+            for key in _OPTIMIZER_KEYS:
+                dtype = np.int64 if key == "step" else None
+                tensors[f"{OPTIMIZER_PREFIX}{param}.{key}"] = np.asarray(
+                    entry[key], dtype, order="C"
+                )
+
+    def write(f: Any) -> None:
+        # The JSON goes to its temporary file first, then the tensors are written and
+        # renamed into place, then the JSON is renamed (atomic_write): an error or a
+        # Ctrl-C anywhere before the tensors' rename leaves the old pair whole; only a
+        # process killed between the two renames leaves a pair whose ids differ, which a
+        # load refuses by name.
+        json.dump(doc, f, indent=1, allow_nan=False)
+        f.write("\n")
+        write_tensors(tensors_file(path), tensors, {"format": TENSORS_FORMAT, "id": ident})
+
+    atomic_write(path, write)
 
 
 # ---------------------------------------------------------------------- reading the file
@@ -359,203 +406,6 @@ def _read_lm_architecture(path: Path, engine: str, arch: dict[str, Any]) -> LMAr
     return found
 
 
-# ---------------------------------------------------------------------- decoding the weights
-def _decode_floats(path: Path, items: list[Any], where: str) -> list[float]:
-    """Turn a list of ``float.hex`` strings into floats, checking each one."""
-    values = []
-    for i, item in enumerate(items):
-        # fromhex alone would read a decimal "0.5" as hex digits (0.3125): insist on 0x
-        problem = "is not a float.hex number"
-        if isinstance(item, str) and _HEX_FLOAT.fullmatch(item):
-            try:
-                values.append(float.fromhex(item))
-                continue
-            except OverflowError:  # "0x1p+99999": well formed, but beyond float64
-                problem = "is too large for a float64"
-        raise CheckpointError(path, f"{where}[{i}] {problem}: {shown(item)}")
-    return values
-
-
-def _legacy_name(name: str, model_is_sequential: bool = False) -> str:
-    """A name from before torch's names (``layers.<i>.weight``) as it is now: an MLP's
-    layer i is ``mlp_layer_key(i)``, a Sequential's module i is ``i``."""
-    old = re.fullmatch(r"layers\.([0-9]{1,9})\.(.+)", name)
-    if old is None:
-        return name
-    i = int(old[1])
-    return f"{i if model_is_sequential else mlp_layer_key(i)}.{old[2]}"
-
-
-def _renamed(path: Path, named: Any, rename: Any) -> dict[str, Any]:
-    """``{rename(name): item for name, item in named}``, refusing two names that become one
-    (a legacy ``layers.0.weight`` beside ``0.weight``): which one is meant is unknowable."""
-    out: dict[str, Any] = {}
-    original: dict[str, str] = {}
-    for name, item in named:
-        new = rename(name)
-        if new in out:
-            raise CheckpointError(
-                path,
-                f"holds both {shown(original[new])} and {shown(name)}, two names for the "
-                f"tensor {shown(new)}; keep one",
-            )
-        out[new], original[new] = item, name
-    return out
-
-
-def _decode_state(path: Path, doc: Mapping[str, Any], arch: Architecture) -> dict[str, np.ndarray]:
-    """The saved state dict as float64 arrays. The counts are checked against ``arch``
-    before any number is decoded; names and shapes are the model's ``load_state_dict``'s
-    to check."""
-    if doc["version"] == 1 and arch.engine == "scalar":
-        return _decode_v1_scalar(path, doc.get("parameters"), arch)
-    if doc["version"] == 1:
-        saved, key = doc.get("parameters"), "'parameters'"
-        if isinstance(saved, dict):
-            saved = _renamed(path, saved.items(), _legacy_name)
-    else:
-        saved, key = doc.get("state_dict"), "'state_dict'"
-    if not isinstance(saved, dict):
-        raise CheckpointError(path, f"{key} must map parameter names to {{shape, data}}")
-    expected, total = arch.num_parameters(), 0
-    for name, entry in saved.items():
-        where = f"{key} entry {shown(name)}"
-        shape = entry.get("shape") if isinstance(entry, dict) else None
-        data = entry.get("data") if isinstance(entry, dict) else None
-        if not (
-            isinstance(shape, list)
-            and len(shape) <= _MAX_DIMS
-            and all(is_json_positive_int(n) and n <= expected for n in shape)
-        ):
-            raise CheckpointError(path, f"{where} has no valid 'shape' (got {shown(shape)})")
-        if not isinstance(data, list) or len(data) != math.prod(shape):
-            got = f"{len(data):,} numbers" if isinstance(data, list) else shown(data)
-            raise CheckpointError(
-                path, f"{where} 'data' must hold {math.prod(shape):,} float.hex numbers, got {got}"
-            )
-        total += len(data)
-        if total > expected:
-            break  # enough said
-    if total > expected:
-        raise CheckpointError(
-            path, f"{key} holds more numbers than the {expected:,} a {arch.describe()} has"
-        )
-    if total < expected:
-        raise CheckpointError(
-            path, f"{key} holds {total:,} numbers; a {arch.describe()} has {expected:,}"
-        )
-    return {
-        name: np.array(
-            _decode_floats(path, entry["data"], f"{key} entry {shown(name)} data"), np.float64
-        ).reshape(entry["shape"])
-        for name, entry in saved.items()
-    }
-
-
-def _decode_v1_scalar(path: Path, items: Any, arch: Architecture) -> dict[str, np.ndarray]:
-    """Version 1 kept a scalar model's weights as one list in ``parameters()`` order: layer
-    by layer, neuron by neuron, its weights then its bias."""
-    expected = arch.num_parameters()
-    if not isinstance(items, list) or len(items) != expected:
-        got = f"{len(items):,} numbers" if isinstance(items, list) else shown(items)
-        raise CheckpointError(
-            path, f"'parameters' must hold {expected:,} float.hex numbers, got {got}"
-        )
-    flat = np.array(_decode_floats(path, items, "'parameters'"), np.float64)
-    state, start = {}, 0
-    for i, (nin, nout) in enumerate(pairwise((arch.nin, *arch.nouts))):
-        block = flat[start : start + nout * (nin + 1)].reshape(nout, nin + 1)
-        state[f"{mlp_layer_key(i)}.weight"] = block[:, :nin]
-        state[f"{mlp_layer_key(i)}.bias"] = block[:, nin]
-        start += block.size
-    return state
-
-
-# ---------------------------------------------------------------------- .npz (weights only)
-#: What ``zipfile`` raises on a damaged archive (found by corrupting bytes of a real .npz):
-#: a bad CRC or header, a negative seek from a corrupt directory, a bad deflate stream...
-_CORRUPT_ZIP = (
-    zipfile.BadZipFile,
-    zlib.error,
-    EOFError,
-    NotImplementedError,  # an unsupported compression method
-    RuntimeError,  # an encrypted member
-    ValueError,
-    OSError,
-    struct.error,
-    OverflowError,
-    KeyError,
-    IndexError,
-)
-
-
-def _read_npz(path: Path, raw: bytes, model: Any) -> dict[str, np.ndarray]:
-    """The arrays of an ``.npz`` written by the former ``tensor_nn.save``. Each member's
-    name, ``.npy`` header (dtype, shape) and declared size are checked against ``model``
-    before its data is read, and no more than the model's size is ever inflated, so a zip
-    bomb or a header claiming 10**13 numbers is refused without allocating them."""
-    expected = {name: np.shape(value) for name, value in model.state_dict().items()}
-    limit = sum(8 * math.prod(shape) + 1024 for shape in expected.values()) + 4096
-    if len(raw) > limit:
-        raise CheckpointError(
-            path, f"is {len(raw):,} bytes, more than an .npz of this model's weights ({limit:,})"
-        )
-    sequential = isinstance(model, tensor_nn.Sequential)
-    state = {}
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            members = _renamed(
-                path,
-                ((info.filename.removesuffix(".npy"), info) for info in archive.infolist()),
-                lambda name: _legacy_name(name, sequential),
-            )
-            problems = state_dict_key_problems(expected, members)
-            if problems:
-                raise CheckpointError(path, "; ".join(problems))
-            for name, info in members.items():
-                with archive.open(info) as member:
-                    state[name] = _read_npy(path, name, info, member, expected[name])
-    except CheckpointError:
-        raise
-    except _CORRUPT_ZIP as e:
-        raise CheckpointError(path, f"not a readable .npz archive ({e})") from None
-    return state
-
-
-def _read_npy(
-    path: Path, name: str, info: zipfile.ZipInfo, member: Any, shape: tuple[int, ...]
-) -> np.ndarray:
-    """One ``.npy`` member: header first, then exactly the bytes that header promises."""
-    where = f"array {shown(name)}"
-    try:
-        version = np.lib.format.read_magic(member)
-        if version == (1, 0):
-            found, fortran, dtype = np.lib.format.read_array_header_1_0(member)
-        elif version == (2, 0):
-            found, fortran, dtype = np.lib.format.read_array_header_2_0(member)
-        else:
-            raise ValueError(f"unsupported .npy version {version}")
-    except ValueError as e:
-        raise CheckpointError(path, f"{where} has a bad .npy header ({e})") from None
-    if dtype.hasobject or dtype.kind not in "fiu":
-        raise CheckpointError(path, f"{where} holds {dtype} data, not numbers")
-    if found != shape:
-        raise CheckpointError(
-            path, f"{where} has shape {shown(found)}; the model's {name} has shape {shape}"
-        )
-    nbytes = math.prod(shape) * dtype.itemsize
-    if info.file_size != member.tell() + nbytes:
-        raise CheckpointError(
-            path,
-            f"{where} declares {info.file_size:,} bytes; its header promises "
-            f"{member.tell() + nbytes:,}",
-        )
-    data = member.read(nbytes)
-    if len(data) != nbytes:
-        raise CheckpointError(path, f"{where} is truncated")
-    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
-
-
 # ---------------------------------------------------------------------- load
 @dataclass
 class Checkpoint:
@@ -576,22 +426,168 @@ def _load_state(path: Path, model: Any, state: Mapping[str, np.ndarray]) -> None
         raise CheckpointError(path, str(e)) from None
 
 
+def _legacy(path: Path, read: Any, *args: Any) -> Any:
+    """``read(*args)``, a reader of checkpoint_legacy, its LegacyError a CheckpointError."""
+    try:
+        return read(*args)
+    except LegacyError as e:
+        raise CheckpointError(path, e.problem) from None
+
+
 def _metadata(doc: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in doc.items() if k not in _HEADER}
+
+
+def _tensor_path(path: Path, doc: Mapping[str, Any]) -> tuple[Path, str]:
+    """The safetensors file a version-3 checkpoint names (a file beside it) and its id."""
+    entry = doc.get("tensors")
+    name = entry.get("file") if isinstance(entry, dict) else None
+    ident = entry.get("id") if isinstance(entry, dict) else None
+    if not (
+        isinstance(name, str)
+        and name.endswith(".safetensors")
+        and name == Path(name).name
+        and "\0" not in name
+        and isinstance(ident, str)
+    ):
+        raise CheckpointError(
+            path, "its 'tensors' must name a .safetensors file beside it and its 'id'"
+        )
+    return path.parent / name, ident
+
+
+def _v3_header(
+    path: Path, doc: Mapping[str, Any], arch: Architecture | LMArchitecture
+) -> tuple[Path, Header]:
+    """The checked header of a version-3 checkpoint's safetensors file, whose id must be
+    the JSON's and whose weights must add up to ``arch``'s count, before any model is
+    built or any tensor read."""
+    tensors, ident = _tensor_path(path, doc)
+    try:
+        header = read_header(tensors, MAX_TENSOR_BYTES, MAX_TENSOR_NUMBERS)
+    except TensorFileError as e:
+        raise CheckpointError(path, f"its tensors {tensors.name}: {e.problem}") from None
+    found = header.metadata
+    if found.get("format") != TENSORS_FORMAT or found.get("id") != ident:
+        raise CheckpointError(
+            path,
+            f"{tensors.name} is not the tensor file it was saved with (its id differs: a "
+            "save cut short between the two files, or files of two checkpoints mixed)",
+        )
+    weights = sum(
+        entry.size
+        for name, entry in header.tensors.items()
+        if not name.startswith(OPTIMIZER_PREFIX)
+    )
+    if weights != arch.num_parameters():
+        raise CheckpointError(
+            path,
+            f"{tensors.name} holds {weights:,} weights; a {arch.describe()} has "
+            f"{arch.num_parameters():,}",
+        )
+    return tensors, header
+
+
+def _read_v3(
+    path: Path, doc: Mapping[str, Any], model: Any, tensors: Path, header: Header
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """A version-3 checkpoint's state dict and metadata, its tensors read from the
+    safetensors file beside it (``_v3_header``'s) once every name, dtype and shape is
+    checked against ``model``, and the AdamW tensors against the parameters they are for."""
+    expected = {name: np.asarray(value) for name, value in model.state_dict().items()}
+    weights = [name for name in header.tensors if not name.startswith(OPTIMIZER_PREFIX)]
+    problems = state_dict_key_problems(expected, weights)
+    if problems:
+        raise CheckpointError(path, f"{tensors.name} " + "; ".join(problems))
+    wanted = {name: (expected[name].dtype, expected[name].shape) for name in weights}
+    metadata = _metadata(doc)
+    optimizer = metadata.get("optimizer")
+    moments = isinstance(optimizer, dict)
+    if moments:
+        wanted.update(_optimizer_tensors(path, header.tensors, optimizer, model))
+    for name, (dtype, shape) in wanted.items():
+        entry = header.tensors[name]
+        if entry.dtype != dtype or entry.shape != shape:
+            raise CheckpointError(
+                path,
+                f"{tensors.name} holds {shown(name)} as {entry.dtype.name} {entry.shape}; "
+                f"the {architecture_of(model).describe()} has {np.dtype(dtype).name} {shape}",
+            )
+    try:
+        arrays = read_tensors(tensors, header, list(wanted))
+    except TensorFileError as e:
+        raise CheckpointError(path, f"its tensors {tensors.name}: {e.problem}") from None
+    if moments:
+        state: dict[str, dict[str, Any]] = {}
+        for name in wanted:
+            if name.startswith(OPTIMIZER_PREFIX):
+                param, _, key = name.removeprefix(OPTIMIZER_PREFIX).rpartition(".")
+                value = arrays[name]
+                state.setdefault(param, {})[key] = int(value) if key == "step" else value
+        metadata["optimizer"] = {**optimizer, "state": state}
+    return {name: arrays[name] for name in weights}, metadata
+
+
+def _optimizer_tensors(
+    path: Path, tensors: Mapping[str, Any], optimizer: Mapping[str, Any], model: Any
+) -> dict[str, tuple[np.dtype, tuple[int, ...]]]:
+    """The dtype and shape each AdamW tensor must have: the moments a parameter's shape in
+    the entry's dtype, the steps int64 scalars; each parameter's three present together."""
+    params = {name: p.data.shape for name, p in model.named_parameters()}
+    dtype = optimizer.get("dtype")
+    if dtype not in _DTYPES:
+        raise CheckpointError(path, f"its optimizer state has dtype {shown(dtype)}")
+    wanted: dict[str, tuple[np.dtype, tuple[int, ...]]] = {}
+    seen: dict[str, set[str]] = {}
+    for name in tensors:
+        if not name.startswith(OPTIMIZER_PREFIX):
+            continue
+        param, _, key = name.removeprefix(OPTIMIZER_PREFIX).rpartition(".")
+        if param not in params or key not in _OPTIMIZER_KEYS:
+            raise CheckpointError(path, f"holds the tensor {shown(name)}, of no parameter's state")
+        seen.setdefault(param, set()).add(key)
+        wanted[name] = (
+            (np.dtype(np.int64), ()) if key == "step" else (np.dtype(dtype), params[param])
+        )
+    for param, keys in seen.items():
+        if len(keys) != len(_OPTIMIZER_KEYS):
+            raise CheckpointError(
+                path, f"its optimizer state for {shown(param)} lacks one of {_OPTIMIZER_KEYS}"
+            )
+    return wanted
+
+
+def _read_state(
+    path: Path, doc: Mapping[str, Any], arch: Architecture | LMArchitecture, model: Any
+) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The state dict and metadata of any version's checkpoint, for ``model`` (of ``arch``)."""
+    if doc["version"] >= 3:
+        return _read_v3(path, doc, model, *_v3_header(path, doc, arch))
+    return _legacy(path, decode_state, doc, arch), _legacy_metadata(doc, model)
+
+
+def _legacy_metadata(doc: Mapping[str, Any], model: Any) -> dict[str, Any]:
+    """A version-1 or -2 checkpoint's metadata, its AdamW moments (base64 in version 2)
+    decoded into arrays where they fit ``model`` (optimizer_from_json names those that do
+    not, when the state is used)."""
+    metadata = _metadata(doc)
+    if isinstance(metadata.get("optimizer"), dict):
+        metadata["optimizer"] = decode_moments(metadata["optimizer"], model)
+    return metadata
 
 
 def load_into(model: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
     """Overwrite ``model``'s weights with those saved at ``path``; return the metadata.
 
-    ``path`` is a ``model.json`` (whose architecture must match ``model`` exactly) or an
-    ``.npz`` of weights written by the former ``tensor_nn.save`` (no metadata). Every check
-    happens before the first weight is written, so on a CheckpointError ``model`` is
-    unchanged.
+    ``path`` is a checkpoint's JSON file (whose architecture must match ``model`` exactly)
+    or an ``.npz`` of weights written by the former ``tensor_nn.save`` (no metadata).
+    Every check happens before the first weight is written, so on a CheckpointError
+    ``model`` is unchanged.
     """
     path = Path(path)
     raw = _read_file(path)
     if _is_zip(raw):
-        _load_state(path, model, _read_npz(path, raw, model))
+        _load_state(path, model, _legacy(path, read_npz, raw, model))
         return {}
     doc = _parse_json(path, raw)
     saved = _read_architecture(path, doc)
@@ -602,12 +598,14 @@ def load_into(model: Any, path: str | os.PathLike[str]) -> dict[str, Any]:
             f"architecture mismatch: the file holds a {saved.describe()}, "
             f"the model is a {current.describe()}",
         )
-    _load_state(path, model, _decode_state(path, doc, saved))
-    return _metadata(doc)
+    state, metadata = _read_state(path, doc, saved, model)
+    _load_state(path, model, state)
+    return metadata
 
 
 def load_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
-    """Rebuild the model saved at ``path``, with its architecture and metadata."""
+    """Rebuild the model saved at ``path`` (a checkpoint's JSON file), with its
+    architecture and metadata."""
     path = Path(path)
     raw = _read_file(path)
     if _is_zip(raw):
@@ -617,12 +615,24 @@ def load_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
             "data settings; convert it with checkpoint.load_into(model, path) then "
             "save_checkpoint (see docs/checkpoints.md)",
         )
+    if is_safetensors(raw):
+        raise CheckpointError(
+            path,
+            "is a safetensors file: give the checkpoint's JSON file beside it (model.json), "
+            "which holds its architecture",
+        )
     doc = _parse_json(path, raw)
     arch = _read_architecture(path, doc)
-    state = _decode_state(path, doc, arch)  # the counts fit arch before anything is built
-    model = build_model(arch)
+    if doc["version"] < 3:
+        state = _legacy(path, decode_state, doc, arch)  # counts checked before building
+        model = build_model(arch)
+        metadata = _legacy_metadata(doc, model)
+    else:
+        tensors, header = _v3_header(path, doc, arch)  # before anything is built
+        model = build_model(arch)
+        state, metadata = _read_v3(path, doc, model, tensors, header)
     _load_state(path, model, state)
-    return Checkpoint(path, arch, model, _metadata(doc))
+    return Checkpoint(path, arch, model, metadata)
 
 
 # ---------------------------------------------------------------------- export to PyTorch

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import reprlib
 from typing import Any
 
 #: The most weights a model may hold, per engine: what a checkpoint loads and what
@@ -92,3 +93,13 @@ def as_float(x: object, where: str) -> float:
         return float(x)
     except OverflowError:  # an int beyond float64's range (about 1.8e308)
         raise OverflowError(f"{where}: {describe(x)} is too large for a float64") from None
+
+
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = 40
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` cut to a few dozen characters, for error messages about file content
+    (a list of 100,000 layer sizes or a 4,000-digit number is not printed whole)."""
+    return _REPR.repr(value)

@@ -1,6 +1,6 @@
-"""An AdamW's state in a checkpoint, as JSON (no pickle): the ``"optimizer"`` entry that
-``train`` writes beside a language model's weights so that ``--resume`` can continue the
-run exactly, and that an export can turn into torch's ``optimizer.state_dict()``.
+"""An AdamW's state in a checkpoint (no pickle): the ``"optimizer"`` entry that ``train``
+writes beside a language model's weights so that ``--resume`` can continue the run
+exactly, and that an export can turn into torch's ``optimizer.state_dict()``.
 
 The layout is torch's with the parameters named rather than numbered (the names are the
 model's ``state_dict`` names; torch's number for a parameter is its position across the
@@ -10,13 +10,14 @@ groups in order)::
       "type": "AdamW", "dtype": "float32",
       "param_groups": [{"lr": 0.001, "betas": [0.9, 0.99], "eps": 1e-08,
                         "weight_decay": 0.1, "params": ["transformer.wte.weight", ...]}, ...],
-      "state": {"transformer.wte.weight": {"step": 120, "exp_avg": "<base64>",
-                                           "exp_avg_sq": "<base64>"}, ...}
+      "state": {"transformer.wte.weight": {"step": 120, "exp_avg": <array>,
+                                           "exp_avg_sq": <array>}, ...}
     }
 
-Each moment is the little-endian bytes of the parameter-shaped array in ``dtype``, in
-base64: exact to the bit like the weights' float.hex, at a third of the characters (the
-moments are twice the weights). docs/checkpoints.md describes it.
+In memory the moments are parameter-shaped NumPy arrays in ``dtype``;
+``checkpoint.save_checkpoint`` writes ``"state"`` into the safetensors file and the rest
+into the JSON. A version-2 checkpoint kept each moment as the base64 of its little-endian
+bytes (``decode_moments`` reads it). docs/checkpoints.md describes both.
 """
 
 from __future__ import annotations
@@ -35,10 +36,6 @@ from .optim import AdamW
 ADAMW_SETTINGS = ("lr", "betas", "eps", "weight_decay")
 
 
-def _encode(array: np.ndarray, dtype: str) -> str:
-    return base64.b64encode(np.asarray(array, dtype=np.dtype(dtype).newbyteorder("<"))).decode()
-
-
 def optimizer_to_json(optimizer: AdamW, model: Any) -> dict[str, Any]:
     """The ``"optimizer"`` entry for ``optimizer`` (an AdamW over ``model``'s parameters)."""
     names = {id(p): name for name, p in model.named_parameters()}
@@ -55,8 +52,8 @@ def optimizer_to_json(optimizer: AdamW, model: Any) -> dict[str, Any]:
     state = {
         names[id(params[i])]: {
             "step": entry["step"],
-            "exp_avg": _encode(entry["exp_avg"], dtype),
-            "exp_avg_sq": _encode(entry["exp_avg_sq"], dtype),
+            "exp_avg": np.asarray(entry["exp_avg"], dtype),
+            "exp_avg_sq": np.asarray(entry["exp_avg_sq"], dtype),
         }
         for i, entry in saved["state"].items()
     }
@@ -124,17 +121,51 @@ def optimizer_from_json(path: Path, doc: Any, optimizer: AdamW, model: Any) -> N
 _MOMENTS = ("exp_avg", "exp_avg_sq")
 
 
-def _decode(path: Path, text: Any, dtype: str, shape: tuple[int, ...], what: str) -> np.ndarray:
-    if not isinstance(text, str):
+def _decode(path: Path, value: Any, dtype: str, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """A moment: an array (as a checkpoint loads it), or a version-2 file's base64 that
+    decode_moments left because it does not fit."""
+    if isinstance(value, np.ndarray):
+        if value.dtype != np.dtype(dtype) or value.shape != shape:
+            raise OptimizerStateError(
+                path, f"has {what} of {value.dtype} {value.shape}, not {dtype} {shape}"
+            )
+        array = value
+    elif isinstance(value, str):
+        try:
+            raw = base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise OptimizerStateError(path, f"has {what} that is not base64") from None
+        expected = int(np.prod(shape)) * np.dtype(dtype).itemsize
+        if len(raw) != expected:
+            raise OptimizerStateError(path, f"has {len(raw):,} bytes of {what}, not {expected:,}")
+        array = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape)
+    else:
         raise OptimizerStateError(path, f"has no {what}")
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raise OptimizerStateError(path, f"has {what} that is not base64") from None
-    expected = int(np.prod(shape)) * np.dtype(dtype).itemsize
-    if len(raw) != expected:
-        raise OptimizerStateError(path, f"has {len(raw):,} bytes of {what}, not {expected:,}")
-    array = np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).reshape(shape)
     if not np.isfinite(array).all():
         raise OptimizerStateError(path, f"has a non-finite number in {what}")
     return array.astype(dtype)
+
+
+def decode_moments(doc: dict[str, Any], model: Any) -> dict[str, Any]:
+    """A version-2 ``"optimizer"`` entry with each base64 moment that is the size of its
+    parameter decoded into an array (exact to the bit); anything else is left as it is,
+    for optimizer_from_json to name when the state is used."""
+    state, dtype = doc.get("state"), doc.get("dtype")
+    if not isinstance(state, dict) or dtype not in ("float32", "float64"):
+        return doc
+    shapes = {name: p.data.shape for name, p in model.named_parameters()}
+    little = np.dtype(dtype).newbyteorder("<")
+    decoded: dict[str, Any] = {}
+    for name, entry in state.items():
+        if isinstance(entry, dict) and name in shapes:
+            entry = dict(entry)
+            for key in _MOMENTS:
+                try:
+                    raw = base64.b64decode(entry.get(key), validate=True)
+                except (binascii.Error, ValueError, TypeError):
+                    continue
+                if len(raw) == int(np.prod(shapes[name])) * little.itemsize:
+                    array = np.frombuffer(raw, little).reshape(shapes[name]).astype(dtype)
+                    entry[key] = array
+        decoded[name] = entry
+    return {**doc, "state": decoded}

@@ -1,7 +1,8 @@
 """Training a language model (``train --dataset names|shakespeare|--data PATH --model
 bigram|mlp|transformer|gpt``): the settings and their defaults, the loop (AdamW, clipping,
 warmup and cosine decay, evaluations every N steps, the best checkpoint kept) and the
-outputs (model.json, last.json, metrics.json, loss_curve.png) in the run's folder.
+outputs (model.json and last.json, each with its .safetensors, metrics.json,
+loss_curve.png) in the run's folder.
 
 The defaults are makemore's for the names models and nanoGPT's CPU configuration for the
 GPT; docs/language-models.md lists them and the figures they reach.
@@ -12,7 +13,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -24,10 +24,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..checkpoint import (
-    MAX_LM_PARAMETERS,
-    save_checkpoint,
-)
+from ..checkpoint import MAX_LM_PARAMETERS, save_checkpoint, tensors_file
 from ..collector import collection_paused
 from ..files import write_json
 from ..lm import corpus as C
@@ -586,12 +583,9 @@ def run_lm_training(
         )
     files = []
     if history.best is not None:
-        if history.best["step"] == history.steps_done:  # the same file: copy, not re-encode
-            _write(out, LAST, lambda path: shutil.copyfile(out / "model.json", path))
-        else:
-            last = {**metadata, "best": history.best, **history.state}
-            _write(out, LAST, lambda path: save_checkpoint(path, model, last))
-        files = ["model.json", LAST]
+        last = {**metadata, "best": history.best, **history.state}
+        _write(out, LAST, lambda path: save_checkpoint(path, model, last))
+        files = ["model.json", "model.safetensors", LAST, tensors_file(LAST).name]
     extra: dict[str, Any] = {}
     if isinstance(corpus, C.Names) and settings.model.kind == "bigram":
         extra["counting_bigram"] = {

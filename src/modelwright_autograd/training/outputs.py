@@ -37,7 +37,9 @@ from .settings import TrainConfig, UsageError
 #: the temporary files ``files.atomic_write`` leaves if killed), never anything else.
 OUTPUT_NAMES = (
     "model.json",
+    "model.safetensors",
     "last.json",
+    "last.safetensors",
     "metrics.json",
     "loss_curve.png",
     "decision_boundary.png",
@@ -405,7 +407,7 @@ def write_outputs(
         metrics["test_accuracy"] = test[0].accuracy
     metrics["train_seconds"] = round(history.seconds, 3)
     _write(out, "metrics.json", lambda path: write_json(path, metrics))
-    files = ["model.json", "metrics.json", "loss_curve.png"]
+    files = ["model.json", "model.safetensors", "metrics.json", "loss_curve.png"]
     batch_label = "batch" if config.batch_size else "training set"
     title = _title(config, data)
     _write(
