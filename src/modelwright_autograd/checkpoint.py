@@ -15,7 +15,6 @@ import io
 import json
 import math
 import os
-import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import pairwise
@@ -40,6 +39,7 @@ from .safetensors_file import (
     MAX_HEADER_BYTES,
     Header,
     TensorFileError,
+    content_id,
     is_safetensors,
     read_header,
     read_tensors,
@@ -221,7 +221,6 @@ def save_checkpoint(
             f"cannot checkpoint a {arch.engine} model with {arch.num_parameters():,} weights: "
             f"loading is limited to {limit:,}"
         )
-    ident = secrets.token_hex(16)
     # order="C", not ascontiguousarray, which makes a 0-d array (a batch count) 1-d
     tensors = {name: np.asarray(value, order="C") for name, value in model.state_dict().items()}
     doc: dict[str, Any] = {
@@ -229,7 +228,7 @@ def save_checkpoint(
         "version": VERSION,
         "engine": arch.engine,
         "architecture": arch.to_dict(),
-        "tensors": {"file": tensors_file(path).name, "id": ident},
+        "tensors": {"file": tensors_file(path).name},
     }
     for key, value in (metadata or {}).items():
         if key in _HEADER:
@@ -244,6 +243,7 @@ def save_checkpoint(
                 tensors[f"{OPTIMIZER_PREFIX}{param}.{key}"] = np.asarray(
                     entry[key], dtype, order="C"
                 )
+    ident = doc["tensors"]["id"] = content_id(tensors)  # the same run, the same bytes
 
     def write(f: Any) -> None:
         # The JSON goes to its temporary file first, then the tensors are written and

@@ -12,6 +12,7 @@ bytes little-endian and row-major, packed with no gap or overlap. docs/checkpoin
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -222,6 +223,17 @@ def read_tensors(
     except OSError as e:
         raise TensorFileError(f"cannot read it ({e.strerror or e})") from None
     return out
+
+
+def content_id(tensors: Mapping[str, np.ndarray]) -> str:
+    """32 hex digits of the SHA-256 of the tensors' names, dtypes, shapes and bytes: the
+    same tensors, the same id; any change, another."""
+    digest = hashlib.sha256()
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name])
+        digest.update(f"{name}\0{array.dtype.str}\0{array.shape}\0".encode())
+        digest.update(memoryview(array).cast("B"))
+    return digest.hexdigest()[:32]
 
 
 def write_tensors(
