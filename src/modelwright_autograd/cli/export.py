@@ -33,8 +33,10 @@ def add_export(subparsers: Subparsers) -> None:
         "state); a names model (bigram, mlp, transformer) the makemore work folder OUT "
         "holding model.pt (makemore.py "
         "--sample-only reads it). --format state_dict writes a language model as one file "
-        "instead. docs/checkpoints.md shows the lines that read each. PyTorch must be "
-        "installed.",
+        "instead; --format safetensors writes any model as one .safetensors file under the "
+        "same names (safetensors.torch.load_file reads it; no torch needed to write it). "
+        "docs/checkpoints.md shows the lines that read each. PyTorch must be installed for "
+        "the others.",
     )
     p.add_argument(
         "checkpoint", type=file_path, metavar="CHECKPOINT", help="a run folder or its model.json"
@@ -43,13 +45,13 @@ def add_export(subparsers: Subparsers) -> None:
         "out",
         type=file_path,
         metavar="OUT",
-        help="the file (state_dict) or folder (nanogpt, makemore) to write",
+        help="the file (state_dict, safetensors) or folder (nanogpt, makemore) to write",
     )
     p.add_argument(
         "--format",
         choices=interchange.FORMATS,
-        help="nanogpt (a GPT's default), makemore (a names model's) or state_dict (an MLP's "
-        "or CNN's, and the only one they take)",
+        help="nanogpt (a GPT's default), makemore (a names model's), state_dict (an MLP's "
+        "or CNN's default) or safetensors (any model's tensors under those names)",
     )
     p.set_defaults(func=partial(run_export, parser=p))
 
@@ -61,7 +63,8 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     form), its run folder, a file or folder of another run, or something the format cannot
     replace (a symlink, device or FIFO; a folder for a file; a file for a folder)."""
     shown = shown_path(args.out)
-    may_be_folder = args.format != "state_dict" and args.out.is_dir() and not args.out.is_symlink()
+    one_file = args.format in ("state_dict", "safetensors")
+    may_be_folder = not one_file and args.out.is_dir() and not args.out.is_symlink()
     if not may_be_folder:
         _refuse_non_regular(parser, args.out)  # before loading: atomic_write checks again
     checkpoint = lm_run.checkpoint_file(args.checkpoint)
@@ -81,6 +84,9 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         if fmt == "state_dict":
             _refuse_non_regular(parser, args.out)
             export_torch(loaded.model, args.out)
+        elif fmt == "safetensors":
+            _refuse_non_regular(parser, args.out)
+            whose = interchange.export_safetensors(loaded.model, args.out)
         else:
             _check_folder(parser, args.out, checkpoint, fmt)
             written = interchange.export_folder(loaded, fmt, args.out)
@@ -109,6 +115,8 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
                 "infinite; the exported model will predict NaN or infinities",
                 file=sys.stderr,
             )
+        if fmt == "safetensors":
+            return emit([f"wrote {shown}: the {arch} in safetensors under {whose} names"])
         if fmt != "state_dict":
             return emit([f"wrote {shown} for {fmt}:", *(f"  {line}" for line in written)])
         if isinstance(loaded.architecture, language.M.LMArchitecture):

@@ -11,6 +11,7 @@ fault in a file is a one-line ``CheckpointError``; docs/checkpoints.md gives the
 from __future__ import annotations
 
 import io
+import json
 import os
 import pickle
 import pickletools
@@ -38,12 +39,13 @@ from ..lm import corpus as C
 from ..lm import models as M
 from ..optim import AdamW
 from ..optim_state import ADAMW_SETTINGS, optimizer_from_json, optimizer_to_json
+from ..safetensors_file import TensorFileError, read_header, read_tensors, write_tensors
 from . import language, lm_run
 from .nanogpt_config import betas_of, from_nanogpt_config, is_number, setting, to_nanogpt_config
 from .outputs import RunFolder
 from .run_state import rng_states
 
-FORMATS = ("nanogpt", "makemore", "state_dict")
+FORMATS = ("nanogpt", "makemore", "state_dict", "safetensors")
 #: What torch.compile puts before every name (nanoGPT's scripts strip it).
 COMPILED_PREFIX = "_orig_mod."
 #: The largest file import reads: the most weights a language model may have (what train
@@ -71,7 +73,7 @@ def default_format(model: Any) -> str:
 def format_problem(model: Any, fmt: str) -> str | None:
     """Why ``model`` cannot be written in ``fmt``, or None when it can."""
     arch = architecture_of(model)
-    if fmt == "state_dict":
+    if fmt in ("state_dict", "safetensors"):
         return None
     if not isinstance(arch, M.LMArchitecture):
         return f"--format {fmt} is for language models; this is a {arch.describe()}"
@@ -185,6 +187,43 @@ def _nanogpt_optimizer(
     }
     optimizer.load_state_dict(layout)
     return optimizer.state_dict(), doc is not None
+
+
+def export_safetensors(model: Any, out: Path) -> str:
+    """Write ``model``'s state_dict to ``out`` in safetensors, atomically, under the names
+    ``safetensors.torch.load_file`` needs to load it strictly into nanoGPT's GPT,
+    makemore's models (its transformer's causal masks added) or, for an MLP or CNN, the
+    ``torch.nn.Sequential`` of ``checkpoint.to_torch``; return whose names they are."""
+    arch = architecture_of(model)
+    state = {name: np.asarray(v, order="C") for name, v in model.state_dict().items()}
+    whose = "torch.nn.Sequential's"
+    if isinstance(arch, M.LMArchitecture):
+        config = arch.config
+        whose = "nanoGPT's" if config.kind == "gpt" else "makemore's"
+        if config.kind == "transformer":
+            t = config.block_size
+            mask = np.tril(np.ones((t, t), np.float32)).reshape(1, 1, t, t)
+            state.update({f"transformer.h.{i}.attn.bias": mask for i in range(config.n_layer)})
+    doc = {"engine": arch.engine, **arch.to_dict()}
+    write_tensors(
+        out, state, {"format": "modelwright-autograd export", "architecture": json.dumps(doc)}
+    )
+    return whose
+
+
+def read_safetensors_file(path: Path) -> dict[str, Any]:
+    """The tensors of a ``.safetensors`` file as torch tensors, its header checked against
+    the file (safetensors_file.read_header) before a tensor is read. Imports torch."""
+    import torch
+
+    try:
+        header = read_header(path, MAX_IMPORT_BYTES, MAX_IMPORT_NUMBERS)
+        arrays = read_tensors(path, header)
+    except TensorFileError as e:
+        raise CheckpointError(path, e.problem) from None
+    if not arrays:
+        raise CheckpointError(path, "holds no tensors")
+    return {name: torch.from_numpy(np.array(a)) for name, a in arrays.items()}
 
 
 def _makemore_files(torch: Any, run: lm_run.LMRun, out: Path) -> dict[str, tuple[bytes, str]]:
@@ -399,7 +438,8 @@ def import_model(
     one of our models. The vocabulary comes from ``meta`` (or a meta.pkl beside ``path``)
     or from ``corpus_text`` (a names model needs it: makemore's files hold none). A name,
     shape or value that does not fit is a CheckpointError, before anything is written."""
-    payload = read_torch_file(path)
+    is_safetensors = path.suffix == ".safetensors"
+    payload = read_safetensors_file(path) if is_safetensors else read_torch_file(path)
     details: dict[str, Any] = {}
     settings: Any = None  # nanoGPT's config, if the file has one
     if isinstance(payload, dict) and "model" in payload and "model_args" in payload:
