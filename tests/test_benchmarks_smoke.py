@@ -250,3 +250,21 @@ def test_smoke_lm_data_memory_measures_both_files() -> None:
     for row in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         assert float(cells[1]) > 0.5 and float(cells[2]) > 0 and float(cells[3]) > 0
+
+
+@pytest.mark.slow
+def test_smoke_checkpoints_benchmark_prints_both_formats() -> None:
+    """benchmarks.checkpoints on a small GPT: each figure for safetensors beside the JSON
+    before it, the size ratio within what the header can add, the JSON's far above it."""
+    proc = _run("-m", "benchmarks.checkpoints", "--smoke")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {
+        cells[0]: cells[1:]
+        for line in proc.stdout.splitlines()
+        if line.startswith("| ") and not line.startswith("| figure")
+        for cells in [[c.strip() for c in line.strip("|").split("|")]]
+    }
+    assert len(rows) == 5
+    assert all(float(new) > 0 and float(old) > 0 for _, new, old, _ in rows.values())
+    _, new, old, _ = rows["size / (raw + metadata)"]
+    assert 1 <= float(new) <= 1.05 < 3 < float(old)  # float.hex: ~29 bytes a 4-byte weight

@@ -216,9 +216,19 @@ CRAFTED = {
         _edit(lambda h, d: _raw_header_twice(h, d)),
         "its header names '0.bias' twice",
     ),
+    "a header bloated with empty lists": (
+        _edit(
+            lambda h, d: _raw_header(json.dumps(h)[:-1] + ', "pad": [' + "[]," * 10**5 + "[]]}", d)
+        ),
+        "JSON values in 300,396 bytes, more than one per 4",
+    ),
     "missing": (lambda t: t.unlink(), "its tensors model.safetensors: no such file"),
     "a FIFO": (lambda t: (t.unlink(), __import__("os").mkfifo(t)), "is a FIFO"),
 }
+
+
+def _raw_header(text, d):
+    return struct.pack("<Q", len(text)) + text.encode() + d
 
 
 def _raw_header_twice(h, d):

@@ -37,8 +37,13 @@ DTYPES = {
     "BOOL": np.dtype("?"),
 }
 #: The longest header read (the Rust reader's own limit is 100 MB). A tensor's entry takes
-#: about 80 bytes: a million tensors, where the largest checkpoint holds a few thousand.
-MAX_HEADER_BYTES = 2**26
+#: about 70 bytes: 50,000 tensors, where the largest checkpoint (an MLP of 1,000 layers)
+#: holds 2,000.
+MAX_HEADER_BYTES = 2**22
+#: The most JSON values (counted from above: commas, ``[`` and ``{``) a header may hold
+#: per byte: a tensor's entry has about one per 10 bytes, while 4 MB of ``[],`` would
+#: parse into 150 MB of empty lists.
+HEADER_BYTES_PER_VALUE = 4
 _MAX_DIMS = 32
 
 
@@ -95,10 +100,10 @@ def _int(x: Any) -> bool:
 def read_header(path: Path, max_bytes: int, max_elements: int) -> Header:
     """The header of the safetensors file ``path``, checked before any tensor is read: a
     regular file of at most ``max_bytes``; a header length within the file and
-    MAX_HEADER_BYTES; JSON with no key twice; each tensor a known dtype, a shape of at
-    most ``max_elements`` numbers, and offsets whose span is its shape's bytes; the
-    tensors packed from the header's end to the file's, no gap, no overlap. Memory: the
-    header's bytes. A TensorFileError (one line) for any fault."""
+    MAX_HEADER_BYTES, few enough JSON values for its bytes, no key twice; each tensor a
+    known dtype, a shape of at most ``max_elements`` numbers, and offsets whose span is
+    its shape's bytes; the tensors packed from the header's end to the file's, no gap, no
+    overlap. Memory: the header's bytes. A TensorFileError (one line) for any fault."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
@@ -128,6 +133,12 @@ def read_header(path: Path, max_bytes: int, max_elements: int) -> Header:
         os.close(fd)
     if len(raw) != n:
         raise TensorFileError("was cut short while being read")
+    values = raw.count(b",") + raw.count(b"[") + raw.count(b"{")
+    if values > n // HEADER_BYTES_PER_VALUE + 64:
+        raise TensorFileError(
+            f"its header holds about {values:,} JSON values in {n:,} bytes, more than one "
+            f"per {HEADER_BYTES_PER_VALUE} (bloated, or not safetensors?)"
+        )
     try:
         doc = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, ValueError) as e:
