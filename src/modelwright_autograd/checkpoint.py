@@ -11,6 +11,7 @@ and the weights-only ``.npz`` still load. docs/checkpoints.md has the format and
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import math
@@ -39,7 +40,6 @@ from .safetensors_file import (
     MAX_HEADER_BYTES,
     Header,
     TensorFileError,
-    content_id,
     is_safetensors,
     read_header,
     read_tensors,
@@ -243,7 +243,11 @@ def save_checkpoint(
                 tensors[f"{OPTIMIZER_PREFIX}{param}.{key}"] = np.asarray(
                     entry[key], dtype, order="C"
                 )
-    ident = doc["tensors"]["id"] = content_id(tensors)  # the same run, the same bytes
+    # The id is the JSON's own digest: another save's JSON differs (its step, its history,
+    # its settings), and a JSON identical to this one makes the same pair with any tensors
+    # of its architecture. Deterministic, so the same run writes the same files.
+    text = json.dumps(doc, sort_keys=True, allow_nan=False).encode()
+    ident = doc["tensors"]["id"] = hashlib.sha256(text).hexdigest()[:32]
 
     def write(f: Any) -> None:
         # The JSON goes to its temporary file first, then the tensors are written and

@@ -12,7 +12,6 @@ bytes little-endian and row-major, packed with no gap or overlap. docs/checkpoin
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -236,23 +235,13 @@ def read_tensors(
     return out
 
 
-def content_id(tensors: Mapping[str, np.ndarray]) -> str:
-    """32 hex digits of the SHA-256 of the tensors' names, dtypes, shapes and bytes: the
-    same tensors, the same id; any change, another."""
-    digest = hashlib.sha256()
-    for name in sorted(tensors):
-        array = np.ascontiguousarray(tensors[name])
-        digest.update(f"{name}\0{array.dtype.str}\0{array.shape}\0".encode())
-        digest.update(memoryview(array).cast("B"))
-    return digest.hexdigest()[:32]
-
-
 def write_tensors(
     path: str | os.PathLike[str], tensors: Mapping[str, np.ndarray], metadata: dict[str, str]
 ) -> None:
-    """``tensors`` (contiguous little-endian NumPy arrays by name) and ``metadata`` written
-    to ``path`` with ``safetensors.numpy.save``, atomically."""
-    from safetensors.numpy import save
+    """``tensors`` (contiguous NumPy arrays by name) and ``metadata`` written to ``path``
+    with ``safetensors.numpy.save_file``, atomically: into atomic_write's temporary file by
+    its name (streamed from the arrays, no copy of them in memory), which is then synced
+    and renamed."""
+    from safetensors.numpy import save_file
 
-    data = save(dict(tensors), metadata=metadata)
-    atomic_write(path, lambda f: f.write(data), binary=True)
+    atomic_write(path, lambda f: save_file(dict(tensors), f.name, metadata=metadata), binary=True)
