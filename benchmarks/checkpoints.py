@@ -170,6 +170,10 @@ def _step_seconds(model: Any, metadata: dict[str, Any], steps: int) -> float:
     return _median_seconds(step, steps)
 
 
+def _shown(x: float) -> str:
+    return f"{x:.3f}" if x >= 0.1 else f"{x:.2g}"
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.checkpoints")
     p.add_argument("--smoke", action="store_true", help="a small GPT, one repeat (seconds)")
@@ -186,9 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     def row(name: str, model: Any, new: float, old: float, key: str) -> None:
         label = f"GPT {sum(p.data.size for p in model.parameters()):,}"
         ok = "met" if new <= TARGETS[key] else "MISS"
-        print(
-            f"| {name} | {label} | {new:.3g} | {old:.3g} | <= {TARGETS[key]:g} {ok} |", flush=True
-        )
+        print(f"| {name} | {label} | {_shown(new)} | {_shown(old)} | <= {TARGETS[key]:g} {ok} |")
+        sys.stdout.flush()
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
