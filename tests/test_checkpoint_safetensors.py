@@ -7,7 +7,9 @@ line and exit code 2 or a CheckpointError, read no further than its header."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 import struct
 from pathlib import Path
 
@@ -117,6 +119,10 @@ def test_the_tensors_are_safetensors_in_the_models_dtype_with_the_adamw_state(tm
     scalar = MLP(2, [3, 1], seed=0)
     save_checkpoint(tmp_path / "s.json", scalar)
     assert load_file(tmp_path / "s.safetensors")["0.weight"].dtype == np.float64
+    umask = os.umask(0)
+    os.umask(umask)
+    for name in ("s.json", "s.safetensors"):  # as any new file, whoever wrote it
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o666 & ~umask
 
 
 def test_a_pair_whose_ids_differ_is_refused_by_name(tmp_path):

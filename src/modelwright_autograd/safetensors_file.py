@@ -239,9 +239,21 @@ def write_tensors(
     path: str | os.PathLike[str], tensors: Mapping[str, np.ndarray], metadata: dict[str, str]
 ) -> None:
     """``tensors`` (contiguous NumPy arrays by name) and ``metadata`` written to ``path``
-    with ``safetensors.numpy.save_file``, atomically: into atomic_write's temporary file by
-    its name (streamed from the arrays, no copy of them in memory), which is then synced
-    and renamed."""
+    with ``safetensors.numpy.save_file``, streamed from the arrays (``save`` would build
+    the file twice in memory first), with atomic_write's guarantees: into its temporary
+    file by name, then synced and renamed. save_file replaces that name with a file of its
+    own, unsynced and readable by its owner only, so that file is given the temporary
+    file's permissions and synced before the rename."""
     from safetensors.numpy import save_file
 
-    atomic_write(path, lambda f: save_file(dict(tensors), f.name, metadata=metadata), binary=True)
+    def write(f: Any) -> None:
+        mode = stat.S_IMODE(os.fstat(f.fileno()).st_mode)
+        save_file(dict(tensors), f.name, metadata=metadata)
+        fd = os.open(f.name, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    atomic_write(path, write, binary=True)
