@@ -459,6 +459,11 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
         return _number(reply.get("grad"))
     if do == "walk":
         return reply.get("traced") is False or _walk(request["program"], reply)
+    if do == "rule":
+        n = len(request["program"]["inputs"])
+        return reply.get("ran") is False or (
+            reply.get("ran") is True and _numbers(reply.get("grads"), n)
+        )
     if do == "parameters":
         levels = reply.get("levels")
         return isinstance(levels, list) and all(map(_level, levels))
@@ -480,6 +485,8 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
         )
     if do == "train":
         history = reply.get("history")
+        if "returned" in reply:  # the model's output is not a Value
+            return isinstance(reply["returned"], str) and isinstance(reply.get("where"), str)
         return (
             isinstance(history, list)
             and len(history) >= 1

@@ -49,7 +49,8 @@ def walk_diagnosis(program: Program, reply: dict[str, Any]) -> str:
         return (
             f"counted {k} times: backward() ran a node's _backward {k} times, once per path to "
             "it, so its gradient reached its inputs more than once. The topological sort needs "
-            f"a visited set, to list each node once{backward}"
+            "a visited set, to list each node once, checked when a node is taken as well as "
+            f"when pushed (two users can push it before it is done){backward}"
         )
     missing = [slot for slot, count in counts.items() if count == 0]
     merged = [pair for pair in reply["equal"] if pair[0] in missing or pair[1] in missing]

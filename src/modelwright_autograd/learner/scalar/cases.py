@@ -30,6 +30,33 @@ ORDER_PROGRAM: Program = {
     ],
 }
 SEED_PROGRAM: Program = {"inputs": [2.0, 3.0], "steps": [["mul", 0, 1]]}
+# Every rule also runs with an upstream gradient that is not 1 (a rule leaving out out.grad
+# is right where its op is the output), and called alone with its inputs' grads starting
+# at RULE_STARTS (one that adds another input's grad is right while those are 0).
+UPSTREAM = 3.0
+RULE_STARTS = [0.5, -0.25]
+# A ladder: each rung makes d from e by one to three halvings, then e = d + e. Each e has
+# two users, one the other's input, so a sort that takes a node pushed twice before it is
+# done lists it twice on a rung where d comes first in e's set of children; the rungs'
+# lengths vary where the Values are made, so some rung has that order (a set of Values
+# iterates by id).
+LADDER_RUNGS = 20
+
+
+def _ladder() -> Program:
+    steps: list[list[object]] = [["mul", 0, 1]]
+    e = 2
+    for k in range(LADDER_RUNGS):
+        d = e
+        for _ in range(k % 3 + 1):
+            steps.append(["mul_c", d, 0.5])
+            d = len(steps) + 1
+        steps.append(["add", d, e])
+        e = len(steps) + 1
+    return {"inputs": [0.5, -1.5], "steps": steps}
+
+
+LADDER_PROGRAM: Program = _ladder()
 OVERCOUNTED = (
     "a gradient is counted once per path to a node, so it comes out a whole multiple "
     "of the right one. The causes that give exactly that: a topological sort with no "

@@ -30,7 +30,15 @@ from ..words import (
     _result_error,
     walk_diagnosis,
 )
-from .cases import CHAIN_LENGTH, OP_CHECKS, ORDER_PROGRAM, OVERCOUNTED, SEED_PROGRAM
+from .cases import (
+    CHAIN_LENGTH,
+    LADDER_PROGRAM,
+    LADDER_RUNGS,
+    OP_CHECKS,
+    ORDER_PROGRAM,
+    OVERCOUNTED,
+    SEED_PROGRAM,
+)
 from .network import NetworkChecks
 from .ops import OpChecks
 from .oracle import Oracle, close
@@ -245,8 +253,36 @@ class Grader(OpChecks, NetworkChecks):
             self.because(name, "seed")  # the walk leaves out the node it starts from
         elif text:
             self.add(Row(name, FAIL, text, self.code(ORDER_PROGRAM)))
+        elif ladder := self._ladder_diagnosis():
+            self.add(Row(name, FAIL, ladder, self._ladder_lines()))
         else:
-            self.add(Row(name, PASS, "a diamond graph: every node once, after all its users"))
+            self.add(Row(name, PASS, "every node once, after all its users (diamond, ladder)"))
+
+    def _ladder_diagnosis(self) -> str:
+        """The walk watched on LADDER_PROGRAM, where each node has two users, one the
+        other's input ("" when every node ran once, after its users, or it was not
+        watched)."""
+        reply = self.ask({"do": "walk", "program": LADDER_PROGRAM})
+        if "failure" in reply or "error" in reply or not reply["traced"]:
+            return ""
+        return walk_diagnosis(LADDER_PROGRAM, reply)
+
+    def _ladder_lines(self) -> list[str]:
+        """LADDER_PROGRAM as a loop a learner pastes, with the oracle's gradients."""
+        _, (da, db) = self.oracle.evaluate(LADDER_PROGRAM)
+        a, b = LADDER_PROGRAM["inputs"]
+        return [
+            *self.target.import_lines,
+            f"a, b = Value({a}), Value({b})",
+            "e = a * b",
+            f"for k in range({LADDER_RUNGS}):  # e has two users: d and the + reading it",
+            "    d = e",
+            "    for _ in range(k % 3 + 1):",
+            "        d = d * 0.5",
+            "    e = d + e",
+            "e.backward()",
+            f"print(a.grad, b.grad)  # expected: {da:.10g} {db:.10g}",
+        ]
 
     def check_order(self) -> None:
         """ORDER_PROGRAM by numbers, for a walk ``check_walk`` could not watch."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..base import GraderBase
-from ..report import ABSENT, FAIL, PASS, Row
+from ..report import ABSENT, FAIL, PASS, Row, printable
 from ..words import TODO, _error_text, _failure_text, _network_right, training_verdict
 from .cases import (
     AFFINE_PAIRS,
@@ -279,6 +279,21 @@ class NetworkChecks(GraderBase):
         reply = self.ask(request, self.train_timeout)
         if "failure" in reply or "error" in reply:
             self.add(Row(name, FAIL, _failure_text(reply, "training MLP(2, [8, 8, 1])")))
+            return
+        if "returned" in reply:
+            where = f" ({reply['where']})" if reply["where"] else ""
+            text = (
+                f"MLP(2, [8, 8, 1])(x) returns {printable(reply['returned'][:60])}, not a Value: "
+                "the starter notebook's training loop, (model(x) - y) ** 2, raises TypeError on "
+                "it. A Layer of one neuron returns that neuron's Value itself: "
+                f"out[0] if len(out) == 1 else out, in Layer.__call__{where}"
+            )
+            lines = self.library_lines(
+                "MLP",
+                "model = MLP(2, [8, 8, 1])",
+                "print(type(model([0.5, -1.0])).__name__)  # expected: Value",
+            )
+            self.add(Row(name, FAIL, text, lines))
             return
         history = reply["history"]
         (loss0, _), (loss1, accuracy) = history[0], history[-1]

@@ -23,9 +23,19 @@ from ..words import (
     _swapped,
     overwritten_text,
 )
-from .cases import DUNDERS, METHODS, NUMBER_FORMS, OP_CHECKS, RANDOM_PROGRAMS, OpCheck, single_op
+from .cases import (
+    DUNDERS,
+    METHODS,
+    NUMBER_FORMS,
+    OP_CHECKS,
+    RANDOM_PROGRAMS,
+    RULE_STARTS,
+    UPSTREAM,
+    OpCheck,
+    single_op,
+)
 from .oracle import close
-from .programs import NONLINEARITIES, Program, random_programs
+from .programs import NONLINEARITIES, Program, input_names, random_programs
 
 
 class OpChecks(GraderBase):
@@ -36,13 +46,9 @@ class OpChecks(GraderBase):
         if not self.oracle.exact_at_kinks:  # differences see 0.5 at relu's kink, torch 0
             points = [p for p in points if not (check.op == "relu" and p[0] == 0.0)]
         programs = [single_op(check.op, point) for point in points]
-        if check.op not in (
-            "pow",
-            "rpow",
-        ):  # the chain rule: upstream gradient 3, not 1
-            chained = single_op(check.op, points[0])
-            chained["steps"].append(["mul_c", len(chained["inputs"]), 3.0])
-            programs.append(chained)
+        chained = single_op(check.op, points[0])  # the chain rule: upstream gradient 3, not 1
+        chained["steps"].append(["mul_c", len(chained["inputs"]), UPSTREAM])
+        programs.append(chained)
         results = self.run_programs(programs)
         name = check.label
         if isinstance(results, dict):
@@ -59,11 +65,14 @@ class OpChecks(GraderBase):
                 self.add(Row(name, status, text))
                 return
         diagnosis, program = self._op_diagnosis(check, programs, results)
+        lines: list[str] = []
+        if not diagnosis:
+            diagnosis, lines = self._rule_diagnosis(check, programs[0])
         self.status[check.op] = FAIL if diagnosis else PASS
         if diagnosis.startswith(BECAUSE):
             self.because(name, diagnosis.removeprefix(BECAUSE))
         elif diagnosis:
-            self.add(Row(name, FAIL, diagnosis, self.code(program)))
+            self.add(Row(name, FAIL, diagnosis, lines or self.code(program)))
         else:
             what = "forward and gradient match the oracle"
             if len(points) < len(check.points):
@@ -138,6 +147,51 @@ class OpChecks(GraderBase):
             if all(_matches(bug, p, r) for p, r in alone):
                 return words, alone[0][0]
         return generic, program
+
+    def _rule_diagnosis(self, check: OpCheck, program: Program) -> tuple[str, list[str]]:
+        """The op's rule called alone, with out.grad = UPSTREAM and its inputs' grads
+        starting at RULE_STARTS: each must gain its local derivative times out.grad and
+        nothing else ("" when it does, or when the rule cannot be called so: an op built
+        from others, a rule taking arguments). A rule that replaces the grads (=) is left
+        to 'reuse', which names it."""
+        n = len(program["inputs"])
+        starts = RULE_STARTS[:n]
+        reply = self.ask({"do": "rule", "program": program, "upstream": UPSTREAM, "starts": starts})
+        if "failure" in reply or "error" in reply or not reply["ran"]:
+            return "", []
+        _, local = self.oracle.evaluate(program)
+        want = [s + UPSTREAM * g for s, g in zip(starts, local)]
+        got = reply["grads"]
+        if all(close(g, w) for g, w in zip(got, want)):
+            return "", []
+        if all(close(g, UPSTREAM * d) for g, d in zip(got, local)):
+            return "", []  # = where += belongs: the reuse row names it
+        names = input_names(program)
+        shown = ", ".join(f"{x}.grad {s:g}" for x, s in zip(names, starts))
+        text = (
+            f"{check.label}'s rule called alone, with out.grad = {UPSTREAM:g} and {shown} "
+            f"before it, left {', '.join(f'{g:.6g}' for g in got)}, expected "
+            f"{', '.join(f'{w:.6g}' for w in want)}: "
+        )
+        if all(close(g, s + d) for g, s, d in zip(got, starts, local)):
+            text += "the backward ignores out.grad: multiply the local derivative by out.grad"
+        elif n == 2 and close(got[0], want[0]) and close(got[1], starts[1] + got[0]):
+            text += (
+                f"{names[1]}.grad received {names[0]}.grad (after its update), not its own share "
+                "of out.grad: other.grad += (local derivative) * out.grad, not self.grad. It is "
+                f"right only while {names[0]}.grad is 0 when the rule runs"
+            )
+        else:
+            text += "each input's grad must gain its local derivative times out.grad, nothing else"
+        rule = self.where_rule(program)
+        built = self.code(program)
+        lines = built[: built.index("out.backward()")]
+        grads = ", ".join(f"{x}.grad" for x in names)
+        lines.append(f"{grads}, out.grad = {', '.join(map(repr, [*starts, UPSTREAM]))}")
+        lines.append("out._backward()  # the rule alone")
+        expected = " ".join(f"{w:.10g}" for w in want)
+        lines.append(f"print({grads})  # expected: {expected}")
+        return text + (f"; look at {rule}" if rule else ""), lines
 
     def check_numbers(self) -> None:
         """a + 2, 2 * a, 1 - a, ...: plain numbers on either side of a Value."""

@@ -325,6 +325,28 @@ def walk(request: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def rule(request: dict[str, Any]) -> dict[str, Any]:
+    """The program's last op node's _backward called alone, with out.grad = ``upstream``
+    and the inputs' grads set to ``starts`` first: the inputs' grads after it. Not run
+    (``ran`` False) when the node's children are not the program's inputs (an op built
+    from others) or its rule takes arguments."""
+    program = request["program"]
+    slots = _forward(program)
+    n = len(program["inputs"])
+    out, leaves = slots[-1], slots[:n]
+    children = children_of(out)
+    if children is None or {id(c) for c in children} != {id(v) for v in leaves}:
+        return {"ran": False}
+    for leaf, start in zip(leaves, request["starts"]):
+        leaf.grad = start
+    out.grad = request["upstream"]
+    try:
+        out._backward()
+    except TypeError:  # a rule taking arguments (like this project's own engine)
+        return {"ran": False}
+    return {"ran": True, "grads": [float(v.grad) for v in leaves]}
+
+
 def _as_float(x: Any) -> float:
     """``x`` as a float, NaN when it is not a number (a grad still None)."""
     try:
@@ -607,6 +629,12 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
     it was, or ``epochs`` run out."""
     model, params = _network(2, [8, 8, 1], seed=0)
     xs, ys = request["X"], request["y"]
+    first = model(xs[0])  # the starter notebook's loop does model(x) - y: a Value or nothing
+    if not isinstance(first, engine["Value"]):
+        size = f" of {len(first)}" if isinstance(first, (list, tuple)) else ""
+        layer = engine.get("Layer")
+        call = vars(layer).get("__call__") if isinstance(layer, type) else None
+        return {"returned": f"a {type(first).__name__}{size}", "where": where(call)}
     lr, batch, target = request["lr"], request["batch"], request["target"]
     order = list(range(len(xs)))
     rng = random.Random(0)
@@ -656,6 +684,7 @@ HANDLERS = {
     "programs": run_programs,
     "seed": seed,
     "walk": walk,
+    "rule": rule,
     "parameters": parameters,
     "zero_grad": zero_grad,
     "affine": affine,
