@@ -186,6 +186,13 @@ def test_reply_shapes():
     assert well_formed(walk, traced)
     assert not well_formed(walk, traced | {"grads_at_call": []})  # one per call
     assert not well_formed(walk, traced | {"equal": [[0, 9]]})  # no slot 9
+    rule = {"do": "rule", "program": walk["program"], "upstream": 3.0, "starts": [0.5, -0.25]}
+    assert well_formed(rule, {"ran": True, "grads": [3.5, 2.75]})
+    assert well_formed(rule, {"ran": False})
+    assert not well_formed(rule, {"ran": True, "grads": [3.5]})  # one per input
+    assert not well_formed(rule, {"ran": "yes"})
+    assert well_formed({"do": "train"}, {"returned": "a list of 1", "where": ""})
+    assert not well_formed({"do": "train"}, {"returned": 1, "where": ""})
     assert REPLY_LIMIT < 2**24  # the grader's buffer stays small
 
 

@@ -474,8 +474,14 @@ def test_a_forged_tensor_reply_is_refused():
         {**right, "shared": [[0, 1]]},  # a pair of leaves the program does not have
         {**right, "shared": [0]},
         {k: v for k, v in right.items() if k != "out"},
+        {**right, "written": [[2, "backward"]]},  # the program has slots 0 and 1 only
+        {**right, "written": [[0, "later"]]},
+        {**right, "dtypes": "ab"},
+        {"stage": "backward", "error": {"type": "E", "message": "", "where": ""}, "rules": []}
+        | {"loss_grad": {"shape": [2], "data": [1.0]}},  # data of the wrong size
     ):
         assert not well_formed(request, {"results": [forged]})
+    assert well_formed(request, {"results": [right | {"written": [[0, "backward"]]}]})
     assert not well_formed({"do": "tensor_affine"}, {"gaps": []})
     assert not well_formed({"do": "tensor_train"}, {"history": [[1.0, True]], "loss": "x"})
     layer = {"grads": [two], "differences": [two], "distinct": 1, "zeroed": True, "forward": None}
