@@ -228,6 +228,28 @@ BUGS = {
         "MLP trains on names",
         "look at AdamW.step",
     ),
+    "gpt_eats_memory": (
+        "models.py",
+        [
+            (
+                "        idx = np.asarray(idx)\n",
+                "        idx = np.asarray(idx)\n        self.cache = np.ones((2**31,))\n",
+            )
+        ],
+        "GPT",
+        "MemoryError",
+    ),
+    "attention_crashes": (
+        "models.py",
+        [
+            (
+                "        b, t, c = x.shape\n",
+                "        b, t, c = x.shape\n        __import__('ctypes').string_at(0)\n",
+            )
+        ],
+        "CausalSelfAttention",
+        "was killed by SIGSEGV",
+    ),
     "mlp_hangs": (
         "models.py",
         [
