@@ -34,7 +34,10 @@ def add_init(subparsers: Subparsers) -> None:
         ),
     )
     parser.add_argument(
-        "dir", type=nonempty_path("a folder name"), metavar="DIR", help="a new or empty folder"
+        "dir",
+        type=nonempty_path("a folder name"),
+        metavar="DIR",
+        help="a new or empty folder (with --lm, also one holding your tensor engine)",
     )
     parser.add_argument(
         "--tensor",

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...lm.corpus import builtin_path
+from ..base import MAX_HANGS
 from ..report import FAIL, NOTE, PASS, Row
 from ..tensor.oracle import agree, array_of
 from ..words import TODO, _array_text, _failure_text
@@ -74,6 +75,8 @@ def run_lm_checks(grader: Grader) -> None:
 
 
 class LMChecks:
+    """Runs every LM row against one learner's folder, into the tensor grader's report."""
+
     def __init__(self, grader: Grader) -> None:
         from . import oracle  # torch
 
@@ -92,8 +95,9 @@ class LMChecks:
             self.check_eval,
             self.check_training,
         ):
-            if self.g.hangs >= 2:
-                self.g.add(Row("the other LM checks", FAIL, "not run: the engine hung twice"))
+            if self.g.hangs >= MAX_HANGS:
+                text = f"not run: the engine hung {MAX_HANGS} times; fix that first"
+                self.g.add(Row("the other LM checks", FAIL, text))
                 return
             check()
 
