@@ -39,7 +39,7 @@ def _evaluate_in_subprocess(path: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _one_line_error(result: subprocess.CompletedProcess[str], problem: str) -> None:
-    assert result.returncode == 1, result.stderr
+    assert result.returncode == 2, result.stderr  # a bad input file: a usage error
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert problem in result.stderr
@@ -68,7 +68,7 @@ def test_a_directory_and_a_huge_sparse_file_are_refused_before_reading(tmp_path,
         (tmp_path, "is a directory, not a checkpoint file"),
         (sparse, "is 2,147,483,648 bytes, more than the"),
     ):
-        assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+        assert cli.main(["evaluate", "--checkpoint", str(path)]) == 2
         printed = capsys.readouterr()
         assert printed.err.count("\n") == 1 and problem in printed.err
 
@@ -110,7 +110,7 @@ HEADER = '{"format": "modelwright-autograd checkpoint", "version": 2, '
 def test_odd_json_is_the_one_line_error(tmp_path, capsys, text, problem):
     path = tmp_path / "model.json"
     path.write_text(text)
-    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 2
     printed = capsys.readouterr()
     assert printed.err.count("\n") == 1 and problem in printed.err
     assert "at at" not in printed.err
@@ -131,12 +131,12 @@ def test_every_message_is_short_even_for_a_checkpoint_of_100000_layers(tmp_path,
     doc["architecture"]["nouts"] = [1] * 100_000  # the file holds a 2-4-4-1 model's weights
     path = tmp_path / "model.json"
     path.write_text(json.dumps(doc))
-    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "100,000 layers, more than the 1,000 allowed" in err
     doc["architecture"]["nouts"] = [1] * 1_000  # within the limit: the counts are wrong
     path.write_text(json.dumps(doc))
-    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "holds 37 weights" in err and "(1,000 layers)" in err
     assert len(err) < 600
@@ -157,7 +157,7 @@ def test_data_settings_that_do_not_fit_the_model_are_a_checkpoint_error(
     doc["data"]["dataset"] = "digits"  # 64 features and 10 classes; the model is 2-4-4-1
     path = tmp_path / "model.json"
     path.write_text(json.dumps(doc))
-    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1  # not argparse's 2
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 2  # one line, not argparse's
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "its data settings do not fit its model" in err
     assert "--dataset" not in err
@@ -187,7 +187,7 @@ def test_a_scoring_pass_beyond_the_training_bounds_is_refused_before_any_data(
     doc["data"]["samples"] = 1_000_000  # the same cost, written in the file
     path = tmp_path / "model.json"
     path.write_text(json.dumps(doc))
-    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "its data settings cost too much to score" in err
 
@@ -204,7 +204,7 @@ def test_odd_numbers_in_the_settings_are_handled(tmp_path, capsys, small_run):
     doc = json.loads(path.read_text())
     doc["objective"]["l2"] = 1e308
     path.write_text(json.dumps(doc))
-    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "bad l2 weight 1e+308: too large for a float32" in err
 
@@ -252,7 +252,7 @@ def test_an_old_npz_loads_into_its_model_and_evaluate_says_how_to_convert(tmp_pa
     load_into(seq, path)
     assert np.array_equal(seq[0].weight.data, np.ones((3, 2)))
 
-    assert cli.main(["evaluate", "--checkpoint", str(LEGACY / "tensor_nn_save.npz")]) == 1
+    assert cli.main(["evaluate", "--checkpoint", str(LEGACY / "tensor_nn_save.npz")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "an .npz of weights only" in err and "convert it" in err
 

@@ -239,10 +239,10 @@ def test_shown_path_escapes_what_is_not_printable():
 
 def test_a_newline_in_a_path_stays_on_one_line(tmp_path, checkpoint, capsys):
     odd = tmp_path / "x\ny"
-    assert cli.main(["evaluate", "--checkpoint", str(odd)]) == 1
+    assert cli.main(["evaluate", "--checkpoint", str(odd)]) == 2
     assert f"checkpoint {tmp_path}/x\\ny: " in _one_error_line(capsys)
 
-    assert cli.main(["export", str(odd), str(tmp_path / "out\n.pt")]) == 1
+    assert cli.main(["export", str(odd), str(tmp_path / "out\n.pt")]) == 2
     assert f"checkpoint {tmp_path}/x\\ny: " in _one_error_line(capsys)
 
     odd.write_text("a file, not a folder")

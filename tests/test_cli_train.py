@@ -293,12 +293,12 @@ def test_a_diverging_run_exits_1_and_writes_nothing(tmp_path, capsys):
         assert not out.exists()
 
 
-def test_evaluate_bad_checkpoints_exit_1_with_one_line(tmp_path, capsys):
+def test_evaluate_bad_checkpoints_exit_2_with_one_line(tmp_path, capsys):
     missing = tmp_path / "missing.json"
     corrupt = tmp_path / "corrupt.json"
     corrupt.write_text('{"format": "modelwright-autograd checkpoint", "vers')
     for path, problem in ((missing, "no such file"), (corrupt, "not valid JSON")):
-        assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+        assert cli.main(["evaluate", "--checkpoint", str(path)]) == 2
         printed = capsys.readouterr()
         assert printed.out == ""
         assert printed.err.count("\n") == 1
@@ -358,14 +358,14 @@ def _edit(*keys, value):
         ),
     ],
 )
-def test_evaluate_a_corrupt_checkpoint_exits_1_with_one_line(
+def test_evaluate_a_corrupt_checkpoint_exits_2_with_one_line(
     tmp_path, capsys, small_checkpoint, edit, problem
 ):
     doc = json.loads(small_checkpoint)
     edit(doc)
     path = tmp_path / "model.json"
     path.write_text(json.dumps(doc))  # json writes nan and inf as NaN and Infinity
-    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 1
+    assert cli.main(["evaluate", "--checkpoint", str(path)]) == 2
     printed = capsys.readouterr()
     assert printed.out == ""
     assert printed.err.count("\n") == 1

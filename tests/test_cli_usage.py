@@ -85,3 +85,36 @@ def test_every_command_has_help_and_states_each_default_once():
     train = " ".join(parser.commands["train"].format_help().split())
     assert "the embedding width (default: gpt 128, transformer 64, mlp 64)" in train
     assert "train an MLP or a language model" in " ".join(parser.format_help().split())
+
+
+# One rule for every command (docs/README.md, "Exit codes"): what was typed that cannot be used
+# (an option, a file to read that is missing or is not what the command takes, a path to
+# write whose folder is a file) is 2, before any work; a failure of the work itself is 1.
+EVERY_COMMAND = [
+    (["train", "--resume", "MISSING", "--steps", "9"], "no such file"),
+    (["train", "--dataset", "names", "--model", "bigram", "--out", "FILE/run"], "FILE is a file"),
+    (["evaluate", "MISSING"], "no such file"),
+    (["evaluate", "--checkpoint", "FILE"], "not valid JSON"),
+    (["sample", "MISSING"], "no such file"),
+    (["export", "MISSING", "out.pt"], "no such file"),
+    (["export", "MISSING", "FILE/out.pt", "--format", "state_dict"], "FILE is a file"),
+    (["import", "MISSING"], "no such file"),
+    (["explain", "a*b", "a=1", "b=2", "--html", "FILE/x.html"], "FILE is a file"),
+    (["init", "FILE"], "is a regular file, not a folder"),
+    (["check", "MISSING"], "does not exist"),
+]
+
+
+@pytest.mark.parametrize(
+    "words, said", EVERY_COMMAND, ids=lambda w: " ".join(w) if isinstance(w, list) else ""
+)
+def test_every_command_exits_2_in_one_line_for_what_cannot_be_used(tmp_path, words, said):
+    (tmp_path / "FILE").write_text("not a folder, not a checkpoint\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "modelwright_autograd", *words],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stdout == "" and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"modelwright-autograd {words[0]}: ") and said in done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"]  # nothing written

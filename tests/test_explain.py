@@ -373,7 +373,7 @@ def test_cli_notes_unused_variables(capsys):
 def test_cli_refuses_unknown_graph_formats(tmp_path, capsys):
     assert main(["explain", "a", "a=1", "--graph", str(tmp_path / "g.jpg")]) == 2
     assert "use a .svg, .png, .pdf or .dot" in capsys.readouterr().err
-    assert main(["explain", "a", "a=1", "--graph", str(tmp_path / "no" / "g.svg")]) == 1
+    assert main(["explain", "a", "a=1", "--graph", str(tmp_path / "no" / "g.svg")]) == 2
     err = capsys.readouterr().err
     assert f"cannot write {tmp_path / 'no' / 'g.svg'}" in err and "does not exist" in err
 
@@ -650,7 +650,7 @@ def test_unwritable_outputs_are_one_line_errors_before_the_work(tmp_path, capsys
     if option == "--html":
         path = path.replace(".svg", ".html")
         (tmp_path / "x.html").mkdir()
-    assert main(["explain", "a*b", "a=1", "b=2", option, path]) == 1
+    assert main(["explain", "a*b", "a=1", "b=2", option, path]) == 2  # a usage error
     captured = capsys.readouterr()
     assert captured.out == ""  # checked before the trace was printed
     assert captured.err.count("\n") == 1 and f"cannot write {path}" in captured.err

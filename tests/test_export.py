@@ -140,12 +140,14 @@ def test_export_without_torch_says_how_to_install_it(tmp_path):
 def test_export_of_a_bad_checkpoint_or_to_a_bad_place_is_one_line(tmp_path, capsys):
     model_json = tmp_path / "model.json"
     model_json.write_text("{}")
-    assert cli.main(["export", str(model_json), str(tmp_path / "m.pt")]) == 1
+    assert cli.main(["export", str(model_json), str(tmp_path / "m.pt")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a modelwright-autograd checkpoint" in err
     save_checkpoint(model_json, tensor_nn.MLP(2, [1], seed=0))
     target = tmp_path / "no-such-folder" / "m.pt"
-    assert cli.main(["export", str(model_json), str(target)]) == 1
+    with pytest.raises(SystemExit) as info:
+        cli.main(["export", str(model_json), str(target)])
+    assert info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no-such-folder does not exist" in err
     with pytest.raises(SystemExit) as info:

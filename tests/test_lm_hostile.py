@@ -148,7 +148,7 @@ def test_an_edited_batch_size_is_one_line_naming_the_field(tmp_path, gpt_run, ca
     model = tmp_path / "model.json"
     copy_checkpoint(gpt_run / "model.json", model)
     _edit(model, lambda doc: doc["training"].update(batch_size=True))
-    err = _error(capsys, ["evaluate", str(model), "--eval-iters", "1"])
+    err = _error(capsys, ["evaluate", str(model), "--eval-iters", "1"], code=2)
     assert "'training.batch_size' is bool True" in err
 
 
@@ -165,7 +165,7 @@ def test_tied_weights_that_differ_in_the_file_are_refused(tmp_path, gpt_run, cap
     _edit(model, change)
     with pytest.raises(CheckpointError, match=r"'lm_head\.weight' differs from 'transformer\.wte"):
         load_checkpoint(model)
-    assert "differs" in _error(capsys, ["evaluate", str(model)])
+    assert "differs" in _error(capsys, ["evaluate", str(model)], code=2)
 
 
 def test_bloated_metadata_is_refused_before_parsing_with_memory_bounded(tmp_path, gpt_run):

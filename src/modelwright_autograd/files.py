@@ -42,6 +42,20 @@ class NotARegularFile(OSError):
         )
 
 
+def folder_problem(folder: str | os.PathLike[str]) -> str | None:
+    """Why files cannot be made in ``folder``, in a few words, or None when it is a
+    folder: it does not exist, or it or a path above it is a file, not a folder."""
+    folder = Path(folder)
+    if folder.is_dir():
+        return None
+    for above in (folder, *folder.parents):
+        if os.path.exists(above):
+            if not above.is_dir():
+                return f"{shown_path(above)} is a file, not a folder"
+            break
+    return f"the folder {shown_path(folder)} does not exist"
+
+
 def refuse_non_regular(path: str | os.PathLike[str]) -> None:
     """Raise NotARegularFile when something other than a regular file is at ``path``.
 
@@ -50,7 +64,7 @@ def refuse_non_regular(path: str | os.PathLike[str]) -> None:
     it points (a file the user never named). Nothing there, or a regular file, is fine."""
     try:
         mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # nothing there (a file on the way)
         return
     if not stat.S_ISREG(mode):
         raise NotARegularFile(path, file_kind(mode))
@@ -65,10 +79,9 @@ def atomic_write(
     replaced: anything else is a NotARegularFile (see ``refuse_non_regular``)."""
     path = Path(path)
     refuse_non_regular(path)
-    if not path.parent.is_dir():  # say so plainly, rather than name the temporary file
-        raise FileNotFoundError(
-            f"cannot write {shown_path(path)}: the folder {shown_path(path.parent)} does not exist"
-        )
+    problem = folder_problem(path.parent)
+    if problem:  # say so plainly, rather than name the temporary file
+        raise FileNotFoundError(f"cannot write {shown_path(path)}: {problem}")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
         # "x": create a fresh file (with the usual permissions), never reuse one
@@ -152,10 +165,9 @@ def check_writable(path: str | os.PathLike[str]) -> Path:
         refuse_non_regular(path)
     except NotARegularFile as e:
         raise OSError(e.errno, f"cannot write {shown}: {e.strerror}") from None
-    if not path.parent.is_dir():
-        raise FileNotFoundError(
-            f"cannot write {shown}: the folder {shown_path(path.parent)} does not exist"
-        )
+    problem = folder_problem(path.parent)
+    if problem:
+        raise FileNotFoundError(f"cannot write {shown}: {problem}")
     probe = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.probe")
     try:
         with open(probe, "xb"):

@@ -53,7 +53,8 @@ def add_evaluate(subparsers: Subparsers) -> None:
 
 
 def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Score a checkpoint and print it: 0, 1 for a bad checkpoint, 2 for a bad option."""
+    """Score a checkpoint and print it: 0; 2 for a missing or bad checkpoint or a bad option
+    (bad input); 1 when a language model's data cannot be found again or it is broken."""
     if (args.run is None) == (args.checkpoint is None):
         both = ", not both" if args.run is not None else ""
         parser.error(f"give a RUN (a run folder or model.json) or --checkpoint FILE{both}")
@@ -63,9 +64,9 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         if isinstance(checkpoint.architecture, language.M.LMArchitecture):
             return _evaluate_lm(args, parser, path, checkpoint)
         result = evaluate_checkpoint(path, args.dataset, args.samples, args.noise, args.seed)
-    except CheckpointError as e:
+    except CheckpointError as e:  # a file that is not a checkpoint this takes: bad input
         print(f"modelwright-autograd evaluate: {e}", file=sys.stderr)
-        return 1
+        return 2
     except UsageError as e:
         parser.error(str(e))
     settings = ", ".join(f"{k} {v}" for k, v in result.data.items() if v is not None)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..checkpoint import TORCH_MISSING, CheckpointError, export_torch, load_checkpoint
 from ..checks import shown_path
-from ..files import NotARegularFile, refuse_non_regular
+from ..files import NotARegularFile, folder_problem, refuse_non_regular
 from ..optim_state import OptimizerStateError
 from ..printing import emit
 from ..training import interchange, language, lm_run
@@ -57,8 +57,8 @@ def add_export(subparsers: Subparsers) -> None:
 
 
 def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Export a checkpoint: 0; 1 for a bad checkpoint, a missing torch or an unwritable
-    OUT; 2 for an AdamW state that does not fit the model, a format the model has not,
+    """Export a checkpoint: 0; 1 for a missing torch or an unwritable OUT; 2 for a missing
+    or bad checkpoint, an AdamW state that does not fit the model, a format the model has not,
     an OUT that is the checkpoint, another file of its run (by inode, whatever the path's
     form), its run folder, a file or folder of another run, or something the format cannot
     replace (a symlink, device or FIFO; a folder for a file; a file for a folder)."""
@@ -67,6 +67,9 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     may_be_folder = not one_file and args.out.is_dir() and not args.out.is_symlink()
     if not may_be_folder:
         _refuse_non_regular(parser, args.out)  # before loading: atomic_write checks again
+        problem = folder_problem(args.out.parent)
+        if problem:
+            parser.error(f"argument OUT: cannot write {shown}: {problem}")
     checkpoint = lm_run.checkpoint_file(args.checkpoint)
     owned = run_file_named(args.out, args.checkpoint)
     if owned is not None:
@@ -90,9 +93,7 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         else:
             _check_folder(parser, args.out, checkpoint, fmt)
             written = interchange.export_folder(loaded, fmt, args.out)
-    except CheckpointError as e:
-        problem = str(e)
-    except OptimizerStateError as e:  # an AdamW state that does not fit: bad input
+    except (CheckpointError, OptimizerStateError) as e:  # a missing or bad file: bad input
         print(f"modelwright-autograd export: {e}", file=sys.stderr)
         return 2
     except ImportError:

@@ -70,13 +70,14 @@ def add_sample(subparsers: Subparsers) -> None:
 
 
 def run_sample(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    """Print samples: 0; 1 for a bad checkpoint; 2 for a run that is not a language model,
-    a prompt outside the vocabulary or too many characters asked for."""
+    """Print samples: 0; 2 for a missing or bad checkpoint, a run that is not a language
+    model, a prompt outside the vocabulary or too many characters asked for; 1 for a
+    broken model."""
     try:
         run = lm_run.load_lm_run(args.run)
-    except CheckpointError as e:
+    except CheckpointError as e:  # a file that is not a checkpoint this takes: bad input
         print(f"modelwright-autograd sample: {e}", file=sys.stderr)
-        return 1
+        return 2
     except lm_run.NotALanguageModel as e:
         parser.error(f"argument RUN: {e}")
     vocab = run.vocab

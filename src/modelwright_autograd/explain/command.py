@@ -57,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
         for path in (args.graph, args.html):
             if path is not None:
                 check_writable(path)
-    except OSError as e:
+    except OSError as e:  # a path that cannot be written, before any work: a usage error
         print(f"{_PROG} {e}", file=sys.stderr)
-        return 1
+        return 2
     try:
         variables = parse_assignments(args.assignments)
         out = parse_expression(args.expression, variables)

@@ -28,7 +28,7 @@ import numpy as np
 from ..checkpoint import save_checkpoint
 from ..checks import shown_path
 from ..data import DATASETS_2D, Dataset
-from ..files import write_json
+from ..files import folder_problem, write_json
 from .learners import Learner
 from .results import History, Score
 from .settings import TrainConfig, UsageError
@@ -297,7 +297,9 @@ def _claim_given(out: Path, overwrite: bool) -> RunFolder:
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise UsageError("--out", f"cannot create {shown}: {e.strerror}") from None
+        file_on_the_way = isinstance(e, (FileExistsError, NotADirectoryError))
+        why = (file_on_the_way and folder_problem(real.parent)) or e.strerror
+        raise UsageError("--out", f"cannot create {shown}: {why}") from None
     for _ in range(3):  # the folder may vanish between mkdir and lock (a run giving it up)
         try:
             os.mkdir(real)
