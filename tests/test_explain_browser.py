@@ -398,19 +398,19 @@ def test_keyboard_and_accessibility(browser, tmp_path):
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1280x800", "390x844"])
 def test_axe_core_finds_nothing(browser, tmp_path, viewport):
     expression = tmp_path / "expr.html"
-    assert (
-        main(["explain", "tanh(a*b + c) * a", "a=2", "b=-0.5", "c=0.3", "--html", str(expression)])
-        == 0
-    )
+    args = ["tanh(a*b + c) * a", "a=2", "b=-0.5", "c=0.3", "--break", "assign"]
+    assert main(["explain", *args, "--html", str(expression)]) == 0
     _, _, neurons = _mlp_page(tmp_path, [16, 16, 1], 3)
     for path in (expression, neurons):
         page, requests, errors = _open(browser, path, viewport)
         page.keyboard.press("ArrowRight")  # mid-pass: the panel has its table
         page.keyboard.press("ArrowRight")
         page.add_script_tag(content=AXE.read_text("utf-8"))  # inline: no request
-        for view in ["graph"] if path == expression else ["neurons", "graph"]:
-            if path == neurons:  # a network's page: both views
-                page.select_option("#mw-view", view)
+        for view in ["graph", "broken"] if path == expression else ["neurons", "graph"]:
+            page.select_option("#mw-view", view)  # a network's page, and a broken run's
+            if view == "broken":  # at its last step, where it went wrong: marked
+                page.keyboard.press("End")
+                assert page.text_content("#mw-status").startswith("Step 4:")
             assert page.get_attribute("body", "data-view") == view
             violations = page.evaluate(
                 "async () => (await axe.run(document)).violations"
