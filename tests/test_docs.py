@@ -180,3 +180,69 @@ def test_the_readme_and_the_report_stay_short():
     at most 1,500 and 1,000 words as `wc -w` counts them."""
     assert len((ROOT / "README.md").read_text("utf-8").split()) <= 1500
     assert len((ROOT / "REPORT.md").read_text("utf-8").split()) <= 1000
+
+
+# ---------------------------------------------------------------------- facts that could drift
+def _code_map() -> str:
+    text = (ROOT / "docs" / "README.md").read_text("utf-8")
+    start = text.index("```text\nsrc/modelwright_autograd/")
+    return text[start : text.index("\n```", start + 8)]
+
+
+def test_the_code_map_names_every_module_and_package():
+    code_map = _code_map()
+    src = ROOT / "src" / "modelwright_autograd"
+    for path in sorted(src.rglob("*.py")):
+        parts = path.relative_to(src).parts
+        if path.name == "__init__.py" or any(p.startswith("templates") for p in parts):
+            continue  # a package is named by its folder; the starters are files, not code
+        assert path.name in code_map, f"docs/README.md's code map leaves out {'/'.join(parts)}"
+    for folder in sorted(p for p in src.rglob("*") if (p / "__init__.py").is_file()):
+        assert f"{folder.name}/" in code_map, f"the code map leaves out {folder.name}/"
+
+
+def test_option_lists_in_the_docs_are_the_commands_choices():
+    """Every `--option {a,b,...}` written in the README or docs is train's list of choices
+    for it, whole (one with another command's list would need its command here)."""
+    from modelwright_autograd.cli import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if hasattr(a, "choices") and a.dest == "command"]
+    train = {a.option_strings[0]: list(a.choices) for a in commands.choices["train"]._actions
+             if a.option_strings and a.choices}  # fmt: skip
+    found = 0
+    for path in [ROOT / "README.md", *DOCS]:
+        text = " ".join(path.read_text("utf-8").split())  # a list may break across lines
+        for option, listed in re.findall(r"`(--[a-z-]+) \{([\w,]+)\}`", text):
+            assert listed.split(",") == train[option], (path.name, option)
+            found += 1
+    assert found >= 6
+
+
+def test_the_readmes_first_example_has_the_lines_its_heading_says():
+    readme = (ROOT / "README.md").read_text("utf-8")
+    words = ["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"]
+    heading, block = re.search(r"\n## (\w+) lines\n\n```python\n(.*?)```", readme, re.S).groups()
+    assert words.index(heading.lower()) + 1 == len(block.strip().splitlines())
+
+
+def test_the_shakespeare_gpts_size_is_the_models():
+    """nanoGPT's standard Shakespeare GPT (6 layers, 6 heads, 384 wide, block 256, 65
+    characters, tied head counted once), as the README and docs name its size."""
+    from modelwright_autograd.lm import models as M
+
+    config = M.LMConfig("gpt", vocab_size=65, block_size=256, n_layer=6, n_head=6, n_embd=384,
+                        bias=False)  # fmt: skip
+    weights = M.num_parameters(config) - 65 * 384  # the head is the embedding's matrix
+    said = f"{weights / 1e6:.1f}M"
+    readme = (ROOT / "README.md").read_text("utf-8")
+    lm = (ROOT / "docs" / "language-models.md").read_text("utf-8")
+    assert f"nanoGPT's {said} Shakespeare GPT" in readme and f"{said} weights" in lm
+    assert not re.search(r"\b10\.\dM\b", readme.replace(said, ""))
+
+
+def test_refusals_are_quoted_as_the_command_line_prints_them():
+    """The command line prints `modelwright-autograd CMD: --option: ...`, never argparse's
+    `argument --option: ...` (tests/test_cli_usage.py); a quote of the latter is stale."""
+    for path in [ROOT / "README.md", *DOCS]:
+        assert not re.search(r"`argument --", path.read_text("utf-8")), path.name
