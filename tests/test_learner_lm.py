@@ -197,9 +197,10 @@ def test_each_attention_bug_is_told_apart_from_the_others(reference):
     shapes = reference.parameter_shapes("CausalSelfAttention")
     weights = cases.weights_for(shapes, 1, 0.3)
     x = np.random.default_rng(2).normal(0.0, 1.0, (2, 5, 16))
-    assert reference.attention_bug(weights, x, reference._attention(weights, x, "")) == ""
+    told = reference.attention_bug
+    assert told(weights, x, reference.attention_with(weights, x, "")) == ""
     for bug, words in reference.ATTENTION_BUGS.items():
-        assert reference.attention_bug(weights, x, reference._attention(weights, x, bug)) == words
+        assert told(weights, x, reference.attention_with(weights, x, bug)) == words
 
 
 def test_the_reference_attention_is_torchs_module(reference):
@@ -211,7 +212,7 @@ def test_the_reference_attention_is_torchs_module(reference):
     module = reference.build("CausalSelfAttention", weights)
     with torch.no_grad():
         want = module(torch.from_numpy(x)).numpy()
-    assert np.allclose(reference._attention(weights, x, ""), want, rtol=1e-12, atol=1e-12)
+    assert np.allclose(reference.attention_with(weights, x, ""), want, rtol=1e-12, atol=1e-12)
 
 
 # ---------------------------------------------------------------------- the slow run
@@ -306,3 +307,31 @@ def test_without_torch_the_lm_checks_say_they_did_not_run(tmp_path):
     row = _row(report, "LM checks")
     assert row.status == "note" and "not run without PyTorch" in row.diagnosis
     assert not report.to_text().splitlines()[-1].startswith("LM GATE")
+
+
+@pytest.mark.slow
+def test_the_lm_notebook_trains_and_samples_on_the_solved_starter(tmp_path, monkeypatch):
+    import nbformat
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    folder = tmp_path / "notebook"
+    main(["init", "--lm", str(folder)])
+    for name in ("engine.py", *LM_MODULES):
+        text = (SOLVED / name).read_text().replace("from engine", "from .engine")
+        (folder / "src/notebook" / name).write_text(text.replace("from lm_ops", "from .lm_ops"))
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    nb = nbformat.read(folder / "lm.ipynb", as_version=4)
+    nbformat.validate(nb)
+    km = KernelManager(kernel_name="python3", kernel_spec_manager=KernelSpecManager(kernel_dirs=[]))
+    client = NotebookClient(nb, km=km, timeout=600, resources={"metadata": {"path": str(folder)}})
+    client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
+    text = "".join(
+        out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
+    )
+    losses = [float(line.split()[-1]) for line in text.splitlines() if line.startswith("step")]
+    assert len(losses) == 12  # six lines for each model
+    assert losses[5] < losses[0] - 0.5 and losses[11] < losses[6] - 0.5  # both learn
+    after = text.split(f"{losses[-1]:.4f}\n", 1)[1]  # the samples, after the last loss
+    assert after.startswith(".") and "\nROMEO:" in after

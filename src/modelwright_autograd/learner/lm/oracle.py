@@ -212,7 +212,7 @@ def train(
 
 
 # ---------------------------------------------------------------------- attention's bugs
-def _attention(weights: dict[str, np.ndarray], x: np.ndarray, bug: str) -> np.ndarray:
+def attention_with(weights: dict[str, np.ndarray], x: np.ndarray, bug: str) -> np.ndarray:
     """nanoGPT's attention on x, with one classic bug (or "" for none)."""
     w = {n: torch.from_numpy(a) for n, a in weights.items()}
     xt = torch.from_numpy(x)
@@ -270,7 +270,7 @@ ATTENTION_BUGS = {
 def attention_bug(weights: dict[str, np.ndarray], x: np.ndarray, got: np.ndarray) -> str:
     """The classic attention bug whose output ``got`` is, or ""."""
     for bug, words in ATTENTION_BUGS.items():
-        want = _attention(weights, x, bug)
+        want = attention_with(weights, x, bug)
         if got.shape == want.shape and np.allclose(got, want, rtol=1e-6, atol=1e-6):
             return words
     return ""
