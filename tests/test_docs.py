@@ -246,3 +246,17 @@ def test_refusals_are_quoted_as_the_command_line_prints_them():
     `argument --option: ...` (tests/test_cli_usage.py); a quote of the latter is stale."""
     for path in [ROOT / "README.md", *DOCS]:
         assert not re.search(r"`argument --", path.read_text("utf-8")), path.name
+
+
+def test_the_counts_of_one_bug_engines_are_the_tests():
+    """docs/build-your-own.md counts the one-bug scalar engines and network bugs that
+    tests/test_learner.py grades (each to one block in at most 40 lines)."""
+    from tests import test_learner
+
+    text = " ".join((ROOT / "docs" / "build-your-own.md").read_text("utf-8").split())
+    engines, network, total = map(int, re.search(
+        r"one of (\d+) scalar engines in `tests/learner_engines/` with one classic bug each; "
+        r"the tests plant (\d+) network bugs in the solved `nn.py`, and each of the (\d+)", text
+    ).groups())  # fmt: skip
+    assert engines == len(test_learner.ONE_BUG) and network == len(test_learner.NETWORK_BUGS)
+    assert total == engines + network
