@@ -363,3 +363,12 @@ def test_the_starter_s_train_py_trains_with_the_solved_backward(tmp_path):
         )
         losses = [float(line.split()[-1]) for line in done.stdout.splitlines()]
         assert done.returncode == 0 and losses[0] > 3.0 and losses[-1] < 2.6, done.stderr
+
+
+def test_find_exercise_takes_the_module_or_its_folder_and_nothing_else(tmp_path):
+    assert find_exercise(SOLVED.parent).file == SOLVED
+    assert find_exercise(SOLVED).file == SOLVED
+    (tmp_path / "notes.txt").write_text(SOLVED.read_text())
+    assert find_exercise(tmp_path / "notes.txt") is None
+    assert find_exercise(tmp_path) is None  # no .py file defines the exercise
+    assert find_exercise(Path(__file__).parent / "learner_engines" / "tensor") is None

@@ -79,7 +79,8 @@ def find_exercise(path: str | Path) -> Exercise | None:
     where = Path(path)
     try:
         if where.is_file():
-            return Exercise(str(path), where.resolve()) if _is_exercise(where) else None
+            found = where.suffix == ".py" and _is_exercise(where)
+            return Exercise(str(path), where.resolve()) if found else None
         if not where.is_dir():
             return None
         modules = sorted(where.glob("*.py"), key=lambda p: (p.name != "backprop.py", p.name))
