@@ -3,6 +3,9 @@ finds the engine in a repository of the learner's own shape."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +14,21 @@ import pytest
 from packaging.requirements import Requirement
 
 from modelwright_autograd.cli import main
+from modelwright_autograd.learner.done import (
+    check_git,
+    check_loss_curve,
+    check_readme,
+    check_report,
+    check_tests,
+    check_unit_tests,
+    defined_ops,
+    is_repository,
+    ops_named,
+    read_git,
+)
 from modelwright_autograd.learner.locate import LocateError, locate
+from modelwright_autograd.learner.report import ABSENT, FAIL, NOTE, PASS, Report, Row
+from modelwright_autograd.learner.scalar.cases import OP_CHECKS
 from modelwright_autograd.learner.starter import project_names, write_starter
 
 ENGINES = Path(__file__).parent / "learner_engines"
@@ -176,3 +193,339 @@ def test_the_flat_folder_of_the_older_init_is_found_as_before(tmp_path):
     (tmp_path / "nn.py").write_text(SOLVED_NN.read_text())
     target = locate(tmp_path)
     assert (target.value_module, target.mlp_module) == ("engine", "nn")
+
+
+# ------------------------------------------------------------------ the definition of done
+
+KEPT = ENGINES / "workshop" / "solved"  # a solved repository, less its engine and git
+STARTER_OPS = ["mul", "add", "pow", "neg", "sub", "div", "tanh", "relu", "exp", "log"]
+LEARNER = ["-c", "user.name=A Learner", "-c", "user.email=learner@example.org"]
+
+
+def solved_repository(folder: Path, commit: bool = True) -> Path:
+    """The kept solved repository in ``folder``, with the solved engine and network in its
+    package and (with ``commit``) the course's three checkpoint commits."""
+    shutil.copytree(KEPT, folder)
+    package = folder / "src" / "solved"
+    (package / "engine.py").write_text(SOLVED.read_text())
+    nn = SOLVED_NN.read_text().replace("from engine import", "from .engine import")
+    (package / "nn.py").write_text(nn)
+    if commit:
+        assert _git(folder, "-c", "init.defaultBranch=main", "init", "-q").returncode == 0
+        for subject, paths in [
+            ("Value class and operations", ["pyproject.toml", ".gitignore", "src"]),
+            ("backward + gradient check passes", ["tests"]),
+            ("MLP trains on make_moons", ["."]),
+        ]:
+            assert _git(folder, "add", *paths).returncode == 0
+            assert _git(folder, *LEARNER, "commit", "-q", "-m", subject).returncode == 0
+    return folder
+
+
+def gate_report(ops: list[str] = STARTER_OPS) -> Report:
+    """A gate's report on an engine that loads, defines ``ops`` and passes."""
+    rows = [Row("engine loads", PASS, "Value from solved.engine")]
+    rows += [Row(c.label, PASS if c.op in ops else ABSENT, "") for c in OP_CHECKS]
+    return Report("solved", "torch", [*rows, Row("network trains", PASS, "")])
+
+
+def _done(repo: Path, ops: list[str] = STARTER_OPS) -> dict[str, Row]:
+    """Every row but the tests' run (the slow tests run that), by name."""
+    report = gate_report(ops)
+    rows = [
+        check_unit_tests(repo, defined_ops(report)),
+        check_report(repo, defined_ops(report)),
+        check_loss_curve(repo),
+        check_readme(repo),
+        *check_git(read_git(repo)),
+    ]
+    return {row.name: row for row in rows}
+
+
+def test_the_ops_the_gate_found_are_the_ones_graded():
+    assert defined_ops(gate_report()) == STARTER_OPS  # sigmoid and 2 ** a are n/a
+    assert defined_ops(Report("x", "torch", [Row("engine loads", FAIL, "")])) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "ops"),
+    [
+        ("test_log_softmax_of_a_row", {"log_softmax"}),
+        ("test_log_of_one", {"log"}),
+        ("Multiplication", {"mul"}),
+        ("test_matmul_shapes", {"matmul"}),
+        ("test_summary_of_everything", set()),
+        ("test_mul_and_add", {"mul", "add"}),
+    ],
+)
+def test_an_op_is_named_by_a_word_of_its_own(text, ops):
+    everything = [*STARTER_OPS, "log_softmax", "matmul", "sum"]
+    assert ops_named(text, everything) == ops
+
+
+def test_the_solved_repository_meets_every_row(tmp_path):
+    rows = _done(solved_repository(tmp_path / "solved"))
+    for name in ("unit tests", "REPORT.md", "loss curve", "README", "git history"):
+        assert rows[name].status == PASS, (name, rows[name].diagnosis)
+    assert rows["unit tests"].diagnosis == "a test for each of the 10 ops (14 tests in tests/)"
+    assert rows["loss curve"].diagnosis.startswith("results/loss_curve.png; loss 0.46")
+    assert rows["git history"].diagnosis == "3 commits, nothing uncommitted"
+    assert rows["checkpoints"].status == NOTE
+    assert rows["checkpoints"].diagnosis.endswith("all three present")
+
+
+def _drop(path: Path, text: str) -> None:
+    content = path.read_text()
+    assert text in content, text
+    path.write_text(content.replace(text, ""))
+
+
+def _section(name: str) -> str:
+    report = (KEPT / "REPORT.md").read_text()
+    start = report.index(f"## {name}")
+    return report[start : report.index("\n## ", start + 1) + 1]
+
+
+# piece -> (how the copy breaks it, the row, words its diagnosis must hold)
+MISSING = {
+    "a unit test": (
+        lambda r: (r / "tests/test_ops.py").write_text(
+            (r / "tests/test_ops.py").read_text().replace("def test_tanh_", "def test_t_")
+        ),
+        "unit tests",
+        "no test named after tanh in tests/",
+    ),
+    "a stub of a unit test": (
+        lambda r: (r / "tests/test_ops.py").write_text(
+            (r / "tests/test_ops.py").read_text().replace("def test_exp_", "def test_e_")
+            + "\n\ndef test_exp_todo():\n    pass\n"
+        ),
+        "unit tests",
+        "no test named after exp in tests/",
+    ),
+    "an op's section": (
+        lambda r: _drop(r / "REPORT.md", _section("relu")),
+        "REPORT.md",
+        "no section names relu",
+    ),
+    "a derivation": (
+        lambda r: (r / "REPORT.md").write_text(
+            (r / "REPORT.md").read_text().replace(_section("log"), "## log\n\nBackward: TODO\n\n")
+        ),
+        "REPORT.md",
+        "the backward is still a TODO for log",
+    ),
+    "a derivative": (
+        lambda r: (r / "REPORT.md").write_text(
+            (r / "REPORT.md")
+            .read_text()
+            .replace(_section("exp"), "## exp\n\nForward: $c = e^a$. Backward: the same.\n\n")
+        ),
+        "REPORT.md",
+        "no formula with a derivative (dc/da, ∂L/∂a) for exp",
+    ),
+    "the training section": (
+        lambda r: _drop(r / "REPORT.md", "## Training"),
+        "REPORT.md",
+        "a training section",
+    ),
+    "one page": (
+        lambda r: (r / "REPORT.md").write_text((r / "REPORT.md").read_text() * 2),
+        "REPORT.md",
+        "1,136 words: about one page is at most 1,000",
+    ),
+    "the loss numbers": (
+        lambda r: (r / "results/loss.csv").unlink(),
+        "loss curve",
+        "no results/loss.csv: run python train.py",
+    ),
+    "the loss curve": (
+        lambda r: (r / "results/loss_curve.png").unlink(),
+        "loss curve",
+        "no picture at results/loss_curve.png",
+    ),
+    "a falling loss": (
+        lambda r: (r / "results/loss.csv").write_text("epoch,loss\n1,0.5\n2,0.4\n3,0.45\n"),
+        "loss curve",
+        "loss 0.5 -> 0.45 over 3 epochs: it should at least halve",
+    ),
+    "the install line": (
+        lambda r: _drop(
+            r / "README.md",
+            'uv sync                       # or, without uv: pip install -e ".[test]"',
+        ),
+        "README",
+        "missing: how to install (uv sync, or pip install -e '.[test]')",
+    ),
+    "the test command": (
+        lambda r: (r / "README.md").write_text(
+            (r / "README.md").read_text().replace("pytest", "tests")
+        ),
+        "README",
+        "how to run the tests (pytest)",
+    ),
+    "the README's TODOs filled in": (
+        lambda r: (r / "README.md").write_text(
+            "# solved\n\nTODO: what this is\n" + (r / "README.md").read_text()
+        ),
+        "README",
+        "no TODO left (line 3 has one)",
+    ),
+    "a commit of everything": (
+        lambda r: (r / "notes.txt").write_text("to do\n"),
+        "git history",
+        "uncommitted: ?? notes.txt",
+    ),
+    "the repository": (
+        lambda r: shutil.rmtree(r / ".git"),
+        "git history",
+        "not a git repository: git init, then commit your work",
+    ),
+}
+
+
+@pytest.mark.parametrize("piece", list(MISSING))
+def test_a_repository_missing_a_piece_fails_the_row_naming_it(tmp_path, piece):
+    repo = solved_repository(tmp_path / "solved")
+    breaks, row, words = MISSING[piece]
+    breaks(repo)
+    if row != "git history":  # the rest commit what they broke
+        _git(repo, "add", "-A")
+        _git(repo, *LEARNER, "commit", "-q", "-m", f"without {piece}")
+    rows = _done(repo)
+    assert rows[row].status == FAIL and words in rows[row].diagnosis, rows[row].diagnosis
+    others = [r for name, r in rows.items() if name != row and r.status == FAIL]
+    assert others == [], others  # the one piece, and nothing else
+
+
+def test_the_checkpoint_commits_are_advice_not_a_failure(tmp_path):
+    repo = solved_repository(tmp_path / "solved", commit=False)
+    assert _git(repo, "init", "-q").returncode == 0
+    _git(repo, "add", ".")
+    assert _git(repo, *LEARNER, "commit", "-q", "-m", "everything at once").returncode == 0
+    rows = _done(repo)
+    assert rows["git history"].status == PASS
+    assert rows["checkpoints"].status == NOTE
+    assert rows["checkpoints"].diagnosis.endswith(
+        "not found: Value class and operations; backward + gradient check passes; "
+        "MLP trains on make_moons"
+    )
+
+
+def _small_repository(folder: Path, test: str) -> Path:
+    """A repository whose one test module is ``test`` (no torch: a quick pytest run)."""
+    (folder / "tests").mkdir(parents=True)
+    (folder / "pyproject.toml").write_text('[project]\nname = "small"\nversion = "0.1.0"\n')
+    (folder / "tests" / "test_small.py").write_text(test)
+    return folder
+
+
+def test_the_learner_s_tests_are_run_and_a_failure_is_named(tmp_path):
+    passing = _small_repository(tmp_path / "passing", "def test_one():\n    assert 1 + 1 == 2\n")
+    row = check_tests(passing, 60.0)
+    assert row.status == PASS and row.diagnosis.startswith("1 passed: pytest, with the Python")
+    failing = _small_repository(
+        tmp_path / "failing",
+        "def test_one():\n    assert 1 + 1 == 2\n\n\ndef test_two():\n    assert 2 * 2 == 5\n",
+    )
+    row = check_tests(failing, 60.0)
+    assert row.status == FAIL, row.diagnosis
+    assert "1 failed, 1 passed" in row.diagnosis
+    assert "FAILED tests/test_small.py::test_two" in row.diagnosis
+    assert not (failing / ".pytest_cache").exists()  # check writes nothing into the repository
+    assert not list(failing.rglob("__pycache__"))
+
+
+def test_a_test_that_hangs_is_stopped_with_everything_it_started(tmp_path):
+    hangs = _small_repository(
+        tmp_path / "hangs",
+        "import subprocess, sys, time\n\n\ndef test_waits():\n"
+        "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "    time.sleep(600)\n",
+    )
+    row = check_tests(hangs, 3.0)
+    assert row.status == FAIL and "did not finish in 3 s (stopped)" in row.diagnosis
+    assert "is a test stuck?" in row.diagnosis
+    left = subprocess.run(["pgrep", "-f", "time.sleep\\(600\\)"], capture_output=True, text=True)
+    assert left.stdout == ""  # the test's own child went with it
+
+
+def test_a_flat_folder_of_the_older_init_gets_no_definition_of_done(tmp_path):
+    (tmp_path / "engine.py").write_text(SOLVED.read_text())
+    assert not is_repository(tmp_path)
+    write_starter(tmp_path / "repo")
+    assert is_repository(tmp_path / "repo")
+
+
+def test_the_report_ends_with_the_definition_of_done(tmp_path):
+    report = gate_report()
+    report.done = [Row("tests pass", PASS, "9 passed"), Row("README", FAIL, "missing: x")]
+    text = report.to_text().splitlines()
+    assert text[-2].startswith("BUILD GATE PASSED")  # the gate's own line, unchanged
+    assert text[-1] == "DEFINITION OF DONE: not yet: README"
+    data = json.loads(report.to_json())
+    assert data["verdict"] == "BUILD GATE PASSED" and data["passed"] is True
+    assert data["definition_of_done"]["met"] is False
+    report.done[1] = Row("README", PASS, "says how")
+    assert report.to_text().splitlines()[-1] == "DEFINITION OF DONE: met"
+    report.rows[-1] = Row("network trains", FAIL, "")
+    assert report.done_verdict == "DEFINITION OF DONE: not yet: the build gate"
+
+
+@pytest.mark.slow
+def test_a_solved_repository_is_done_and_an_untouched_one_names_every_piece(tmp_path, capsys):
+    """The whole check, as a learner runs it: the gate, then every row of the definition
+    of done; the solved repository's tests (the gradient check against PyTorch among them)
+    run in the sandbox."""
+    solved = solved_repository(tmp_path / "solved")
+    assert main(["check", "--timeout", "30", str(solved)]) == 0
+    text = capsys.readouterr().out.splitlines()
+    assert text[-2].startswith("BUILD GATE PASSED  (")
+    assert text[-1] == "DEFINITION OF DONE: met"
+    tests = "pass  tests pass    19 passed: pytest, with the Python running check (no .venv"
+    assert any(line.startswith(tests) for line in text), text
+    untouched = tmp_path / "untouched"
+    write_starter(untouched)
+    assert main(["check", "--json", str(untouched)]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["verdict"].startswith("not yet: ")  # the gate's words, as before
+    done = data["definition_of_done"]
+    assert done["verdict"] == (
+        "DEFINITION OF DONE: not yet: the build gate, tests pass, unit tests, REPORT.md, "
+        "loss curve, README, git history"
+    )
+    rows = {row["name"]: row["diagnosis"] for row in done["checks"]}
+    assert "NotImplementedError" in rows["tests pass"] or "failed" in rows["tests pass"]
+    assert rows["git history"] == "no commits yet: commit your work"
+
+
+@pytest.mark.slow
+def test_the_train_script_writes_a_loss_curve_that_falls(tmp_path):
+    repo = solved_repository(tmp_path / "solved", commit=False)
+    shutil.rmtree(repo / "results")
+    done = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo / "src"), "MPLBACKEND": "Agg"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    row = check_loss_curve(repo)
+    assert row.status == PASS, row.diagnosis
+    assert (repo / "results" / "decision_boundary.png").read_bytes()[:4] == b"\x89PNG"
+    ran, kept = ((folder / "results" / "loss.csv").read_text() for folder in (repo, KEPT))
+    ran_losses, kept_losses = ([float(x.split(",")[1]) for x in t.split()[1:]] for t in (ran, kept))
+    # the kept run is this one (a set's order moves a sum's rounding in the last digits)
+    assert ran_losses == pytest.approx(kept_losses, rel=1e-6)
+
+
+def test_the_tests_run_with_the_repository_s_own_environment(tmp_path):
+    repo = _small_repository(
+        tmp_path / "own", "import sys\n\n\ndef test_where():\n    print(sys.prefix)\n"
+    )
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    (repo / ".venv" / "bin" / "python").symlink_to(sys.executable)  # as uv sync leaves one
+    row = check_tests(repo, 60.0)
+    assert row.status == PASS and row.diagnosis == "1 passed: pytest, with .venv/bin/python"

@@ -35,10 +35,12 @@ def add_check(subparsers: Subparsers) -> None:
             "init --lm's lm_ops.py and models.py beside it then gets the LM checks, which need "
             "PyTorch: each op forward and backward, makemore's MLP and a GPT (the loss and "
             "every parameter's gradient by name), and AdamW training on names and Tiny "
-            "Shakespeare, each loss equal to torch's. "
-            "Exit code 0 when the build gate passes, 1 when "
-            "not, 2 for a PATH that cannot be checked, 130 on Ctrl-C, 143 on SIGTERM, 129 "
-            "on SIGHUP (the engine's processes are killed first)."
+            "Shakespeare, each loss equal to torch's. A repository (PATH holds pyproject.toml, "
+            "as init writes it) then gets the course's definition of done: its tests pass, a "
+            "unit test per op, REPORT.md, the loss curve, the README, the git history. "
+            "Exit code 0 when the build gate passes (and the definition of done is met), 1 "
+            "when not, 2 for a PATH that cannot be checked, 130 on Ctrl-C, 143 on SIGTERM, "
+            "129 on SIGHUP (the engine's processes are killed first)."
         ),
     )
     parser.add_argument(
@@ -97,10 +99,12 @@ def _stopped(signum: int, frame: object) -> None:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Grade the engine at PATH: 0 when the gate passes, 1 when not, 2 for a PATH that
+    """Grade the engine at PATH (and a repository's definition of done): 0 when the gate
+    passes (and the definition of done is met), 1 when not, 2 for a PATH that
     cannot be checked, 128 + the signal's number on SIGINT, SIGTERM or SIGHUP (the
     engine's processes are killed on the way out)."""
     from ..learner.backprop.grader import find_exercise
+    from ..learner.done import grade_done, is_repository, read_git
     from ..learner.locate import LocateError, locate
     from ..learner.report import printable
     from ..learner.scalar.grader import grade
@@ -117,8 +121,12 @@ def run_check(args: argparse.Namespace) -> int:
                 0 if report.passed else 1
             )
         target = locate(args.path)
+        repository = is_repository(target.path)  # the definition of done is graded too
+        git = read_git(target.path) if repository else None  # before the learner's code runs
         oracle = choose_oracle(args.oracle)  # imports torch: seconds Ctrl-C may fall in
         report = grade(target, oracle, args.timeout, 9 * args.timeout)
+        if git is not None:
+            report.done = grade_done(target.path, report, 9 * args.timeout, git)
     except (LocateError, OracleError) as error:
         print(f"modelwright-autograd check: error: {printable(str(error))}", file=sys.stderr)
         return 2
@@ -133,4 +141,4 @@ def run_check(args: argparse.Namespace) -> int:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
     status = emit([report.to_json() if args.json else report.to_text()])
-    return status or (0 if report.passed else 1)
+    return status or (0 if report.done_met else 1)

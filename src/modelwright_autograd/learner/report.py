@@ -46,6 +46,7 @@ class Report:
     terse: bool = False  # a failing text report names its passing rows only (the tensor's)
     gate: str = "BUILD GATE PASSED"  # the verdict when it passes (the LM checks' is theirs)
     required: tuple[str, ...] = ("network trains",)  # the rows that must be there and pass
+    done: list[Row] = field(default_factory=list)  # the definition of done, for a repository
 
     @property
     def failed(self) -> int:
@@ -69,6 +70,18 @@ class Report:
             return f"not yet: {self.failed} of {self.counted} checks fail"
         return "not yet: the engine's checks pass, but the gate asks for an MLP that trains"
 
+    @property
+    def done_met(self) -> bool:
+        """The gate passes and no row of the definition of done fails."""
+        return self.passed and not any(row.status == FAIL for row in self.done)
+
+    @property
+    def done_verdict(self) -> str:
+        """``DEFINITION OF DONE: met``, or what is missing (the gate, then each row)."""
+        missing = [] if self.passed else ["the build gate"]
+        missing += [row.name for row in self.done if row.status == FAIL]
+        return "DEFINITION OF DONE: " + ("not yet: " + ", ".join(missing) if missing else "met")
+
     def to_text(self) -> str:
         """The report as a learner reads it. Neighbouring rows saying the same thing with
         nothing to reproduce (the ops that pass, the rows failing because of one cause)
@@ -79,22 +92,11 @@ class Report:
         if self.isolation and not self.isolated:  # a layer is missing: say which
             lines.extend(textwrap.wrap(f"isolation: {printable(self.isolation)}", WIDTH))
         lines.append("")
-        terse = self.terse and self.failed > 0
-        for names, row in _groups(self.rows, terse):
-            if terse and row.status == PASS:
-                named = _pack(names, WIDTH - 6)
-                lines.append(f"{_LABEL[PASS]}  {named[0]}")
-                lines.extend(f"      {more}" for more in named[1:])
-                continue
-            shown = _pack(names, width)
-            indent = " " * (len(_LABEL[row.status]) + width + 4)
-            text = textwrap.wrap(printable(row.diagnosis), max(40, WIDTH - len(indent))) or [""]
-            lines.append(f"{_LABEL[row.status]}  {shown[0].ljust(width)}  {text[0]}")
-            rest = zip_longest(shown[1:], text[1:], fillvalue="")
-            lines.extend(f"      {name.ljust(width)}  {more}".rstrip() for name, more in rest)
-            if row.reproduce:
-                lines.append(indent + "reproduce:")
-                lines.extend(indent + "  " + printable(code) for code in row.reproduce)
+        lines.extend(_row_lines(self.rows, width, self.terse and self.failed > 0))
+        if self.done:
+            lines.append("")
+            lines.append("the definition of done (the course's project, docs/build-your-own.md):")
+            lines.extend(_row_lines(self.done, max(len(row.name) for row in self.done) + 1))
         if self.engine_output:
             lines.append("")
             lines.append("the engine printed (last lines, not part of the checks):")
@@ -102,6 +104,8 @@ class Report:
         lines.append("")
         lines.extend(textwrap.wrap(TRUST, WIDTH))
         lines.append(f"{self.verdict}  ({self.seconds:.1f} s)")
+        if self.done:
+            lines.append(self.done_verdict)
         return "\n".join(lines)
 
     def to_json(self) -> str:
@@ -119,7 +123,35 @@ class Report:
             "isolated": self.isolated,
             "trust": TRUST,
         }
+        if self.done:
+            data["definition_of_done"] = {
+                "checks": [asdict(row) for row in self.done],
+                "met": self.done_met,
+                "verdict": self.done_verdict,
+            }
         return json.dumps(data, indent=2, allow_nan=True)
+
+
+def _row_lines(rows: list[Row], width: int, terse: bool = False) -> list[str]:
+    """The rows as text: a label, the names (``width`` wide) and the diagnosis wrapped,
+    then the reproduce block; with ``terse``, the rows that pass by name only."""
+    lines = []
+    for names, row in _groups(rows, terse):
+        if terse and row.status == PASS:
+            named = _pack(names, WIDTH - 6)
+            lines.append(f"{_LABEL[PASS]}  {named[0]}")
+            lines.extend(f"      {more}" for more in named[1:])
+            continue
+        shown = _pack(names, width)
+        indent = " " * (len(_LABEL[row.status]) + width + 4)
+        text = textwrap.wrap(printable(row.diagnosis), max(40, WIDTH - len(indent))) or [""]
+        lines.append(f"{_LABEL[row.status]}  {shown[0].ljust(width)}  {text[0]}")
+        rest = zip_longest(shown[1:], text[1:], fillvalue="")
+        lines.extend(f"      {name.ljust(width)}  {more}".rstrip() for name, more in rest)
+        if row.reproduce:
+            lines.append(indent + "reproduce:")
+            lines.extend(indent + "  " + printable(code) for code in row.reproduce)
+    return lines
 
 
 def _groups(rows: list[Row], passes: bool = False) -> list[tuple[list[str], Row]]:

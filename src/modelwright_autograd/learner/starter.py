@@ -55,11 +55,9 @@ SHARED = ("pyproject.toml", ".gitignore")
 # What init leaves at the top of DIR (with .git when git is installed).
 ENTRIES = (".git", ".gitignore", "README.md", "REPORT.md", "pyproject.toml", "src")
 ENTRIES += ("starter.ipynb", "tests", "train.py")
-DESCRIPTIONS = {
-    False: "A scalar autograd engine built from scratch: Value, backward(), and Neuron, "
-    "Layer and MLP on it.",
-    True: "An autograd engine over NumPy arrays built from scratch: Tensor, backward(), and "
-    "Linear and MLP on it.",
+DESCRIPTIONS = {  # one line each, the package's docstring too
+    False: "A scalar autograd engine built from scratch: Value, backward(), Neuron, Layer, MLP.",
+    True: "An autograd engine over NumPy arrays built from scratch: Tensor, Linear, MLP.",
 }
 # Packages a learner's package must not shadow: the grader's own and what its tests import.
 TAKEN = {"modelwright_autograd", "numpy", "torch", "sklearn", "matplotlib", "scipy", "pytest"}

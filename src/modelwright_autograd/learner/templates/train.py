@@ -72,7 +72,7 @@ def main():
     ys = [-1.0 + 2.5 * j / (steps - 1) for j in range(steps)]
     grid = [[model([a, b]).data for a in xs] for b in ys]
     plt.figure(figsize=(5, 3.5))
-    plt.contourf(xs, ys, grid, levels=[-1e9, 0.0, 1e9], colors=["#f4b6b6", "#b6cdf4"])
+    plt.contourf(xs, ys, grid, levels=[-1e9, 0.0, 1e9], colors=["#b6cdf4", "#f4b6b6"])
     plt.scatter([x[0] for x in X], [x[1] for x in X], c=y, cmap="coolwarm", s=12)
     plt.title("decision boundary")
     plt.tight_layout()

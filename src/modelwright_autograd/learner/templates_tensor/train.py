@@ -59,7 +59,7 @@ def main():
     scores = model(Tensor(grid)).data
     classes = scores.argmax(axis=1).reshape(xs.shape)
     plt.figure(figsize=(5, 3.5))
-    plt.contourf(xs, ys, classes, levels=[-0.5, 0.5, 1.5], colors=["#f4b6b6", "#b6cdf4"])
+    plt.contourf(xs, ys, classes, levels=[-0.5, 0.5, 1.5], colors=["#b6cdf4", "#f4b6b6"])
     plt.scatter(X[:, 0], X[:, 1], c=y, cmap="coolwarm", s=12)
     plt.title("decision boundary")
     plt.tight_layout()
