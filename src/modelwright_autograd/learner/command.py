@@ -63,26 +63,24 @@ def run_supervised(
     )
     os.close(status_write)
     os.close(output_write)
-    kept, timed_out = b"", False
+    kept, finished = b"", False
     deadline = time.monotonic() + timeout
     try:
-        while True:  # until every writer is gone: the supervisor kills all the rest first
-            left = deadline - time.monotonic()
-            if left <= 0:
-                timed_out = True
-                break
-            if select.select([output_read], [], [], left)[0]:
+        while time.monotonic() < deadline:  # until every writer is gone: the supervisor
+            left = deadline - time.monotonic()  # kills all the rest before it ends
+            if select.select([output_read], [], [], max(0.0, left))[0]:
                 chunk = os.read(output_read, 1 << 16)
                 if not chunk:
+                    finished = True
                     break
                 kept = (kept + chunk)[-OUTPUT_KEPT:]
-    finally:
-        _stop(process, timed_out)
+    finally:  # a timeout, Ctrl-C or SIGTERM: the command is stopped at once
+        _stop(process, now=not finished)
         os.close(output_read)
         os.close(status_read)
     output = kept.decode("utf-8", "replace")
     code = process.returncode
-    if timed_out:
+    if not finished:
         return Finished(None, True, output, f"did not finish in {timeout:g} s (stopped)")
     if code < 0:
         try:
