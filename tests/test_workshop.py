@@ -529,3 +529,24 @@ def test_the_tests_run_with_the_repository_s_own_environment(tmp_path):
     (repo / ".venv" / "bin" / "python").symlink_to(sys.executable)  # as uv sync leaves one
     row = check_tests(repo, 60.0)
     assert row.status == PASS and row.diagnosis == "1 passed: pytest, with .venv/bin/python"
+
+
+@pytest.mark.slow
+def test_the_tensor_repository_s_tests_and_train_script_run_on_the_solved_engine(tmp_path):
+    """init --tensor's gradient check (against PyTorch) passes on the solved tensor engine,
+    and its train.py writes a loss that falls."""
+    repo = tmp_path / "arrays"
+    write_starter(repo, tensor=True)
+    engine, nn = (ENGINES / "tensor" / "solved_starter.py").read_text().split("\nclass Module:", 1)
+    (repo / "src" / "arrays" / "engine.py").write_text(engine)
+    nn = "import numpy as np\n\nfrom .engine import Tensor\n\n\nclass Module:" + nn
+    (repo / "src" / "arrays" / "nn.py").write_text(nn)
+    row = check_tests(repo, 300.0)
+    assert row.status == PASS and row.diagnosis.startswith("8 passed"), row.diagnosis
+    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "MPLBACKEND": "Agg"}
+    done = subprocess.run(
+        [sys.executable, "train.py"], cwd=repo, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    row = check_loss_curve(repo)
+    assert row.status == PASS, row.diagnosis
