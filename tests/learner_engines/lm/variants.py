@@ -205,6 +205,18 @@ BUGS = {
         "GPT",
         "forward in models.py is not nanoGPT's",
     ),
+    "position_embedding_detached": (
+        "models.py",
+        [
+            (
+                '        x = tr["wte"](idx) + tr["wpe"](np.arange(idx.shape[1]))\n',
+                '        x = tr["wte"](idx) + Tensor(tr["wpe"].weight.data[: idx.shape[1]])\n',
+            )
+        ],
+        "GPT",
+        "the loss is right; transformer.wpe.weight wrong (1 wrong; transformer.wte and "
+        "transformer.h.0.ln_1 right): look at its path to the loss",
+    ),
     "dropout_ignores_eval": (
         "models.py",
         [

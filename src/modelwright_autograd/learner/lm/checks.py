@@ -268,6 +268,11 @@ class LMChecks:
                     "the backward of the ops it uses",
                 )
                 text = f"the loss is right; {wrong[0]} wrong" + _right_ones(wrong, list(shapes))
+                if not np.any(array_of(reply["grads"][wrong[0]])):
+                    look = (
+                        "its path to the loss, which leaves your Tensors somewhere (NumPy on "
+                        ".data, or a new Tensor made from it): it gets no gradient at all"
+                    )
                 self.g.add(Row(name, FAIL, f"{text}: look at {look}"))
                 continue
             text = f"loss {loss:.4f} and all {len(shapes)} parameters' gradients equal torch's"
@@ -384,10 +389,15 @@ def _close(got: float, want: float) -> bool:
 
 
 def _right_ones(wrong: list[str], names: list[str]) -> str:
+    """How many gradients are wrong, and the right ones nearest the first wrong one (the
+    module just before it in the model, then just after): "(3 wrong; ln_1 right)"."""
     right = [n for n in names if n not in wrong]
     if not right:
-        return " (every parameter's is)"
-    shown = ", ".join(n.rsplit(".", 1)[0] if "." in n else n for n in right[:2])
+        return " (every parameter's is wrong)"
+    first = names.index(wrong[0]) if wrong[0] in names else 0
+    before = [n for n in right if names.index(n) < first][-1:]
+    after = [n for n in right if names.index(n) > first][:1]
+    shown = " and ".join(dict.fromkeys(n.rsplit(".", 1)[0] for n in before + after))
     return f" ({len(wrong)} wrong; {shown} right)"
 
 
