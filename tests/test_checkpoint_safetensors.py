@@ -273,6 +273,16 @@ def test_a_crafted_tensor_file_is_exit_code_2_for_resume(tmp_path, capsys):
     assert e.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "(truncated?)" in err and not (tmp_path / "x").exists()
+    # a NaN in a moment (docs/checkpoints.md: AdamW moments may not be NaN), ids intact
+    shutil.copy(run / "model.safetensors", run / "last.safetensors")
+    tensors = load_file(run / "last.safetensors")
+    tensors["optimizer.state.transformer.wpe.weight.exp_avg"][0, 0] = np.nan
+    (run / "last.safetensors").write_bytes(save(tensors, header["__metadata__"]))
+    with pytest.raises(SystemExit) as e:
+        cli.main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "non-finite number in transformer.wpe.weight's exp_avg" in err
 
 
 def test_memory_is_bounded_by_the_header_before_the_tensors_are_read(tmp_path, monkeypatch):
