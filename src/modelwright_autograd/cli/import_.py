@@ -21,7 +21,8 @@ def add_import(subparsers: Subparsers) -> None:
         "import",
         help="turn a nanoGPT ckpt.pt, a makemore model.pt or a torch state_dict into a run",
         description="Read FILE, nanoGPT's ckpt.pt, makemore's model.pt or a torch state_dict "
-        "of one of the language models, with torch.load(weights_only=True), and write a run "
+        "of one of the language models, with torch.load(weights_only=True) (or a .safetensors "
+        "file of such a state_dict, its header checked first), and write a run "
         "folder holding it as model.json with its vocabulary, settings and AdamW state "
         "(nanoGPT's ckpt.pt holds one; makemore's model.pt none, so resuming starts a fresh "
         "one): sample, evaluate and train --resume then take it. A GPT's characters come "

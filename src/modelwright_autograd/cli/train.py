@@ -41,7 +41,8 @@ def add_train(subparsers: Subparsers) -> None:
         "language-model options below). With no options: micrograd's demo (moons, MLP 2-16-16-1, "
         "hinge loss + 1e-4 L2, 100 full-batch SGD steps, lr 1.0 -> 0.1). --dataset digits "
         "trains a 64-128-64-10 MLP on scikit-learn's digits with the tensor engine. A run writes "
-        "model.json (the checkpoint), metrics.json and loss_curve.png, plus decision_boundary.png "
+        "model.json (the checkpoint; its tensors in model.safetensors beside it), metrics.json "
+        "and loss_curve.png, plus decision_boundary.png "
         "for the 2-D sets or confusion_matrix.png and misclassified.png for digits.",
     )
     add_data_options(p, for_evaluate=False)
