@@ -2,10 +2,11 @@
 
 ``compiled(fn, inputs)`` calls ``fn(*inputs)`` once on Values, walks the graph it builds,
 and writes it out as Python: one statement per node, each op's forward and each rule's
-gradients from the templates registered beside the rule in engine.py (``@emits``),
-constants folded, every gradient the sum of its contributions in the order ``backward()``
-adds them, a dead value's name reused for the next. The result is a function
-``(floats) -> (loss, grads)`` with the interpreter's numbers bit for bit.
+gradients derived from the op and the rule themselves, run on symbols (symbolic.py: no
+formula is written twice), constants folded, every gradient the sum of its contributions
+in the order ``backward()`` adds them, a dead value's name reused for the next. The
+result is a function ``(floats) -> (loss, grads)`` with the interpreter's numbers bit for
+bit.
 docs/performance.md ("The compiled path") shows an emitted function and explains the
 guards, the names and the parts.
 """
@@ -18,13 +19,14 @@ import sys
 import zlib
 from collections.abc import Callable, Sequence
 from itertools import count
+from types import FunctionType
 from typing import Any
 
 from ..checks import as_float, describe
 from ..graph import enable_grad, topological_order
 from . import engine, floats
-from .engine import Value, source_of
-from .templates import Grad
+from .engine import Value, rule_of
+from .symbolic import Env, Grad, Sym, forward_namespace, gradients, literal, run, value
 from .tracing import CompileError, Trace, dependent, outside, refuse
 
 #: Statements per emitted function: a very long graph becomes several functions, values
@@ -48,15 +50,6 @@ NAMESPACE: dict[str, Any] = {
     "_inf": math.inf,
     "_nan": math.nan,
 }
-
-
-def _literal(x: float) -> str:
-    """A float as source that reads back as the same float (sign of zero included)."""
-    if x != x:
-        return "_nan"
-    if x in (math.inf, -math.inf):
-        return "_inf" if x > 0 else "(-_inf)"
-    return repr(x) if math.copysign(1.0, x) > 0 else f"({x!r})"
 
 
 class Compiled:
@@ -303,7 +296,7 @@ class _Writer:
         if isinstance(other, Value):
             return self.names[id(other)]
         if type(other) is float:
-            return _literal(other)
+            return literal(other)
         if type(other) in (int, bool):
             return repr(other)
         name = f"_k{len(self.constants)}"
@@ -328,24 +321,37 @@ class _Writer:
 
     def _forward(self, node: Value, varying: bool) -> None:
         if not varying:  # a constant: a leaf, or computed from constants only
-            self.names[id(node)] = _literal(node.data)
+            self.names[id(node)] = literal(node.data)
             return
-        source = source_of(node)
-        if source is None:
+        forward = engine.FORWARDS.get(node._op) if rule_of(node) is not None else None
+        if forward is None:
             raise CompileError(
-                f"compiled: a node of op {node._op!r} has no source template (only the engine's "
-                "ops compile)"
+                f"compiled: a node of op {node._op!r} is not one of the engine's ops (only "
+                "those compile)"
             )
-        args = [self.names[id(p)] for p in node._prev]
+        env = Env(self._bind, "t")
+        args: list[Any] = self._symbols(node._prev, env)
+        if rule_of(node) is engine._powc_backward:  # a number exponent: the op takes it so
+            args[1] = node._prev[1].data
+        result = value(run(_FORWARDS[node._op], env, *args), env)
         name = self._new("v")
-        expr = source.forward(*args)
-        terms = expr if isinstance(expr, list) else [expr]
-        pre = self._new("t") if source.relu else name
-        self._emit_sum(pre, terms)
-        if source.relu:
-            relu = engine._relu_backward.source
-            self.statements.append((f"{name} = {relu.forward(pre)}", name, [pre]))
+        self._write(name, result)
         self.names[id(node)] = name
+
+    def _symbols(self, nodes: Sequence[Value], env: Env) -> list[Sym]:
+        return [Sym(self.names[id(p)], env) for p in nodes]
+
+    def _bind(self, prefix: str, sym: Sym) -> str:
+        """A value a derivation writes once (see symbolic.py): a new name for it."""
+        name = self._new(prefix)
+        self._write(name, sym)
+        return name
+
+    def _write(self, name: str, sym: Sym) -> None:
+        if sym.terms:
+            self._emit_sum(name, sym.terms)
+        else:
+            self.statements.append((f"{name} = {sym.text}", name, _NAME.findall(sym.text)))
 
     def _backward(self, loss: Value, inputs: list[Value], varying: set[int]) -> list[str]:
         """Each node's gradient as one sum of its contributions, written when its rule
@@ -363,20 +369,12 @@ class _Writer:
         for node in reversed(order):
             if id(node) not in varying or not node._prev or id(node) in read:
                 continue  # a constant, a leaf root, or read from outside fn
-            g = self._gradient(terms.pop(id(node), ["0.0"]))
-            source = source_of(node)
-            out = self.names[id(node)]
-            if source.relu:
-                # relu's rule, given the neuron's output as its output (its input, the
-                # pre-activation, is not read: the gate is out <= 0.0)
-                gate = engine._relu_backward.source.grads(g, out, out)[0]
-                d = self._new("d")
-                self.statements.append(
-                    (f"{d} = 0.0 if {gate.zero_if} else {gate.expr}", d, _names(g, out))
-                )
-                g = d
-            args = [self.names[id(p)] for p in node._prev]
-            for p, grad in zip(node._prev, source.grads(g, out, *args)):
+            env = Env(self._bind, "d")
+            g = Sym(self._gradient(terms.pop(id(node), ["0.0"])), env)
+            out = Sym(self.names[id(node)], env)
+            args = self._symbols(node._prev, env)
+            grads = gradients(run(rule_of(node), env, g, out, *args), env)  # type: ignore[arg-type]
+            for p, grad in zip(node._prev, grads):
                 if id(p) not in varying or grad is None:
                     continue
                 term = self._term(grad if isinstance(grad, Grad) else Grad(grad))
@@ -385,9 +383,9 @@ class _Writer:
                 if id(p) not in input_grads:
                     terms.setdefault(id(p), []).append(term)
                     continue
-                run = waiting.setdefault(id(p), [])
-                run.append(term)
-                if len(run) == TERMS - 1:  # with the gradient so far: one full line
+                pending = waiting.setdefault(id(p), [])
+                pending.append(term)
+                if len(pending) == TERMS - 1:  # with the gradient so far: one full line
                     self._add_into(input_grads[id(p)], waiting.pop(id(p)), started)
         for v in inputs:  # the runs left, in the inputs' order
             if id(v) in waiting:
@@ -419,7 +417,7 @@ class _Writer:
         if grad.zero_if is None:
             return expr
         if not _has_name(grad.zero_if):
-            return None if _folded(grad.zero_if, literal=False) else expr
+            return None if _folded(grad.zero_if, as_literal=False) else expr
         return f"(0.0 if {grad.zero_if} else {expr})"
 
     def source(self) -> str:
@@ -459,6 +457,14 @@ class _Writer:
 
 
 _NAME = re.compile(r"\b[vgdt]\d+\b")
+
+#: Each op's forward, its calls of the float helpers (those the emitted code has too)
+#: writing themselves out: what ``_forward`` runs on symbols.
+_NAMESPACE = forward_namespace(engine, [name for name, f in NAMESPACE.items() if callable(f)])
+_FORWARDS = {
+    op: FunctionType(f.__code__, _NAMESPACE, f.__name__, f.__defaults__)
+    for op, f in engine.FORWARDS.items()
+}
 
 
 def _names(*texts: str) -> list[str]:
@@ -516,11 +522,11 @@ def _has_name(expr: str) -> bool:
     return _NAME.search(expr) is not None
 
 
-def _folded(expr: str, literal: bool = True) -> Any:
+def _folded(expr: str, as_literal: bool = True) -> Any:
     """An expression of constants only, computed now (as the emitted code would compute
     it, with the same helpers): as a literal, or (``literal=False``) as its value."""
-    value = eval(expr, dict(NAMESPACE))  # a template of ours, on our literals
-    return _literal(value) if literal else value
+    number = eval(expr, dict(NAMESPACE))  # source of ours, on our literals
+    return literal(number) if as_literal else number
 
 
 def _order_key(name: str) -> tuple[str, int]:

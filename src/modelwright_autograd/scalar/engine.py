@@ -16,7 +16,7 @@ from typing import Any, Union
 from ..checks import as_float, describe
 from ..graph import GradMode, GraphCycleError, caught_up, enable_grad
 from .floats import _INF, _const_pow, _ieee_div, _ieee_exp, _ieee_log, _ieee_pow, _ieee_sigmoid
-from .templates import Grad, Source, emits
+from .symbolic import once
 
 Operand = Union["Value", int, float]
 Num = Union["Value", float]  # what a rule computes with: floats, or Values under create_graph
@@ -48,8 +48,11 @@ def _pow_any(x: Num, y: Num) -> Num:
 
 
 def _const_pow_any(x: Num, n: float) -> Num:
-    """x ** n for a constant n: as the forward computes it on floats, the ``**`` op on Values."""
-    return _const_pow(x, n) if type(x) is float else x**n
+    """x ** n for a constant n: as the forward computes it on floats, the ``**`` op on Values,
+    its call written out on the compiler's symbols."""
+    if type(x) is float:
+        return _const_pow(x, n)
+    return x**n if isinstance(x, Value) else x.call("_const_pow", n)
 
 
 def _log_any(x: Num) -> Num:
@@ -154,14 +157,14 @@ def _is_zero_safe(rule: Callable[..., Grads]) -> bool:
     return getattr(rule, "zero_safe", False) is True
 
 
-# ---------------------------------------------------------------------- source templates
-def source_of(node: Value) -> Source | None:
-    """The source templates of the op that made ``node`` (None for a leaf or an op made by
-    hand). An inactive ReLU neuron records no rule, but is still a dot_relu."""
+# ---------------------------------------------------------------------- the rule of a node
+def rule_of(node: Value) -> Callable[..., Grads] | None:
+    """The rule of the op that made ``node`` (None for a leaf or an op made by hand). An
+    inactive ReLU neuron records none, but is still a dot_relu."""
     rule = node._backward
     if rule is None and node._op == "dot_relu":
-        rule = _dot_relu_backward
-    return getattr(rule, "source", None)
+        return _dot_relu_backward
+    return rule
 
 
 # ---------------------------------------------------------------------- the operations
@@ -178,7 +181,6 @@ def _add(a: Value, b: Operand) -> Value:
 
 
 @zero_safe
-@emits(lambda a, b: f"{a} + {b}", lambda g, out, a, b: (g, g))
 def _add_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a + b:  dc/da = 1, dc/db = 1."""
     return g, g
@@ -190,7 +192,6 @@ def _mul(a: Value, b: Operand) -> Value:
 
 
 @zero_safe
-@emits(lambda a, b: f"{a} * {b}", lambda g, out, a, b: (f"{g} * {b}", f"{g} * {a}"))
 def _mul_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a * b:  dc/da = b, dc/db = a."""
     return g * b, g * a
@@ -202,7 +203,6 @@ def _sub(a: Value, b: Operand) -> Value:
 
 
 @zero_safe
-@emits(lambda a, b: f"{a} - {b}", lambda g, out, a, b: (g, f"-{g}"))
 def _sub_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a - b:  dc/da = 1, dc/db = -1."""
     return g, -g
@@ -213,10 +213,6 @@ def _div(a: Value, b: Operand) -> Value:
     return _node(_ieee_div(a._data, b._data), a, b, "/", _div_backward)
 
 
-@emits(
-    lambda a, b: f"_ieee_div({a}, {b})",
-    lambda g, out, a, b: (f"_ieee_div({g}, {b})", f"-({g} * _ieee_div({out}, {b}))"),
-)
 def _div_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a / b:  dc/da = 1/b, dc/db = -a/b**2, computed as torch does, -(a/b)/b = -c/b,
     because b*b underflows to 0 (or overflows) where c/b is still a normal float."""
@@ -228,7 +224,6 @@ def _neg(a: Value) -> Value:
 
 
 @zero_safe
-@emits(lambda a: f"-{a}", lambda g, out, a: (f"-{g}",))
 def _neg_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = -a:  dc/da = -1."""
     return (-g,)
@@ -243,23 +238,12 @@ def _pow(a: Value, b: Operand) -> Value:
     return _node(_const_pow(a._data, n._data), a, n, "**", _powc_backward)
 
 
-@emits(
-    lambda a, n: f"_const_pow({a}, {n})",
-    lambda g, out, a, n: (Grad(f"{n} * _const_pow({a}, {n} - 1.0) * {g}", f"{n} == 0.0"), None),
-)
 def _powc_backward(g: Num, out: Num, a: Num, n: Num) -> Grads:
     """c = a ** n for a constant n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
     n = _raw(n)  # a constant: a plain float in both passes
     return (None if n == 0.0 else n * _const_pow_any(a, n - 1.0) * g), None
 
 
-@emits(
-    lambda a, b: f"_ieee_pow({a}, {b})",
-    lambda g, out, a, b: (
-        Grad(f"{b} * _ieee_pow({a}, {b} - 1.0) * {g}", f"{b} == 0.0"),
-        Grad(f"{out} * _ieee_log({a}) * {g}", f"{a} == 0.0 and {b} >= 0.0"),
-    ),
-)
 def _pow_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
     """c = a ** b:  dc/da = b * a**(b-1), dc/db = a**b * ln(a) (0 where a = 0 and b >= 0,
     torch's convention: the limit of a**b * ln a)."""
@@ -274,7 +258,6 @@ def _exp(a: Value) -> Value:
 
 
 @zero_safe
-@emits(lambda a: f"_ieee_exp({a})", lambda g, out, a: (f"{out} * {g}",))
 def _exp_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = e**a:  dc/da = e**a, which is c itself."""
     return (out * g,)
@@ -286,7 +269,6 @@ def _log(a: Value) -> Value:
 
 
 @zero_safe
-@emits(lambda a: f"_ieee_log({a})", lambda g, out, a: (f"_ieee_div({g}, {a})",))
 def _log_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = ln a:  dc/da = 1/a."""
     return (_div_any(g, a),)
@@ -298,7 +280,6 @@ def _tanh(a: Value) -> Value:
 
 
 @zero_safe
-@emits(lambda a: f"_tanh({a})", lambda g, out, a: (f"(1.0 - {out} * {out}) * {g}",))
 def _tanh_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = tanh a:  dc/da = 1 - tanh(a)**2 = 1 - c**2."""
     return ((1.0 - out * out) * g,)
@@ -311,7 +292,6 @@ def _relu(a: Value) -> Value:
 
 
 @zero_safe
-@emits(lambda a: f"0.0 if {a} < 0.0 else {a}", lambda g, out, a: (Grad(g, f"{out} <= 0.0"),))
 def _relu_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = max(0, a):  dc/da = 0 where c <= 0 (so 0 at a = 0), else 1, as in torch; the
     test is ``c <= 0`` so that nan passes its gradient on, as torch's does."""
@@ -324,7 +304,6 @@ def _sigmoid(a: Value) -> Value:
 
 
 @zero_safe
-@emits(lambda a: f"_ieee_sigmoid({a})", lambda g, out, a: (f"{out} * (1.0 - {out}) * {g}",))
 def _sigmoid_backward(g: Num, out: Num, a: Num) -> Grads:
     """c = 1/(1 + e**-a):  dc/da = c * (1 - c)."""
     return (out * (1.0 - out) * g,)
@@ -347,7 +326,6 @@ def sum_values(values: Iterable[Operand]) -> Value:
 
 
 @zero_safe
-@emits(lambda *xs: ["0.0", *xs], lambda g, out, *xs: (g,) * len(xs))
 def _sum_backward(g: Num, out: Num, *xs: Num) -> Grads:
     """c = x1 + ... + xn:  dc/dxi = 1 for every i."""
     return (g,) * len(xs)
@@ -362,19 +340,7 @@ def dot_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Value:
     return _node(total, None, (*ws, *xs, b), "dot", _dot_backward)
 
 
-def _dot_forward_source(*inputs: str) -> list[str]:
-    """b + w1*x1 + ... + wn*xn as terms, for inputs laid out as (w1..wn, x1..xn, b)."""
-    n = len(inputs) // 2
-    return [inputs[-1], *(f"{w} * {x}" for w, x in zip(inputs[:n], inputs[n : 2 * n]))]
-
-
-def _dot_grads_source(g: str, out: str, *inputs: str) -> list[str]:
-    n = len(inputs) // 2
-    return [*(f"{v} * {g}" for v in inputs[n : 2 * n] + inputs[:n]), g]
-
-
 @zero_safe
-@emits(_dot_forward_source, _dot_grads_source)
 def _dot_backward(g: Num, out: Num, *inputs: Num) -> Grads | list[Num]:
     """c = b + sum_i wi*xi:  dc/dwi = xi, dc/dxi = wi, dc/db = 1.
 
@@ -407,17 +373,51 @@ def dot_relu_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Va
 
 
 @zero_safe
-@emits(_dot_forward_source, _dot_grads_source, relu=True)
 def _dot_relu_backward(g: Num, out: Num, *inputs: Num) -> Grads | list[Num]:
     """c = relu(b + sum_i wi*xi):  the dot's gradients times relu's, 1 where c > 0 (or nan)
     and 0 where c <= 0. An inactive node reaches this rule only with an infinite input,
     where 0 * inf must give nan as the unfused pair's does; under create_graph it gives
     nothing, as relu's rule does there."""
-    if _raw(out) <= 0.0:
-        if type(g) is not float:
+    if isinstance(g, Value):
+        if out._data <= 0.0:
             return (None,) * len(inputs)
-        g = 0.0
+    elif type(g) is float:
+        g = _relu_gate(out, g)
+    else:  # the compiler's symbols: the gate computed once, not in every gradient
+        g = once(_relu_gate, out, g)
     return _dot_backward(g, out, *inputs)
+
+
+def _relu_gate(out: float, g: float) -> float:
+    """The gradient through relu as one number: g where relu passed its input on (c > 0,
+    or nan), 0.0 where c <= 0."""
+    return 0.0 if out <= 0.0 else g
+
+
+def _dot_inputs(inputs: Sequence[Value]) -> tuple[Sequence[Value], Sequence[Value], Value]:
+    """A dot node's inputs (w1..wn, x1..xn, b) as (ws, xs, b)."""
+    n = len(inputs) // 2
+    return inputs[:n], inputs[n : 2 * n], inputs[-1]
+
+
+#: Each op's forward, by its node's ``_op``, called with the node's inputs: what the
+#: compiler runs on symbols to write the op out (symbolic.py), beside the rule.
+FORWARDS: dict[str, Callable[..., Value]] = {
+    "+": _add,
+    "*": _mul,
+    "-": _sub,
+    "/": _div,
+    "neg": _neg,
+    "**": _pow,
+    "exp": _exp,
+    "log": _log,
+    "tanh": _tanh,
+    "relu": _relu,
+    "sigmoid": _sigmoid,
+    "sum": lambda *xs: sum_values(xs),
+    "dot": lambda *inputs: dot_unchecked(*_dot_inputs(inputs)),
+    "dot_relu": lambda *inputs: dot_relu_unchecked(*_dot_inputs(inputs)),
+}
 
 
 class Value:
