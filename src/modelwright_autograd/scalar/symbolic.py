@@ -230,14 +230,13 @@ def _zero_if(tree: Any) -> str | bool:
     if not isinstance(tree, tuple):
         return tree is None
     condition, yes, no = tree
-    y, n = _zero_if(yes), _zero_if(no)
-    if y is True and n is False:
-        return condition
-    if n is False:
-        return f"{condition} and ({y})" if " or " in str(y) else f"{condition} and {y}"
-    if y is False and n is True:
-        return f"not {condition}"
-    return f"({condition} and {y}) or (not {condition} and {n})"
+    parts = []
+    for holds, zero in ((condition, _zero_if(yes)), (f"not {condition}", _zero_if(no))):
+        if zero is True:
+            parts.append(holds)
+        elif zero is not False:
+            parts.append(f"{holds} and ({zero})" if " or " in zero else f"{holds} and {zero}")
+    return " or ".join(parts)
 
 
 def _leaves(tree: Any) -> list[object]:
@@ -269,8 +268,8 @@ def gradients(ways: list[tuple[list, Sequence[object]]], env: Env) -> list[str |
 
 
 def once(code: Callable[..., object], *args: object) -> object:
-    """``code(*args)``, one number: on symbols (the first argument one), its conditions
-    run both ways and the result written once, as a value of its own."""
+    """``code(*args)``, one number, on symbols: its conditions run both ways and the result
+    written once, as a value of its own (a statement the code then reads by name)."""
     env = next(x.env for x in args if isinstance(x, Sym))
     running = env.fixed, env.path, env.fresh  # the run this is part of, put back after
     try:
