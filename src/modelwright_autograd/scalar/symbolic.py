@@ -54,6 +54,8 @@ class Env:
         self.fresh: list[int] = []  # those of path decided here for the first time
 
     def decide(self, condition: str) -> bool:
+        """How ``condition`` goes in this run: as fixed for it, as it went when met before
+        in this run, or (met for the first time) False, ``run`` trying True next."""
         for met, went in self.path:
             if met == condition:
                 return went
