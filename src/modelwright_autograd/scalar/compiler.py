@@ -329,29 +329,46 @@ class _Writer:
                 f"compiled: a node of op {node._op!r} is not one of the engine's ops (only "
                 "those compile)"
             )
-        env = Env(self._bind, "t")
-        args: list[Any] = self._symbols(node._prev, env)
+        names = [self.names[id(p)] for p in node._prev]
+        key: tuple = (node._op, len(names))
         if rule_of(node) is engine._powc_backward:  # a number exponent: the op takes it so
-            args[1] = node._prev[1].data
-        result = value(run(_FORWARDS[node._op], env, *args), env)
+            key += (literal(node._prev[1].data),)
+
+        def derive(env: Env, slots: list[Any]) -> Sym:
+            if len(key) == 3:
+                slots[1] = node._prev[1].data
+            return value(run(_FORWARDS[node._op], env, *slots), env)
+
+        binds, result = _derived(key, "t", len(names), derive)
+        written = self._replay(binds, names)
         name = self._new("v")
-        self._write(name, result)
+        if result.terms:
+            self._emit_sum(name, [written(t) for t in result.terms])
+        else:
+            self._assign(name, written(result.text))
         self.names[id(node)] = name
 
-    def _symbols(self, nodes: Sequence[Value], env: Env) -> list[Sym]:
-        return [Sym(self.names[id(p)], env) for p in nodes]
+    def _replay(
+        self, binds: list[tuple[str, str, list[str] | None]], names: list[str]
+    ) -> Callable[[str], str]:
+        """Write a derivation's values-written-once for a node whose inputs are ``names``;
+        return the function putting the node's names into the derivation's source."""
+        names = list(names)
 
-    def _bind(self, prefix: str, sym: Sym) -> str:
-        """A value a derivation writes once (see symbolic.py): a new name for it."""
-        name = self._new(prefix)
-        self._write(name, sym)
-        return name
+        def written(text: str) -> str:
+            return _SLOT.sub(lambda m: names[int(m[1])], text)
 
-    def _write(self, name: str, sym: Sym) -> None:
-        if sym.terms:
-            self._emit_sum(name, sym.terms)
-        else:
-            self.statements.append((f"{name} = {sym.text}", name, _NAME.findall(sym.text)))
+        for prefix, text, terms in binds:
+            name = self._new(prefix)
+            if terms:
+                self._emit_sum(name, [written(t) for t in terms])
+            else:
+                self._assign(name, written(text))
+            names.append(name)
+        return written
+
+    def _assign(self, name: str, expr: str) -> None:
+        self.statements.append((f"{name} = {expr}", name, _NAME.findall(expr)))
 
     def _backward(self, loss: Value, inputs: list[Value], varying: set[int]) -> list[str]:
         """Each node's gradient as one sum of its contributions, written when its rule
@@ -369,15 +386,21 @@ class _Writer:
         for node in reversed(order):
             if id(node) not in varying or not node._prev or id(node) in read:
                 continue  # a constant, a leaf root, or read from outside fn
-            env = Env(self._bind, "d")
-            g = Sym(self._gradient(terms.pop(id(node), ["0.0"])), env)
-            out = Sym(self.names[id(node)], env)
-            args = self._symbols(node._prev, env)
-            grads = gradients(run(rule_of(node), env, g, out, *args), env)  # type: ignore[arg-type]
-            for p, grad in zip(node._prev, grads):
+            g = self._gradient(terms.pop(id(node), ["0.0"]))
+            names = [g, self.names[id(node)], *(self.names[id(p)] for p in node._prev)]
+            rule = rule_of(node)
+
+            def derive(env: Env, slots: list[Any], rule: Any = rule) -> list:
+                return gradients(run(rule, env, *slots), env)
+
+            binds, derived = _derived((rule, len(names)), "d", len(names), derive)
+            written = self._replay(binds, names)
+            for p, grad in zip(node._prev, derived):
                 if id(p) not in varying or grad is None:
                     continue
-                term = self._term(grad if isinstance(grad, Grad) else Grad(grad))
+                grad = grad if isinstance(grad, Grad) else Grad(grad)
+                zero_if = None if grad.zero_if is None else written(grad.zero_if)
+                term = self._term(Grad(written(grad.expr), zero_if))
                 if term is None:
                     continue
                 if id(p) not in input_grads:
@@ -457,6 +480,28 @@ class _Writer:
 
 
 _NAME = re.compile(r"\b[vgdt]\d+\b")
+_SLOT = re.compile("\x00(\\d+)\x00")  # a place for a node's name in a derivation
+
+#: Each op's forward and each rule, derived once per shape (the op, how many inputs, a
+#: number exponent) on placeholders ``_SLOT`` for the names: (the values written once, as
+#: (prefix, source, terms), and the result). The same for every node of that shape.
+_DERIVED: dict[tuple, tuple[list[tuple[str, str, list[str] | None]], Any]] = {}
+
+
+def _derived(key: tuple, prefix: str, n: int, derive: Callable[[Env, list[Any]], Any]) -> tuple:
+    """``derive(env, slots)`` on ``n`` placeholder symbols, once for ``key``."""
+    if key not in _DERIVED:
+        binds: list[tuple[str, str, list[str] | None]] = []
+
+        def bind(prefix: str, sym: Sym) -> str:
+            binds.append((prefix, sym.text, sym.terms))
+            return f"\x00{n + len(binds) - 1}\x00"
+
+        env = Env(bind, prefix)
+        result = derive(env, [Sym(f"\x00{i}\x00", env) for i in range(n)])
+        _DERIVED[key] = (binds, result)
+    return _DERIVED[key]
+
 
 #: Each op's forward, its calls of the float helpers (those the emitted code has too)
 #: writing themselves out: what ``_forward`` runs on symbols.
