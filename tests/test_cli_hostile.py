@@ -129,7 +129,9 @@ def test_explain_graph_to_a_fifo_is_one_line(tmp_path, capsys):
     """explain does not check --graph itself: cli.main turns the OSError into one line."""
     graph = tmp_path / "g.dot"
     os.mkfifo(graph)
-    assert cli.main(["explain", "a*b", "a=2", "b=3", "--graph", str(graph)]) == 1
+    assert (
+        cli.main(["explain", "a*b", "a=2", "b=3", "--graph", str(graph)]) == 2
+    )  # an output that cannot be written: a usage error
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("modelwright-autograd explain: error: ")
     assert f"{graph}: it is a FIFO (named pipe), not a regular file" in err

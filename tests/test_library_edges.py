@@ -131,7 +131,9 @@ def test_explain_refuses_an_output_that_is_not_a_file_before_printing(
 ):
     path = tmp_path / ("out.svg" if option == "--graph" else "out.html")
     make(path)
-    assert cli.main(["explain", "a*b", "a=2", "b=3", option, str(path)]) == 1
+    assert (
+        cli.main(["explain", "a*b", "a=2", "b=3", option, str(path)]) == 2
+    )  # an output that cannot be written: a usage error
     captured = capsys.readouterr()
     assert captured.out == ""  # nothing printed: the output was checked first
     assert captured.err.count("\n") == 1 and "not a regular file" in captured.err
@@ -151,7 +153,9 @@ def test_explain_output_paths_with_a_newline_stay_on_one_line(tmp_path, capsys):
     assert "page written to " in err and "a\\nb.html" in err and "c\\nd.dot" in err
     assert page.is_file() and graph.is_file()
     missing = tmp_path / "no\nfolder" / "p.html"
-    assert cli.main(["explain", "a*b", "a=2", "b=3", "--html", str(missing)]) == 1
+    assert (
+        cli.main(["explain", "a*b", "a=2", "b=3", "--html", str(missing)]) == 2
+    )  # an output that cannot be written: a usage error
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no\\nfolder" in err
 

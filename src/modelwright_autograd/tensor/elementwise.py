@@ -180,8 +180,8 @@ def _remainder_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr)
     is constant between its jumps)."""
     if not need[1]:
         return g, None
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return (g if need[0] else None), -g * np.floor_divide(a, b)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a constant under create_graph
+        return (g if need[0] else None), -g * np.floor_divide(raw(a), raw(b))
 
 
 def _rremainder(a: Tensor, other: Operand) -> Tensor:
