@@ -1,14 +1,20 @@
 """The language models on our engine beside PyTorch (``python -m benchmarks.lm``).
 
-Sections (all by default, or name them):
+Sections (speed, gpt and names by default, or name them):
 
-* ``speed``: nanoGPT's CPU configuration (4 layers, 4 heads, 128 wide, block 64, batch 12,
-  float32), one training iteration (forward, backward, clipping, AdamW) of ours and of the
-  same GPT in PyTorch (benchmarks/lm_torch.py), with the same number of threads (BLAS for
-  NumPy, intra-op for torch), interleaved; median seconds per iteration, tokens/s, and each
-  side's peak memory measured in a child process of its own. ``--config shakespeare``
-  times nanoGPT's Shakespeare GPT instead (config/train_shakespeare_char.py: 6 layers, 6
-  heads, 384 wide, block 256, batch 64, dropout 0.2; 10.8M weights).
+* ``speed``: one training iteration (forward, backward, clipping if the run clips, AdamW)
+  of ours and of the same model in PyTorch (benchmarks/lm_torch.py), with the same number
+  of threads (BLAS for NumPy, intra-op for torch), interleaved; median seconds per
+  iteration, tokens/s, and each side's peak memory measured in a child process of its
+  own; each ratio printed beside issue 41's target. ``--config`` picks the models (by
+  default ``cpu`` and ``names``) and ``--threads`` the thread counts (by default 1 and 2):
+  ``cpu`` is nanoGPT's CPU GPT (4 layers, 4 heads, 128 wide, block 64, batch 12, float32),
+  ``shakespeare`` nanoGPT's Shakespeare GPT (config/train_shakespeare_char.py: 6 layers, 6
+  heads, 384 wide, block 256, batch 64, dropout 0.2; 10.8M weights, 7 to 10 GB a side),
+  ``names`` makemore's transformer on names.txt (``train --model transformer``'s
+  defaults: 4 layers, 4 heads, 64 wide, batch 32).
+* ``profile``: where the first ``--config``'s training iteration spends its time, op by op,
+  ours under cProfile beside torch under torch.profiler, at the first ``--threads``.
 * ``gpt``: the Shakespeare GPT trained 2,000 iterations per seed (nanoGPT's schedule), ours
   and torch's from the same initial weights on the same batches; the validation loss of
   each over the same 200 random batches (and the first 20, nanoGPT's figure).
@@ -41,13 +47,21 @@ from benchmarks.machine import load_average, machine_facts
 EVAL_BATCHES = 200  # the torch figure in issue 20 came from 200 validation batches
 NANOGPT_EVAL_BATCHES = 20  # nanoGPT's CPU command line: --eval_iters=20
 EVAL_SEED = 1234
-#: The GPTs ``speed`` can time: nanoGPT's CPU run (the CLI's defaults) and its Shakespeare
-#: configuration (config/train_shakespeare_char.py), as changes to the CLI's defaults.
+#: The models ``speed`` can time, as changes to the CLI's defaults for the corpus and kind:
+#: nanoGPT's CPU run (the CLI's defaults), its Shakespeare configuration
+#: (config/train_shakespeare_char.py) and makemore's names transformer; with issue 41's
+#: target for ours / torch (peak memory: at most torch's, in all of them).
 SPEED_CONFIGS: dict[str, dict[str, Any]] = {
-    "cpu": {},
+    "cpu": dict(corpus="shakespeare", kind="gpt", target=0.9, label="nanoGPT's CPU GPT"),
     "shakespeare": dict(
-        batch_size=64, model=dict(n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2)
+        corpus="shakespeare",
+        kind="gpt",
+        target=1.0,
+        label="nanoGPT's 10.8M Shakespeare GPT",
+        batch_size=64,
+        model=dict(n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2),
     ),
+    "names": dict(corpus="names", kind="transformer", target=0.9, label="names transformer"),
 }
 
 
@@ -91,77 +105,140 @@ def _settings(kind: str, corpus: Any, seed: int, steps: int | None = None, **mod
 
 
 # ---------------------------------------------------------------------- speed
-def _one_side(side: str, iters: int, threads: int, smoke: bool, config: str) -> dict[str, Any]:
-    """Time ``iters`` training iterations of one side in this process (run as a child by
-    ``speed``, so that its peak memory is its own)."""
-    import torch
-
-    from benchmarks import lm_torch as LT
+def _speed_setup(config: str, smoke: bool, iters: int) -> tuple[Any, Any, list]:
+    """The settings, our model (seed 1) and ``iters`` training batches of a speed model."""
     from modelwright_autograd.lm import models as M
     from modelwright_autograd.training import language as L
 
-    limiter = _threads(threads)
     changes = SPEED_CONFIGS[config]
-    block = changes.get("model", {}).get("block_size", 64)
-    corpus = _corpus("shakespeare", block)
-    settings = _settings("gpt", corpus, seed=1, **changes.get("model", {}))
+    corpus = _corpus(changes["corpus"], changes.get("model", {}).get("block_size", 64))
+    settings = _settings(changes["kind"], corpus, seed=1, **changes.get("model", {}))
     settings = replace(settings, batch_size=changes.get("batch_size", settings.batch_size))
     if smoke:
         settings = replace(settings, model=replace(settings.model, n_layer=1, n_head=4, n_embd=32))
-    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     model = M.build(settings.model, seed=1)
-    rng = np.random.default_rng(0)
-    batches = [L.C.text_batch(corpus.train, block, settings.batch_size, rng) for _ in range(iters)]
-    times = []
-    if side == "ours":
-        from modelwright_autograd.optim import clip_grad_norm_
+    draw = L._batches(settings, corpus, np.random.default_rng(0))
+    return settings, model, [next(draw) for _ in range(iters)]
 
-        optimizer = L.make_optimizer(model, settings)
-        params = model.parameters()
-        for x, y in batches:
-            start = time.perf_counter()
+
+def _stepper(side: str, model: Any, settings: Any) -> Any:
+    """One training iteration of ``side`` as a function of the batch: forward, backward,
+    clipping if the run clips, AdamW (ours on ``model``, torch's on its twin)."""
+    import torch
+
+    from benchmarks import lm_torch as LT
+    from modelwright_autograd.optim import clip_grad_norm_
+    from modelwright_autograd.training import language as L
+
+    clip = settings.grad_clip
+    if side == "ours":
+        optimizer, params = L.make_optimizer(model, settings), model.parameters()
+
+        def ours(x: np.ndarray, y: np.ndarray) -> None:
             loss = model.loss(x, y)
             optimizer.zero_grad()
             loss.backward()
             del loss
-            clip_grad_norm_(params, 1.0)
+            if clip:
+                clip_grad_norm_(params, clip)
             optimizer.step()
-            times.append(time.perf_counter() - start)
-    else:
-        twin = LT.from_ours(model, torch.float32)
-        del model
-        optimizer = twin.configure_optimizers(0.1, settings.lr, settings.betas)
-        for x, y in batches:
-            start = time.perf_counter()
-            loss = LT.loss(twin, x, y)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(twin.parameters(), 1.0)
-            optimizer.step()
-            times.append(time.perf_counter() - start)
+
+        return ours
+    twin = LT.from_ours(model, torch.float32)
+    twin_optimizer = _torch_optimizer(twin, settings)
+
+    def theirs(x: np.ndarray, y: np.ndarray) -> None:
+        loss = LT.loss(twin, x, y)
+        twin_optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(twin.parameters(), clip)
+        twin_optimizer.step()
+
+    return theirs
+
+
+def _one_side(side: str, iters: int, threads: int, smoke: bool, config: str) -> dict[str, Any]:
+    """Time ``iters`` training iterations of one side in this process (run as a child by
+    ``speed``, so that its peak memory is its own)."""
+    limiter = _threads(threads)
+    baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    settings, model, batches = _speed_setup(config, smoke, iters)
+    step = _stepper(side, model, settings)
+    del model  # torch's side holds its twin only
+    times = []
+    for x, y in batches:
+        start = time.perf_counter()
+        step(x, y)
+        times.append(time.perf_counter() - start)
     del limiter
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "seconds": times[1:] if len(times) > 1 else times,  # the first warms caches up
-        "tokens_per_iter": settings.batch_size * block,
+        "tokens_per_iter": int(batches[0][0].size),
         "peak_rss_mb": peak / 1024,
         "rss_growth_mb": (peak - baseline) / 1024,
     }
 
 
+def profile(config: str, iters: int, smoke: bool, top: int = 20) -> dict[str, Any]:
+    """Where one training iteration's time goes, op by op: ours under cProfile (each
+    function's own time), torch's under torch.profiler (each op's self CPU time), both
+    averaged over ``iters`` iterations after two unprofiled ones, in this process."""
+    import cProfile
+    import pstats
+
+    import torch
+
+    settings, model, batches = _speed_setup(config, smoke, iters + 2)
+    found: dict[str, Any] = {"config": config, "iters": iters}
+    for side in ("ours", "torch"):
+        step = _stepper(side, model, settings)
+        for x, y in batches[:2]:
+            step(x, y)
+        if side == "ours":
+            profiler = cProfile.Profile()
+            start = time.perf_counter()
+            profiler.enable()
+            for x, y in batches[2:]:
+                step(x, y)
+            profiler.disable()
+            wall = time.perf_counter() - start
+            stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+            rows = [
+                (f"{Path(file).name}:{name}" if file != "~" else name, own)
+                for (file, _, name), (_, _, own, _, _) in stats.items()
+            ]
+        else:
+            activity = torch.profiler.ProfilerActivity.CPU
+            start = time.perf_counter()
+            with torch.profiler.profile(activities=[activity]) as prof:
+                for x, y in batches[2:]:
+                    step(x, y)
+            wall = time.perf_counter() - start
+            rows = [(e.key, e.self_cpu_time_total / 1e6) for e in prof.key_averages()]
+        rows.sort(key=lambda row: -row[1])
+        found[side] = {
+            "ms_per_iter": 1e3 * wall / iters,
+            "ops": [{"op": op, "ms": 1e3 * own / iters} for op, own in rows[:top]],
+        }
+    return found
+
+
 def speed(iters: int, rounds: int, threads: int, smoke: bool, config: str) -> dict[str, Any]:
     """Each side in ``rounds`` child processes, alternating, ``iters`` iterations each."""
     runs: dict[str, list[dict[str, Any]]] = {"ours": [], "torch": []}
+    load_start = load_average()
     for r in range(rounds):
         for side in ("ours", "torch") if r % 2 == 0 else ("torch", "ours"):
-            log(f"speed: {side}, round {r + 1}/{rounds}")
+            log(f"speed: {config}, {threads} thread(s), {side}, round {r + 1}/{rounds}")
             cmd = [sys.executable, "-m", "benchmarks.lm", "--child", side, "--iters", str(iters)]
             cmd += ["--threads", str(threads), "--config", config] + (["--smoke"] if smoke else [])
             env = {**os.environ, "OPENBLAS_NUM_THREADS": str(threads)}
             out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env)
             runs[side].append(json.loads(out.stdout))
     result: dict[str, Any] = {"threads": threads, "iters": iters, "rounds": rounds}
-    result["config"] = config
+    result.update(config=config, load_start=load_start, load_end=load_average())
     for side, found in runs.items():
         seconds = [s for run in found for s in run["seconds"]]
         med = statistics.median(seconds)
@@ -174,7 +251,24 @@ def speed(iters: int, rounds: int, threads: int, smoke: bool, config: str) -> di
             "rss_growth_mb": max(run["rss_growth_mb"] for run in found),
         }
     result["ratio"] = result["ours"]["median_s"] / result["torch"]["median_s"]
+    result["target"] = SPEED_CONFIGS[config]["target"]
+    result["met"] = result["ratio"] <= result["target"]
+    result["memory_met"] = result["ours"]["peak_rss_mb"] <= result["torch"]["peak_rss_mb"]
     return result
+
+
+def _torch_optimizer(twin: Any, settings: Any) -> Any:
+    """The run's AdamW in torch: makemore's (decay on every weight) or nanoGPT's groups."""
+    import torch
+
+    if settings.decay_all:
+        return torch.optim.AdamW(
+            twin.parameters(),
+            lr=settings.lr,
+            betas=settings.betas,
+            weight_decay=settings.weight_decay,
+        )
+    return twin.configure_optimizers(settings.weight_decay, settings.lr, settings.betas)
 
 
 # ---------------------------------------------------------------------- GPT quality
@@ -257,12 +351,7 @@ def _train_torch(twin: Any, settings: Any, corpus: Any, evals: list | None = Non
     from modelwright_autograd.training import language as L
 
     batches = L._batches(settings, corpus, np.random.default_rng([settings.seed, 1]))
-    if settings.decay_all:
-        optimizer = torch.optim.AdamW(
-            twin.parameters(), lr=settings.lr, betas=settings.betas, weight_decay=0.01
-        )
-    else:
-        optimizer = twin.configure_optimizers(settings.weight_decay, settings.lr, settings.betas)
+    optimizer = _torch_optimizer(twin, settings)
     progress = _Progress("torch")
     curve: list[float] = []
     twin.train()
@@ -382,22 +471,44 @@ def report(results: dict[str, Any]) -> str:
     m = results["machine"]
     lines.append(f"{m['cpu']}, {m['cores']} cores; load average at start {m['load_average_start']}")
     if "speed" in results:
-        s = results["speed"]
         lines += [
             "",
-            f"## Speed: nanoGPT's {s.get('config', 'cpu')} GPT, one training iteration, "
-            f"{s['threads']} thread(s)",
+            "## Speed: one training iteration, ours / torch beside issue 41's targets",
             "",
-            "| | s/iteration (median, min-max) | tokens/s | peak RSS (MB) | growth (MB) |",
-            "|---|---|---|---|---|",
+            "| model | threads | ours: s/iteration (median, min-max) | torch | ours / torch "
+            "| target | peak RSS ours / torch (MB) | memory target | load (1 min) |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
-        for side in ("ours", "torch"):
-            r = s[side]
+        for s in results["speed"]:
+            o, t = s["ours"], s["torch"]
             lines.append(
-                f"| {side} | {r['median_s']:.4f} ({r['min_s']:.4f}-{r['max_s']:.4f}) | "
-                f"{r['tokens_per_s']:,.0f} | {r['peak_rss_mb']:.0f} | {r['rss_growth_mb']:.0f} |"
+                f"| {SPEED_CONFIGS[s['config']]['label']} | {s['threads']} | "
+                f"{o['median_s']:.4f} ({o['min_s']:.4f}-{o['max_s']:.4f}) | "
+                f"{t['median_s']:.4f} ({t['min_s']:.4f}-{t['max_s']:.4f}) | "
+                f"{s['ratio']:.2f}x | ≤ {s['target']:.1f}x {'met' if s['met'] else 'not met'} | "
+                f"{o['peak_rss_mb']:.0f} / {t['peak_rss_mb']:.0f} | "
+                f"{'met' if s['memory_met'] else 'not met'} | {_load_range(s)} |"
             )
-        lines.append(f"\nours / torch: {s['ratio']:.2f}x")
+    if "profile" in results:
+        p = results["profile"]
+        o, t = p["ours"], p["torch"]
+        lines += [
+            "",
+            f"## Profile: {SPEED_CONFIGS[p['config']]['label']}, one training iteration "
+            f"({p['iters']} profiled), ours (cProfile, own time) beside torch (torch.profiler, "
+            "self CPU time)",
+            "",
+            f"ours {o['ms_per_iter']:.1f} ms/iteration under cProfile, torch "
+            f"{t['ms_per_iter']:.1f} ms under its profiler",
+            "",
+            "| # | ours | ms | % | torch | ms | % |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for i, (a, b) in enumerate(zip(o["ops"], t["ops"]), 1):
+            lines.append(
+                f"| {i} | {a['op']} | {a['ms']:.2f} | {100 * a['ms'] / o['ms_per_iter']:.0f} | "
+                f"{b['op']} | {b['ms']:.2f} | {100 * b['ms'] / t['ms_per_iter']:.0f} |"
+            )
     if "gpt" in results:
         g = results["gpt"]
         lines += [
@@ -430,21 +541,37 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _load_range(run: dict[str, Any]) -> str:
+    """The 1-minute load average at the start and end of a speed run."""
+    ends = [run[key][0] if run[key] else "?" for key in ("load_start", "load_end")]
+    return f"{ends[0]} to {ends[1]}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.lm", description=__doc__)
     parser.add_argument(
-        "sections", nargs="*", help="speed, gpt, names, torch-curve (default: the first three)"
+        "sections",
+        nargs="*",
+        help="speed, gpt, names, torch-curve, profile (default: the first three)",
     )
     parser.add_argument("--smoke", action="store_true", help="toy sizes, seconds")
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="speed: the thread counts to time (--smoke: the first); gpt, names: the first",
+    )
     parser.add_argument("--iters", type=int, default=12, help="speed: iterations per child")
     parser.add_argument("--rounds", type=int, default=4, help="speed: children per side")
     parser.add_argument(
         "--config",
         choices=tuple(SPEED_CONFIGS),
-        default="cpu",
-        help="speed: nanoGPT's CPU GPT (0.8M weights, the default) or its Shakespeare GPT "
-        "(10.8M weights, batch 64 x 256)",
+        nargs="+",
+        default=["cpu", "names"],
+        help="speed: nanoGPT's CPU GPT (0.8M weights), its Shakespeare GPT (10.8M weights, "
+        "batch 64 x 256, 7 to 10 GB a side), makemore's names transformer "
+        "(default: cpu names)",
     )
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--steps", type=int, help="gpt: iterations (default 2000)")
@@ -462,19 +589,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", choices=("ours", "torch"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(_one_side(args.child, args.iters, args.threads, args.smoke, args.config)))
+        found = _one_side(args.child, args.iters, args.threads[0], args.smoke, args.config[0])
+        print(json.dumps(found))
         return 0
     sections = args.sections or ["speed", "gpt", "names"]
-    unknown = set(sections) - {"speed", "gpt", "names", "torch-curve"}
+    known = ("speed", "gpt", "names", "torch-curve", "profile")
+    unknown = set(sections) - set(known)
     if unknown:
-        parser.error(f"unknown sections {sorted(unknown)}; choose from speed, gpt, names")
+        parser.error(f"unknown sections {sorted(unknown)}; choose from {', '.join(known)}")
     results: dict[str, Any] = {"machine": machine_facts()}
     if args.smoke:
         args.iters, args.rounds, args.seeds = 3, 2, args.seeds[:1]
+        args.threads = args.threads[:1]
         args.steps = args.steps or 6
-    limiter = _threads(args.threads)
+    limiter = _threads(args.threads[0])
     if "speed" in sections:
-        results["speed"] = speed(args.iters, args.rounds, args.threads, args.smoke, args.config)
+        results["speed"] = [
+            speed(args.iters, args.rounds, threads, args.smoke, config)
+            for config in args.config
+            for threads in args.threads
+        ]
+    if "profile" in sections:
+        results["profile"] = profile(args.config[0], args.iters, args.smoke)
     if "gpt" in sections:
         results["gpt"] = gpt_quality(args.seeds, args.steps, args.smoke)
     if "torch-curve" in sections:

@@ -209,10 +209,15 @@ def test_export_loads_into_nanogpts_module_with_the_same_logits(tmp_path):
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5)
 
 
+SECTIONS = ("speed", "profile", "gpt", "names")
+
+
 @pytest.mark.slow
 def test_the_benchmark_smoke_run(tmp_path):
-    """``python -m benchmarks.lm --smoke``: every section at toy sizes; the GPTs trained
-    from the same weights on the same batches end at the same validation loss."""
+    """``python -m benchmarks.lm speed profile gpt names --smoke``: toy sizes (speed: the
+    CPU GPT and the names transformer, each ratio beside its target; the profile's op
+    tables); the GPTs trained from the same weights on the same batches end at the same
+    validation loss."""
     import json
     import subprocess
     import sys
@@ -221,7 +226,7 @@ def test_the_benchmark_smoke_run(tmp_path):
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "lm.json"
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.lm", "--smoke", "--json", str(out)],
+        [sys.executable, "-m", "benchmarks.lm", *SECTIONS, "--smoke", "--json", str(out)],
         cwd=root,
         capture_output=True,
         text=True,
@@ -229,11 +234,21 @@ def test_the_benchmark_smoke_run(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     results = json.loads(out.read_text())
-    speed = results["speed"]
-    assert speed["ours"]["median_s"] > 0 and speed["torch"]["median_s"] > 0
+    speed = results["speed"]  # the default models, at the first default thread count
+    assert [(run["config"], run["threads"]) for run in speed] == [("cpu", 1), ("names", 1)]
+    for run in speed:
+        assert run["ours"]["median_s"] > 0 and run["torch"]["median_s"] > 0
+        assert run["ratio"] == run["ours"]["median_s"] / run["torch"]["median_s"]
+        assert run["met"] == (run["ratio"] <= run["target"])
+    for label in ("nanoGPT's CPU GPT | 1 |", "names transformer | 1 |"):
+        assert label in done.stdout
     (run,) = results["gpt"]["runs"]
     assert abs(run["ours"]["val_loss"] - run["torch"]["val_loss"]) < 1e-4
     names = results["names"]
     assert abs(names["bigram"]["test_loss"] - names["counting_bigram_test"]) < 0.5
-    for section in ("## Speed", "## Shakespeare GPT", "## names.txt"):
+    profile = results["profile"]
+    for side in ("ours", "torch"):
+        ops = profile[side]["ops"]
+        assert len({op["op"] for op in ops}) == len(ops) >= 10 and all(op["ms"] >= 0 for op in ops)
+    for section in ("## Speed", "## Profile", "## Shakespeare GPT", "## names.txt"):
         assert section in done.stdout
