@@ -11,6 +11,7 @@ from typing import Any
 
 from ..checkpoint import CheckpointError, load_checkpoint
 from ..checks import shown_path
+from ..lm.models import LMArchitecture
 from ..printing import emit
 from ..training import language, lm_run
 from ..training.evaluate import evaluate_checkpoint
@@ -61,7 +62,7 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     path = lm_run.checkpoint_file(args.run) if args.run is not None else args.checkpoint
     try:
         checkpoint = load_checkpoint(path)
-        if isinstance(checkpoint.architecture, language.M.LMArchitecture):
+        if isinstance(checkpoint.architecture, LMArchitecture):
             return _evaluate_lm(args, parser, path, checkpoint)
         result = evaluate_checkpoint(path, args.dataset, args.samples, args.noise, args.seed)
     except CheckpointError as e:  # a file that is not a checkpoint this takes: bad input

@@ -13,9 +13,10 @@ import numpy as np
 from ..checkpoint import TORCH_MISSING, CheckpointError, export_torch, load_checkpoint
 from ..checks import shown_path
 from ..files import NotARegularFile, folder_problem, refuse_non_regular
+from ..lm.models import LMArchitecture
 from ..optim_state import OptimizerStateError
 from ..printing import emit
-from ..training import interchange, language, lm_run
+from ..training import interchange, lm_run
 from ..training.outputs import is_run_folder, other_run_file, run_file_named
 from .options import Subparsers, file_path
 
@@ -120,7 +121,7 @@ def run_export(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
             return emit([f"wrote {shown}: the {arch} in safetensors under {whose} names"])
         if fmt != "state_dict":
             return emit([f"wrote {shown} for {fmt}:", *(f"  {line}" for line in written)])
-        if isinstance(loaded.architecture, language.M.LMArchitecture):
+        if isinstance(loaded.architecture, LMArchitecture):
             return emit([f"wrote {shown}: the {arch} as a state_dict under nanoGPT's names"])
         return emit([f"wrote {shown}: the {arch} as a torch.nn.Sequential state_dict"])
     print(f"modelwright-autograd export: {problem}", file=sys.stderr)

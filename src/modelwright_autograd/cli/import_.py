@@ -8,7 +8,8 @@ from functools import partial
 
 from ..checkpoint import TORCH_MISSING, CheckpointError
 from ..checks import shown_path
-from ..lm import corpus as C
+from ..lm.corpus import CorpusError, read_source
+from ..lm.models import LMArchitecture
 from ..printing import emit
 from ..training import interchange, language
 from ..training.settings import UsageError
@@ -77,8 +78,8 @@ def run_import(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     text = source = None
     if args.data is not None or args.dataset is not None:
         try:
-            text, source = C.read_source(args.dataset, args.data)
-        except C.CorpusError as e:
+            text, source = read_source(args.dataset, args.data)
+        except CorpusError as e:
             parser.error(f"argument {'--data' if args.data else '--dataset'}: {e}")
     try:
         imported = interchange.import_model(
@@ -93,7 +94,7 @@ def run_import(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     except ImportError:
         print(f"modelwright-autograd import: {TORCH_MISSING}", file=sys.stderr)
         return 1
-    arch = language.M.LMArchitecture(imported.model.config).describe()
+    arch = LMArchitecture(imported.model.config).describe()
     lines = [f"wrote {run.shown}: the {arch} from {imported.format}'s {shown_path(args.file)}"]
     if imported.optimizer["state"]:
         lines.append(f"  with the file's AdamW state at step {imported.step:,}")

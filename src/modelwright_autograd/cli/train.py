@@ -10,6 +10,8 @@ from pathlib import Path
 
 from ..checkpoint import ENGINES, MAX_PARAMETERS
 from ..checks import shown_path
+from ..lm.corpus import MAX_DATA_BYTES, MAX_WORD_LENGTH
+from ..lm.models import MAX_BLOCK, MAX_VOCAB
 from ..printing import emit
 from ..scalar.nn import ACTIVATIONS
 from ..training import language
@@ -157,14 +159,14 @@ def _add_lm_options(p: argparse.ArgumentParser) -> None:
         "--data",
         type=file_path,
         metavar="PATH",
-        help=f"a UTF-8 text file of at most {language.C.MAX_DATA_BYTES:,} bytes and "
-        f"{language.M.MAX_VOCAB} distinct characters: one item a line for bigram, mlp and "
-        f"transformer (lines of at most {language.C.MAX_WORD_LENGTH} characters), running "
+        help=f"a UTF-8 text file of at most {MAX_DATA_BYTES:,} bytes and "
+        f"{MAX_VOCAB} distinct characters: one item a line for bigram, mlp and "
+        f"transformer (lines of at most {MAX_WORD_LENGTH} characters), running "
         "text for gpt",
     )
     g.add_argument(
         "--block-size",
-        type=whole_number("--block-size", 1, language.M.MAX_BLOCK),
+        type=whole_number("--block-size", 1, MAX_BLOCK),
         metavar="N",
         help="context length in characters (gpt: default 64; mlp: default the longest "
         "line + 1, as transformer and bigram always use)",

@@ -9,8 +9,8 @@ import math
 import numpy as np
 
 from ..graph import no_grad
-from . import corpus as C
-from . import models as M
+from . import models
+from .corpus import Vocabulary
 from .models import LanguageModel
 
 
@@ -77,7 +77,7 @@ def generate(
     return idx
 
 
-def default_prompt(vocab: C.Vocabulary) -> str:
+def default_prompt(vocab: Vocabulary) -> str:
     """Where a text model's samples start when no prompt is given (or an empty one): a
     newline, as nanoGPT's sample.py, or the first character of the vocabulary (by code
     point) when the text had no newline."""
@@ -85,8 +85,8 @@ def default_prompt(vocab: C.Vocabulary) -> str:
 
 
 def sample_model(
-    model: M.LanguageModel,
-    vocab: C.Vocabulary,
+    model: models.LanguageModel,
+    vocab: Vocabulary,
     num: int,
     prompt: str,
     tokens: int | None,

@@ -35,8 +35,8 @@ from ..checkpoint import (
     shown,
 )
 from ..files import UnreadableFile, atomic_write, read_bounded, refuse_non_regular
-from ..lm import corpus as C
-from ..lm import models as M
+from ..lm import models
+from ..lm.corpus import CorpusError, Source, Vocabulary, split_names
 from ..optim import AdamW
 from ..optim_state import ADAMW_SETTINGS, optimizer_from_json, optimizer_to_json
 from ..safetensors_file import TensorFileError, read_header, read_tensors, write_tensors
@@ -65,7 +65,7 @@ def default_format(model: Any) -> str:
     """The format ``export`` writes for ``model`` unless told: nanoGPT's for a GPT,
     makemore's for the names models, a torch state_dict file for the rest."""
     arch = architecture_of(model)
-    if not isinstance(arch, M.LMArchitecture):
+    if not isinstance(arch, models.LMArchitecture):
         return "state_dict"
     return "nanogpt" if arch.config.kind == "gpt" else "makemore"
 
@@ -75,7 +75,7 @@ def format_problem(model: Any, fmt: str) -> str | None:
     arch = architecture_of(model)
     if fmt in ("state_dict", "safetensors"):
         return None
-    if not isinstance(arch, M.LMArchitecture):
+    if not isinstance(arch, models.LMArchitecture):
         return f"--format {fmt} is for language models; this is a {arch.describe()}"
     c = arch.config
     if fmt == "nanogpt" and c.kind != "gpt":
@@ -115,12 +115,12 @@ def _nanogpt_files(torch: Any, run: lm_run.LMRun) -> dict[str, tuple[bytes, str]
     meta_doc = run.checkpoint.metadata
     best = meta_doc.get("best") if isinstance(meta_doc.get("best"), dict) else {}
     resume = meta_doc.get("resume") if isinstance(meta_doc.get("resume"), dict) else {}
-    state = M.torch_state(torch, run.model)
+    state = models.torch_state(torch, run.model)
     optimizer, saved = _nanogpt_optimizer(torch, run, state)
     ckpt = {
         "model": state,
         "optimizer": optimizer,
-        "model_args": {k: getattr(config, k) for k in M.NANOGPT_ARGS},
+        "model_args": {k: getattr(config, k) for k in models.NANOGPT_ARGS},
         "iter_num": int(setting(resume, "step", setting(best, "step", 0))),
         "best_val_loss": setting(best, "val", setting(best, "test", 1e9)),  # train.py's 1e9
         "config": to_nanogpt_config(run),
@@ -156,7 +156,7 @@ def _nanogpt_optimizer(
     ``"optimizer"`` entry) or, if it saved none, a fresh one with the run's settings; and
     whether it was the run's. An OptimizerStateError for a state that does not fit."""
     training = run.training
-    ours = M.configure_optimizers(
+    ours = models.configure_optimizers(
         run.model,
         setting(training, "weight_decay", 0.1),
         setting(training, "lr", 1e-3),
@@ -197,7 +197,7 @@ def export_safetensors(model: Any, out: Path) -> str:
     arch = architecture_of(model)
     state = {name: np.asarray(v, order="C") for name, v in model.state_dict().items()}
     whose = "torch.nn.Sequential's"
-    if isinstance(arch, M.LMArchitecture):
+    if isinstance(arch, models.LMArchitecture):
         config = arch.config
         whose = "nanoGPT's" if config.kind == "gpt" else "makemore's"
         if config.kind == "transformer":
@@ -229,7 +229,7 @@ def read_safetensors_file(path: Path) -> dict[str, Any]:
 def _makemore_files(torch: Any, run: lm_run.LMRun, out: Path) -> dict[str, tuple[bytes, str]]:
     """model.pt, makemore's bare state_dict, with its transformer's causal masks."""
     config = run.model.config
-    state = M.torch_state(torch, run.model)
+    state = models.torch_state(torch, run.model)
     if config.kind == "transformer":
         t = config.block_size
         mask = torch.tril(torch.ones(t, t)).view(1, 1, t, t)
@@ -260,10 +260,10 @@ def _makemore_command(run: lm_run.LMRun, out: Path) -> str:
 class Imported:
     """A model read from a nanoGPT, makemore or torch file, with its vocabulary."""
 
-    model: M.LanguageModel
-    vocab: C.Vocabulary
+    model: models.LanguageModel
+    vocab: Vocabulary
     format: str  # "nanogpt", "makemore" or "state_dict"
-    source: C.Source | None  # the corpus given with it, if any
+    source: Source | None  # the corpus given with it, if any
     details: dict[str, Any]  # what else the file said (nanoGPT's iter_num, best_val_loss)
     training: dict[str, Any]  # the settings train --resume continues with
     optimizer: dict[str, Any]  # its AdamW state as our checkpoint keeps it (optim_state.py)
@@ -389,7 +389,7 @@ def check_inflated_size(path: Path, raw: bytes) -> None:
         )
 
 
-def read_meta(path: Path) -> C.Vocabulary:
+def read_meta(path: Path) -> Vocabulary:
     """nanoGPT's meta.pkl (``stoi``, ``itos``, ``vocab_size``) as a vocabulary; read by
     an unpickler that refuses every class, so only plain dicts, strings and numbers load."""
     try:
@@ -417,7 +417,7 @@ def read_meta(path: Path) -> C.Vocabulary:
             "not a character meta.pkl: 'itos' must map 0..n-1 to n distinct characters, "
             "'stoi' back, and 'vocab_size' be n",
         )
-    return C.Vocabulary("".join(itos[i] for i in range(n)), boundary=False)
+    return Vocabulary("".join(itos[i] for i in range(n)), boundary=False)
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -429,7 +429,7 @@ def import_model(
     path: Path,
     meta: Path | None = None,
     corpus_text: str | None = None,
-    source: C.Source | None = None,
+    source: Source | None = None,
     kind: str | None = None,
     n_head: int = 4,
     seed: int = 1337,
@@ -480,13 +480,13 @@ def import_model(
 
 
 def _optimizer(
-    path: Path, saved: Any, model: M.LanguageModel, training: dict[str, Any]
+    path: Path, saved: Any, model: models.LanguageModel, training: dict[str, Any]
 ) -> dict[str, Any]:
     """The imported run's AdamW state as our checkpoint keeps it: torch's ``saved``
     (nanoGPT's ckpt.pt ``optimizer``: torch.optim.AdamW's state_dict over its
     configure_optimizers groups) when there is one, else a fresh AdamW (no moments) with
     the run's settings. A CheckpointError names a state that does not fit the model."""
-    ours = M.configure_optimizers(
+    ours = models.configure_optimizers(
         model,
         training["weight_decay"],
         training["lr"],
@@ -613,27 +613,29 @@ def _not_weights(torch: Any, value: Any) -> tuple[str, str] | None:
     return None
 
 
-def _nanogpt_model_args(path: Path, args: Any, state: Mapping[str, np.ndarray]) -> M.LMConfig:
-    if not isinstance(args, dict) or set(args) != set(M.NANOGPT_ARGS):
+def _nanogpt_model_args(path: Path, args: Any, state: Mapping[str, np.ndarray]) -> models.LMConfig:
+    if not isinstance(args, dict) or set(args) != set(models.NANOGPT_ARGS):
         got = sorted(args, key=repr) if isinstance(args, dict) else type(args).__name__
-        raise CheckpointError(path, f"'model_args' must hold {M.NANOGPT_ARGS}, got {shown(got)}")
+        raise CheckpointError(
+            path, f"'model_args' must hold {models.NANOGPT_ARGS}, got {shown(got)}"
+        )
     values = dict(args)
     values["dropout"] = (
         float(values["dropout"]) if is_number(values["dropout"]) else values["dropout"]
     )
-    return _checked(path, M.LMConfig("gpt", **values, dtype=_dtype(state)))
+    return _checked(path, models.LMConfig("gpt", **values, dtype=_dtype(state)))
 
 
 def _dtype(state: Mapping[str, np.ndarray]) -> str:
     return "float64" if all(a.dtype == np.float64 for a in state.values()) else "float32"
 
 
-def _checked(path: Path, config: M.LMConfig) -> M.LMConfig:
+def _checked(path: Path, config: models.LMConfig) -> models.LMConfig:
     try:
-        M.check_config(config)
+        models.check_config(config)
     except (ValueError, TypeError) as e:
         raise CheckpointError(path, f"a model this code cannot build: {e}") from None
-    weights = M.num_parameters(config)
+    weights = models.num_parameters(config)
     if weights > MAX_LM_PARAMETERS:
         raise CheckpointError(
             path, f"{weights:,} weights; a language model here has at most {MAX_LM_PARAMETERS:,}"
@@ -643,7 +645,7 @@ def _checked(path: Path, config: M.LMConfig) -> M.LMConfig:
 
 def _inferred_config(
     path: Path, state: Mapping[str, np.ndarray], kind: str | None, n_head: int
-) -> M.LMConfig:
+) -> models.LMConfig:
     """The model a bare state_dict is, from its names and shapes: makemore's bigram
     (``logits``), MLP (``wte``, ``mlp.0``, ``mlp.2``), transformer (with the causal-mask
     buffers) or nanoGPT's GPT (without them; ``kind`` overrides). The heads cannot be
@@ -658,13 +660,13 @@ def _inferred_config(
         return found
 
     if set(shapes) == {"logits"}:
-        return _checked(path, M.LMConfig("bigram", size("logits", 2)[0], 1, dtype=dtype))
+        return _checked(path, models.LMConfig("bigram", size("logits", 2)[0], 1, dtype=dtype))
     if {"wte.weight", "mlp.0.weight", "mlp.2.weight"} <= set(shapes):
         c, (h, tc) = size("wte.weight", 2)[1], size("mlp.0.weight", 2)
         if tc % c:
             raise CheckpointError(path, f"mlp.0.weight is {h}x{tc}, not a multiple of wte's {c}")
         v = size("mlp.2.weight", 2)[0]
-        config = M.LMConfig("mlp", v, tc // c, n_embd=c, n_hidden=h, dtype=dtype)
+        config = models.LMConfig("mlp", v, tc // c, n_embd=c, n_hidden=h, dtype=dtype)
         return _checked(path, config)
     if "transformer.wte.weight" in shapes and "transformer.wpe.weight" in shapes:
         v, c = size("transformer.wte.weight", 2)
@@ -675,13 +677,13 @@ def _inferred_config(
         masks = any(_MASK.fullmatch(k) for k in shapes)
         kind = kind or ("transformer" if masks else "gpt")
         if kind == "transformer":
-            config = M.makemore_transformer(v, block, n_layer=n_layer, n_head=n_head, n_embd=c)
+            config = models.makemore_transformer(v, block, n_layer=n_layer, n_head=n_head, n_embd=c)
             config = replace(config, bias=bias, dtype=dtype)
         else:
             tied = "lm_head.weight" not in state or np.array_equal(
                 state["lm_head.weight"], state["transformer.wte.weight"]
             )
-            config = M.LMConfig(
+            config = models.LMConfig(
                 "gpt", v, block, n_layer, n_head, c, bias=bias, tie_weights=tied, dtype=dtype
             )
         return _checked(path, config)
@@ -717,12 +719,12 @@ def _check_tied(path: Path, state: dict[str, np.ndarray]) -> None:
 
 def _vocabulary(
     path: Path,
-    config: M.LMConfig,
+    config: models.LMConfig,
     meta: Path | None,
     text: str | None,
     seed: int,
-    source: C.Source | None,
-) -> C.Vocabulary:
+    source: Source | None,
+) -> Vocabulary:
     """The model's characters: from meta.pkl for a GPT (or the text, as nanoGPT's
     prepare.py makes them), from the names file for makemore's models."""
     names = config.kind in language.NAMES_MODELS
@@ -740,11 +742,9 @@ def _vocabulary(
         label = source.label if source is not None else "data"
         try:
             found = (
-                C.split_names(text, seed, label).vocab
-                if names
-                else C.Vocabulary.of(text, False, label)
+                split_names(text, seed, label).vocab if names else Vocabulary.of(text, False, label)
             )
-        except C.CorpusError as e:
+        except CorpusError as e:
             raise CheckpointError(path, str(e)) from None
         if vocab is not None and found != vocab:
             raise CheckpointError(meta, f"its characters differ from those of {label}")
@@ -764,8 +764,10 @@ def _vocabulary(
     return vocab
 
 
-def _built(path: Path, config: M.LMConfig, state: dict[str, np.ndarray]) -> M.LanguageModel:
-    model = M.build(config, seed=0)
+def _built(
+    path: Path, config: models.LMConfig, state: dict[str, np.ndarray]
+) -> models.LanguageModel:
+    model = models.build(config, seed=0)
     try:
         model.load_state_dict(state)
     except ValueError as e:

@@ -27,8 +27,20 @@ from threadpoolctl import threadpool_limits
 from ..checkpoint import MAX_LM_PARAMETERS, save_checkpoint, tensors_file
 from ..collector import collection_paused
 from ..files import write_json
-from ..lm import corpus as C
-from ..lm import models as M
+from ..lm import models
+from ..lm.corpus import (
+    BUILTIN,
+    MAX_WORD_LENGTH,
+    NAMES_TEST_WORDS,
+    CorpusError,
+    Names,
+    Source,
+    Text,
+    read_source,
+    split_names,
+    split_text,
+    text_batch,
+)
 from ..lm.sampling import sample_model
 from ..lm.scoring import counting_bigram_loss, names_loss, text_loss
 from ..optim import AdamW, clip_grad_norm_, warmup_cosine_lr
@@ -38,8 +50,8 @@ from .run_state import LAST, ResumePoint, rng_states, run_state, signals_deferre
 from .settings import MAX_STEPS, UsageError
 
 #: The datasets shipped for the language models, and which model each trains by default.
-LM_DATASETS = tuple(C.BUILTIN)
-LM_MODELS = M.KINDS
+LM_DATASETS = tuple(BUILTIN)
+LM_MODELS = models.KINDS
 DEFAULT_MODEL = {"names": "transformer", "shakespeare": "gpt", None: "gpt"}
 #: Models that read one item a line (makemore's); the GPT reads running text.
 NAMES_MODELS = ("bigram", "mlp", "transformer")
@@ -49,7 +61,7 @@ NAMES_MODELS = ("bigram", "mlp", "transformer")
 #: 2,000 x 768 x 0.8M = 1.2e12, its Shakespeare run 5,000 x 16,384 x 10.8M = 5.3e15. A
 #: step holds the bigram's default batch (512) of the longest lines a names model takes
 #: (64 characters + the start token): 33,280 tokens.
-MAX_STEP_TOKENS = 512 * (C.MAX_WORD_LENGTH + 1)
+MAX_STEP_TOKENS = 512 * (MAX_WORD_LENGTH + 1)
 MAX_RUN_WORK = 10**16
 #: The longest --eval-iters (batches per split per evaluation).
 MAX_EVAL_ITERS = 10_000
@@ -59,7 +71,7 @@ MAX_EVAL_ITERS = 10_000
 class LMSettings:
     """Every setting of a language-model run, defaults filled in."""
 
-    model: M.LMConfig
+    model: models.LMConfig
     dataset: str | None
     data: str | None
     steps: int
@@ -75,7 +87,7 @@ class LMSettings:
     eval_iters: int  # text: batches per split per evaluation (names: the whole split)
     threads: int  # the BLAS pool's threads (threadpoolctl)
     seed: int
-    source: C.Source = field(compare=False)
+    source: Source = field(compare=False)
 
     @property
     def names(self) -> bool:
@@ -215,7 +227,7 @@ def steps_option(args: argparse.Namespace) -> int | None:
     return args.steps if args.steps is not None else getattr(args, "max_iters", None)
 
 
-def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
+def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, Names | Text]:
     """The settings of a language-model run and its corpus, read and split: a UsageError
     (exit code 2) for anything wrong, before any model is built."""
     given_dataset = args.dataset if args.dataset in LM_DATASETS else None
@@ -232,9 +244,9 @@ def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
             raise UsageError(_option(name), f"does not apply to --model {kind}")
     seed = args.seed
     try:
-        text, source = C.read_source(given_dataset, args.data)
+        text, source = read_source(given_dataset, args.data)
         if kind in NAMES_MODELS:
-            corpus: C.Names | C.Text = C.split_names(text, seed, source.label)
+            corpus: Names | Text = split_names(text, seed, source.label)
             block = corpus.block_size()
             if args.block_size is not None and kind != "mlp":
                 raise UsageError(
@@ -245,14 +257,14 @@ def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
             block = args.block_size or block
         else:
             block = args.block_size or 64
-            corpus = C.split_text(text, block, source.label)
-    except C.CorpusError as e:
+            corpus = split_text(text, block, source.label)
+    except CorpusError as e:
         raise UsageError("--data" if args.data is not None else "--dataset", str(e)) from None
     vocab = corpus.vocab.size
     if kind == "transformer":
-        config = M.makemore_transformer(vocab, block)
+        config = models.makemore_transformer(vocab, block)
     else:
-        config = M.LMConfig(kind, vocab, block)
+        config = models.LMConfig(kind, vocab, block)
         if kind == "mlp":
             config = replace(config, n_embd=64, n_hidden=64)
     changes = {
@@ -261,7 +273,7 @@ def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, C.Names | C.Text]:
         if getattr(args, name) is not None
     }
     try:
-        config = M.check_config(replace(config, **changes))
+        config = models.check_config(replace(config, **changes))
     except ValueError as e:
         raise UsageError("--n-embd" if "n_embd" in str(e) else "--model", str(e)) from None
     base = default_training(kind, steps_option(args), args.lr)
@@ -311,7 +323,7 @@ def memory_estimate(settings: LMSettings) -> int:
     nanoGPT's Shakespeare GPT (docs/training.md)."""
     c = settings.model
     itemsize = 8 if c.dtype == "float64" else 4
-    weights = M.num_parameters(c)
+    weights = models.num_parameters(c)
     per_token = max(c.n_layer, 1) * (64 * c.n_embd + 8 * c.n_head * c.block_size)
     per_token += 4 * c.vocab_size
     activations = itemsize * settings.batch_size * c.block_size * per_token
@@ -336,7 +348,7 @@ def check_lm_work(settings: LMSettings) -> None:
     step needs against what is available, tokens a step, work in all), naming the option
     to change."""
     config = settings.model
-    weights = M.num_parameters(config)
+    weights = models.num_parameters(config)
     if weights > MAX_LM_PARAMETERS:
         raise UsageError(
             "--n-embd",
@@ -370,9 +382,9 @@ def check_lm_work(settings: LMSettings) -> None:
 
 
 # ---------------------------------------------------------------------- the optimiser
-def make_optimizer(model: M.LanguageModel, settings: LMSettings) -> AdamW:
+def make_optimizer(model: models.LanguageModel, settings: LMSettings) -> AdamW:
     """The run's AdamW (``models.configure_optimizers`` with its settings)."""
-    return M.configure_optimizers(
+    return models.configure_optimizers(
         model, settings.weight_decay, settings.lr, settings.betas, settings.decay_all
     )
 
@@ -403,27 +415,27 @@ class LMHistory:
         return self.start + len(self.loss)
 
 
-def _batches(settings: LMSettings, corpus: C.Names | C.Text, rng: np.random.Generator):
+def _batches(settings: LMSettings, corpus: Names | Text, rng: np.random.Generator):
     """The training batches, forever: makemore's (random words, with replacement, as its
     InfiniteDataLoader) or nanoGPT's (random windows of the text)."""
-    if isinstance(corpus, C.Names):
+    if isinstance(corpus, Names):
         width = corpus.block_size()
         while True:  # each batch's rows built when drawn: memory a batch, not the corpus
             rows = rng.integers(0, len(corpus.train), size=settings.batch_size)
             yield corpus.train.take(rows).examples(width)
     while True:
-        yield C.text_batch(corpus.train, settings.model.block_size, settings.batch_size, rng)
+        yield text_batch(corpus.train, settings.model.block_size, settings.batch_size, rng)
 
 
 def evaluate_lm(
-    model: M.LanguageModel, settings: LMSettings, corpus: C.Names | C.Text, seed: int
+    model: models.LanguageModel, settings: LMSettings, corpus: Names | Text, seed: int
 ) -> dict[str, float]:
     """Train and held-out loss. Names: the whole test set, and the same seeded sample of
     as many training words (makemore scores 1,000 of each); text: nanoGPT's estimate,
     ``eval_iters`` random batches of each split."""
-    if isinstance(corpus, C.Names):
+    if isinstance(corpus, Names):
         rng = np.random.default_rng(seed)
-        count = min(len(corpus.train), max(len(corpus.test), C.NAMES_TEST_WORDS))
+        count = min(len(corpus.train), max(len(corpus.test), NAMES_TEST_WORDS))
         sample = corpus.train.take(rng.choice(len(corpus.train), count, replace=False))
         return {
             "train": names_loss(model, corpus, sample),
@@ -436,8 +448,8 @@ def evaluate_lm(
     }
 
 
-def held_out(corpus: C.Names | C.Text) -> str:
-    return "test" if isinstance(corpus, C.Names) else "val"
+def held_out(corpus: Names | Text) -> str:
+    return "test" if isinstance(corpus, Names) else "val"
 
 
 class _Diverged(Exception):
@@ -445,9 +457,9 @@ class _Diverged(Exception):
 
 
 def fit_lm(
-    model: M.LanguageModel,
+    model: models.LanguageModel,
     settings: LMSettings,
-    corpus: C.Names | C.Text,
+    corpus: Names | Text,
     progress: Any,
     save_best: Any = None,
     stop_on: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
@@ -539,19 +551,19 @@ def fit_lm(
 
 def run_lm_training(
     settings: LMSettings,
-    corpus: C.Names | C.Text,
+    corpus: Names | Text,
     out: Path,
     quiet: bool = False,
     stop_on: tuple[type[BaseException], ...] = (KeyboardInterrupt,),
     finishing: Callable[[], None] | None = None,
-    resume: tuple[M.LanguageModel, ResumePoint] | None = None,
+    resume: tuple[models.LanguageModel, ResumePoint] | None = None,
 ) -> dict[str, Any]:
     """A whole run into the staging folder ``out``: the best checkpoint (model.json) as
     training goes, then the last step's (last.json), metrics.json and loss_curve.png.
     ``resume`` is a checkpoint's model and where it stopped, to continue from. After
     Ctrl-C the files are written from what there is, and ``interrupted`` is set in the
     result; ``finishing`` as fit_lm's."""
-    model = resume[0] if resume else M.build(settings.model, seed=settings.seed)
+    model = resume[0] if resume else models.build(settings.model, seed=settings.seed)
     metadata = {
         "data": {**settings.source.to_dict(), "seed": settings.seed},
         "vocab": {"tokens": corpus.vocab.tokens, "boundary": corpus.vocab.boundary},
@@ -587,7 +599,7 @@ def run_lm_training(
         _write(out, LAST, lambda path: save_checkpoint(path, model, last))
         files = ["model.json", "model.safetensors", LAST, tensors_file(LAST).name]
     extra: dict[str, Any] = {}
-    if isinstance(corpus, C.Names) and settings.model.kind == "bigram":
+    if isinstance(corpus, Names) and settings.model.kind == "bigram":
         extra["counting_bigram"] = {
             split: counting_bigram_loss(corpus, corpus.train, words)
             for split, words in (("train", corpus.train), ("test", corpus.test))
@@ -631,8 +643,8 @@ EVAL_SAMPLE_CHARS = 100
 
 def _show_evaluation(
     progress: Any,
-    model: M.LanguageModel,
-    corpus: C.Names | C.Text,
+    model: models.LanguageModel,
+    corpus: Names | Text,
     settings: LMSettings,
     step: int,
     losses: dict[str, float],
@@ -641,7 +653,7 @@ def _show_evaluation(
     with their own generator (training's are untouched): names on one line, or text
     continuing the training text's first character."""
     split = held_out(corpus)
-    names = isinstance(corpus, C.Names)
+    names = isinstance(corpus, Names)
     samples = sample_model(
         model,
         corpus.vocab,
@@ -661,8 +673,8 @@ def _show_evaluation(
     progress.write("\n".join(lines), file=sys.stderr)
 
 
-def _split_record(settings: LMSettings, corpus: C.Names | C.Text) -> dict[str, Any]:
-    if isinstance(corpus, C.Names):
+def _split_record(settings: LMSettings, corpus: Names | Text) -> dict[str, Any]:
+    if isinstance(corpus, Names):
         return {
             "kind": "names",
             "seed": settings.seed,
@@ -690,5 +702,6 @@ def _write(out: Path, name: str, write: Any) -> None:
 def _plot(path: Path, settings: LMSettings, history: LMHistory, corpus: Any) -> None:
     from ..plots import plot_lm_curve
 
-    title = f"{settings.label}: {settings.model.kind}, {M.num_parameters(settings.model):,} weights"
+    weights = models.num_parameters(settings.model)
+    title = f"{settings.label}: {settings.model.kind}, {weights:,} weights"
     plot_lm_curve(path, history.loss, history.evals, held_out(corpus), title, history.start)

@@ -14,8 +14,17 @@ from ..checkpoint import (
     load_checkpoint,
 )
 from ..checks import describe, is_json_int, shown_path, shown_text
-from ..lm import corpus as C
-from ..lm import models as M
+from ..lm import models
+from ..lm.corpus import (
+    BUILTIN,
+    CorpusError,
+    Names,
+    Text,
+    Vocabulary,
+    read_source,
+    split_names,
+    split_text,
+)
 from ..lm.sampling import sample_model
 from ..lm.scoring import names_loss, text_loss
 from .language import MAX_STEP_TOKENS
@@ -36,13 +45,13 @@ class LMRun:
     was trained on can be found again unchanged, its corpus split as in training."""
 
     checkpoint: Checkpoint
-    vocab: C.Vocabulary
+    vocab: Vocabulary
     training: dict[str, Any]
-    corpus: C.Names | C.Text | None
+    corpus: Names | Text | None
     missing: str | None  # why ``corpus`` is None
 
     @property
-    def model(self) -> M.LanguageModel:
+    def model(self) -> models.LanguageModel:
         return self.checkpoint.model
 
     @property
@@ -60,7 +69,7 @@ def load_lm_run(run: Path, checkpoint: Checkpoint | None = None) -> LMRun:
     that is not a sound checkpoint, NotALanguageModel for one of another model."""
     path = checkpoint_file(run)
     checkpoint = checkpoint or load_checkpoint(path)
-    if not isinstance(checkpoint.architecture, M.LMArchitecture):
+    if not isinstance(checkpoint.architecture, models.LMArchitecture):
         raise NotALanguageModel(
             f"{path} holds a {checkpoint.architecture.describe()}, not a language model "
             "(train one with --dataset names, --dataset shakespeare or --data)"
@@ -81,22 +90,22 @@ def load_lm_run(run: Path, checkpoint: Checkpoint | None = None) -> LMRun:
     if not isinstance(data, dict) or not isinstance(training, dict):
         raise CheckpointError(path, "no 'data' and 'training' settings (was it written by train?)")
     tokens, boundary = vocab_doc["tokens"], vocab_doc["boundary"]
-    vocab = C.Vocabulary(tokens[1:] if boundary else tokens, boundary)
+    vocab = Vocabulary(tokens[1:] if boundary else tokens, boundary)
     corpus, missing = _find_corpus(data, vocab, config, "imported" in checkpoint.metadata)
     return LMRun(checkpoint, vocab, training, corpus, missing)
 
 
 def _find_corpus(
-    data: dict[str, Any], vocab: C.Vocabulary, config: M.LMConfig, imported: bool
-) -> tuple[C.Names | C.Text | None, str | None]:
+    data: dict[str, Any], vocab: Vocabulary, config: models.LMConfig, imported: bool
+) -> tuple[Names | Text | None, str | None]:
     """The corpus split exactly as in training, if its file is there and unchanged (an
     imported run may have none)."""
     dataset, path, digest, seed = (data.get(k) for k in ("dataset", "path", "sha256", "seed"))
     problem = None
     if imported and dataset is None and path is None:
         return None, "it was imported without its data (import it with --data or --dataset)"
-    if dataset not in (None, *C.BUILTIN):
-        problem = f"'data.dataset' is {describe(dataset)}, not one of {tuple(C.BUILTIN)}"
+    if dataset not in (None, *BUILTIN):
+        problem = f"'data.dataset' is {describe(dataset)}, not one of {tuple(BUILTIN)}"
     elif dataset is None and not (isinstance(path, str) and path and "\0" not in path):
         problem = f"'data.path' is {describe(path)}, not the path of a file"
     elif not isinstance(digest, str):
@@ -106,18 +115,18 @@ def _find_corpus(
     if problem is not None:
         return None, f"the checkpoint's {shown_text(problem)}"
     try:
-        text, source = C.read_source(dataset, path if dataset is None else None)
-    except C.CorpusError as e:
+        text, source = read_source(dataset, path if dataset is None else None)
+    except CorpusError as e:
         return None, f"its data cannot be read ({e})"
     if source.sha256 != digest:
         where = shown_path(source.path) if source.path else dataset
         return None, f"{where} has changed since training (its sha256 differs)"
     try:
         if vocab.boundary:
-            corpus: C.Names | C.Text = C.split_names(text, seed, source.label)
+            corpus: Names | Text = split_names(text, seed, source.label)
         else:
-            corpus = C.split_text(text, config.block_size, source.label)
-    except C.CorpusError as e:
+            corpus = split_text(text, config.block_size, source.label)
+    except CorpusError as e:
         return None, str(e)
     if corpus.vocab != vocab:
         return None, "its data's vocabulary differs from the checkpoint's"
@@ -130,7 +139,7 @@ def evaluate_lm_run(run: LMRun, batches: int, seed: int) -> dict[str, float]:
     if run.corpus is None:
         raise NotALanguageModel(f"cannot evaluate: {run.missing}")
     model, corpus = run.model, run.corpus
-    if isinstance(corpus, C.Names):
+    if isinstance(corpus, Names):
         return {
             "train": names_loss(model, corpus, corpus.train),
             "test": names_loss(model, corpus, corpus.test),

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..lm import corpus as C
+from ..lm.corpus import Source
 from . import language, lm_run
 from .settings import MAX_STEPS
 
@@ -42,7 +42,7 @@ def to_nanogpt_config(run: lm_run.LMRun) -> dict[str, Any]:
     c, t = run.model.config, run.training
     data = run.checkpoint.metadata.get("data")
     label = (
-        C.Source(data.get("dataset"), data.get("path"), "").label
+        Source(data.get("dataset"), data.get("path"), "").label
         if isinstance(data, dict)
         else "data"
     )

@@ -22,8 +22,8 @@ import numpy as np
 
 from ..checkpoint import CheckpointError
 from ..checks import shown_path
-from ..lm import corpus as C
-from ..lm import models as M
+from ..lm import models
+from ..lm.corpus import Names, Source, Text
 from .language import (
     DEFAULT_THREADS,
     LMSettings,
@@ -59,7 +59,9 @@ def _real(x: Any) -> bool:
     return type(x) in (int, float) and math.isfinite(x)
 
 
-def _settings(path: Path, training: dict[str, Any], config: M.LMConfig, data: Any) -> LMSettings:
+def _settings(
+    path: Path, training: dict[str, Any], config: models.LMConfig, data: Any
+) -> LMSettings:
     """The LMSettings a checkpoint's ``"training"`` entry records, each value checked."""
     bad = [
         k for k, least in _INTS.items() if not (_whole(training.get(k)) and training[k] >= least)
@@ -76,7 +78,7 @@ def _settings(path: Path, training: dict[str, Any], config: M.LMConfig, data: An
         bad.append("decay_all")
     if bad or not isinstance(data, dict):
         raise CheckpointError(path, f"has bad training settings: {', '.join(bad) or 'data'}")
-    source = C.Source(data.get("dataset"), data.get("path"), data.get("sha256"))
+    source = Source(data.get("dataset"), data.get("path"), data.get("sha256"))
     return LMSettings(
         model=config,
         dataset=source.dataset,
@@ -111,7 +113,7 @@ def _refuse_out_of_source(resume: Path, out: Path | None) -> None:
 
 def resolve_resume(
     args: argparse.Namespace,
-) -> tuple[LMSettings, C.Names | C.Text, M.LanguageModel, ResumePoint]:
+) -> tuple[LMSettings, Names | Text, models.LanguageModel, ResumePoint]:
     """The settings, corpus, model and resume point of ``--resume``: a UsageError (exit
     code 2) for an option that would change the run, a checkpoint that cannot be
     resumed, or data that has changed since."""
