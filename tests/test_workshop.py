@@ -269,7 +269,7 @@ def test_the_solved_repository_meets_every_row(tmp_path):
         assert rows[name].status == PASS, (name, rows[name].diagnosis)
     assert rows["unit tests"].diagnosis == "a test for each of the 10 ops (14 tests in tests/)"
     assert rows["loss curve"].diagnosis.startswith("results/loss_curve.png; loss 0.46")
-    assert rows["git history"].diagnosis == "3 commits, nothing uncommitted"
+    assert rows["git history"].diagnosis == "the work is committed: git status is clean"
     assert rows["checkpoints"].status == NOTE
     assert rows["checkpoints"].diagnosis.endswith("all three present")
 
@@ -550,3 +550,13 @@ def test_the_tensor_repository_s_tests_and_train_script_run_on_the_solved_engine
     assert done.returncode == 0, done.stderr
     row = check_loss_curve(repo)
     assert row.status == PASS, row.diagnosis
+
+
+def test_a_test_class_named_after_an_op_counts_for_it(tmp_path):
+    repo = _small_repository(
+        tmp_path / "classes",
+        "class TestTanh:\n    def test_at_zero(self):\n        assert 0 == 0\n\n\n"
+        "class TestRelu:\n    def test_later(self):\n        pass\n",
+    )
+    row = check_unit_tests(repo, ["tanh", "relu"])
+    assert row.status == FAIL and row.diagnosis.startswith("no test named after relu in tests/")

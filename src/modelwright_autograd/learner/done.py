@@ -53,7 +53,6 @@ OP_WORDS = {
     "div": ("div", "divide", "division", "truediv"),
     "pow": ("pow", "power"),
     "neg": ("neg", "negate", "negation"),
-    "rpow": ("rpow", "exponential_of_a_number"),
     "matmul": ("matmul", "matrix_product"),
     "log_softmax": ("log_softmax", "logsoftmax"),
     "cross_entropy": ("cross_entropy", "crossentropy"),
@@ -121,18 +120,14 @@ def defined_ops(report: Report) -> list[str] | None:
     return [op for label, op in OP_OF_ROW.items() if label in rows and rows[label].status != ABSENT]
 
 
-def words_for(op: str) -> tuple[str, ...]:
-    return OP_WORDS.get(op, (op,))
-
-
 def ops_named(text: str, ops: list[str]) -> set[str]:
     """The ops of ``ops`` that ``text`` (a test's name, a heading) names: as a word of
     its own (``test_mul_twice``, "Multiplication"), longer names first, so
     ``test_log_softmax`` names log_softmax and not log."""
     padded = "_" + re.sub(r"[^a-z0-9]+", "_", text.lower()) + "_"
     found = set()
-    candidates = sorted(((w, op) for op in ops for w in words_for(op)), key=lambda p: -len(p[0]))
-    for word, op in candidates:
+    words = [(word, op) for op in ops for word in OP_WORDS.get(op, (op,))]
+    for word, op in sorted(words, key=lambda pair: -len(pair[0])):
         if f"_{word}_" in padded:
             found.add(op)
             padded = padded.replace(f"_{word}_", "_")
@@ -141,10 +136,14 @@ def ops_named(text: str, ops: list[str]) -> set[str]:
 
 # ---------------------------------------------------------------------- the rows
 def check_tests(repo: Path, timeout: float) -> Row:
+    """The learner's pytest, run to its end under the supervisor within ``timeout``, with
+    the repository's ``.venv`` when it has one (``uv sync`` makes it), else this Python."""
     name = "tests pass"
     venv = repo / ".venv" / "bin" / "python"
-    python, which = (str(venv), "with .venv/bin/python") if venv.is_file() else (sys.executable, "")
-    which = which or "with the Python running check (no .venv here)"
+    if venv.is_file():
+        python, which = str(venv), "with .venv/bin/python"
+    else:
+        python, which = sys.executable, "with the Python running check (no .venv here)"
     command = [python, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
     environment = {"PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
     ran = run_supervised(command, str(repo), timeout, environment)
@@ -166,6 +165,7 @@ def check_tests(repo: Path, timeout: float) -> Row:
 
 
 def check_unit_tests(repo: Path, ops: list[str] | None) -> Row:
+    """A test in tests/ named after each of ``ops`` that does something."""
     name = "unit tests"
     if ops is None:
         return Row(name, FAIL, "not judged: the engine does not load, so its ops are unknown")
@@ -185,6 +185,7 @@ def check_unit_tests(repo: Path, ops: list[str] | None) -> Row:
 
 
 def check_report(repo: Path, ops: list[str] | None) -> Row:
+    """REPORT.md: a section deriving each of ``ops``, a training section, one page."""
     name = "REPORT.md"
     text = _read(repo / "REPORT.md")
     if text is None:
@@ -214,6 +215,7 @@ def check_report(repo: Path, ops: list[str] | None) -> Row:
 
 
 def check_loss_curve(repo: Path) -> Row:
+    """train.py's picture of the loss, and its numbers falling to half or less."""
     name = "loss curve"
     curve = repo / LOSS_CURVE
     text = _read(repo / LOSS_FILE)
@@ -241,6 +243,7 @@ def check_loss_curve(repo: Path) -> Row:
 
 
 def check_readme(repo: Path) -> Row:
+    """README.md: how to install the project and run its tests, no TODO left."""
     name = "README"
     text = _read(repo / "README.md")
     if text is None:
@@ -259,6 +262,7 @@ def check_readme(repo: Path) -> Row:
 
 
 def check_git(git: GitState) -> list[Row]:
+    """The history row (commits, nothing uncommitted) and the checkpoints' note."""
     name = "git history"
     if git.problem:
         return [Row(name, FAIL, git.problem)]
@@ -268,7 +272,7 @@ def check_git(git: GitState) -> list[Row]:
         more = f" and {len(git.uncommitted) - 4} more" if len(git.uncommitted) > 4 else ""
         rows.append(Row(name, FAIL, f"uncommitted: {shown}{more}; commit them (or ignore them)"))
     else:
-        rows.append(Row(name, PASS, f"{len(git.subjects)} commits, nothing uncommitted"))
+        rows.append(Row(name, PASS, "the work is committed: git status is clean"))
     subjects = [s.strip().lower() for s in git.subjects]
     present = [c for c in CHECKPOINTS if any(c.lower() in s for s in subjects)]
     absent = [c for c in CHECKPOINTS if c not in present]
