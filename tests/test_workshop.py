@@ -560,3 +560,11 @@ def test_a_test_class_named_after_an_op_counts_for_it(tmp_path):
     )
     row = check_unit_tests(repo, ["tanh", "relu"])
     assert row.status == FAIL and row.diagnosis.startswith("no test named after relu in tests/")
+
+
+def test_a_readme_and_report_are_found_in_any_case(tmp_path):
+    repo = solved_repository(tmp_path / "solved", commit=False)
+    (repo / "README.md").rename(repo / "Readme.md")
+    (repo / "REPORT.md").rename(repo / "report.md")
+    assert check_readme(repo).status == PASS
+    assert check_report(repo, STARTER_OPS).status == PASS

@@ -187,7 +187,7 @@ def check_unit_tests(repo: Path, ops: list[str] | None) -> Row:
 def check_report(repo: Path, ops: list[str] | None) -> Row:
     """REPORT.md: a section deriving each of ``ops``, a training section, one page."""
     name = "REPORT.md"
-    text = _read(repo / "REPORT.md")
+    text = _read(_named(repo, "REPORT.md"))
     if text is None:
         return Row(name, FAIL, "no REPORT.md: the one-page report deriving each op's backward")
     if ops is None:
@@ -245,7 +245,7 @@ def check_loss_curve(repo: Path) -> Row:
 def check_readme(repo: Path) -> Row:
     """README.md: how to install the project and run its tests, no TODO left."""
     name = "README"
-    text = _read(repo / "README.md")
+    text = _read(_named(repo, "README.md"))
     if text is None:
         return Row(name, FAIL, "no README.md: how a stranger installs it and runs the tests")
     missing = []
@@ -282,6 +282,15 @@ def check_git(git: GitState) -> list[Row]:
 
 
 # ---------------------------------------------------------------------- reading
+def _named(repo: Path, name: str) -> Path:
+    """The file of ``repo`` called ``name`` in any case (``Readme.md``), or ``name``."""
+    try:
+        found = sorted(p for p in repo.iterdir() if p.name.lower() == name.lower())
+    except OSError:
+        found = []
+    return found[0] if found else repo / name
+
+
 def _read(path: Path) -> str | None:
     try:
         return read_bounded(path, MAX_TEXT_BYTES).decode("utf-8", "replace")
