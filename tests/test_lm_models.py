@@ -10,7 +10,12 @@ import pytest
 import torch
 
 from benchmarks import lm_torch as LT
-from modelwright_autograd.checkpoint import export_torch, load_checkpoint, save_checkpoint
+from modelwright_autograd.checkpoint import (
+    CheckpointError,
+    export_torch,
+    load_checkpoint,
+    save_checkpoint,
+)
 from modelwright_autograd.lm import corpus as C
 from modelwright_autograd.lm import models as M
 from modelwright_autograd.training import language as L
@@ -252,3 +257,19 @@ def test_the_benchmark_smoke_run(tmp_path):
         assert len({op["op"] for op in ops}) == len(ops) >= 10 and all(op["ms"] >= 0 for op in ops)
     for section in ("## Speed", "## Profile", "## Shakespeare GPT", "## names.txt"):
         assert section in done.stdout
+
+
+def test_a_gpt2_sized_vocabulary_builds_from_python_and_the_loader_refuses_it(tmp_path):
+    """Models check structure only: GPT-2's 50,257 tokens build and give torch's logits;
+    the size budget is the commands' and the file loaders' (checks.check_lm_sizes)."""
+    config = M.LMConfig("gpt", 50257, 4, n_layer=1, n_head=2, n_embd=8, dtype="float64")
+    model = M.build(config, seed=1)
+    x = np.random.default_rng(0).integers(0, 50257, (2, 4))
+    twin = LT.from_ours(model)
+    with torch.no_grad():
+        theirs = twin(torch.from_numpy(x)).numpy()
+    assert theirs.shape == (2, 4, 50257)
+    np.testing.assert_allclose(model(x).data, theirs, rtol=1e-9, atol=1e-12)
+    save_checkpoint(tmp_path / "model.json", model)
+    with pytest.raises(CheckpointError, match="vocab_size must be at most 256, got 50257"):
+        load_checkpoint(tmp_path / "model.json")

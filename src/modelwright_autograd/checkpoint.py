@@ -28,6 +28,7 @@ from .checkpoint_legacy import LegacyError, decode_state, read_npz
 from .checks import (
     MAX_LM_PARAMETERS,
     MAX_PARAMETERS,
+    check_lm_sizes,
     is_json_int,
     is_json_positive_int,
     shown,
@@ -397,6 +398,7 @@ def _read_lm_architecture(path: Path, engine: str, arch: dict[str, Any]) -> LMAr
     """A language model's architecture (lm.models.LMConfig's fields), every value checked."""
     try:
         found = LMArchitecture.from_dict(arch)
+        check_lm_sizes(found.config.block_size, found.config.vocab_size)
     except (ValueError, TypeError) as e:
         raise CheckpointError(path, f"bad language-model architecture: {e}") from None
     if engine != "tensor":

@@ -20,6 +20,21 @@ MAX_PARAMETERS = {"scalar": 1_000_000, "tensor": 2_000_000}
 #: size can train is decided by a memory estimate (training/language.py); the file, with
 #: the optimiser's state, is ~39 bytes a weight in float32 (docs/checkpoints.md).
 MAX_LM_PARAMETERS = 12_000_000
+#: The longest context (the attention scores are block x block per head) and the most
+#: tokens (characters) a language model may have here: budgets the commands and the file
+#: loaders apply (``check_lm_sizes``); the models themselves check structure only.
+MAX_LM_BLOCK, MAX_LM_VOCAB = 1024, 256
+
+
+def check_lm_sizes(block_size: int, vocab_size: int) -> None:
+    """A ValueError if a language model's context or vocabulary is over this project's
+    budget (``MAX_LM_BLOCK``, ``MAX_LM_VOCAB``)."""
+    for name, value, most in (
+        ("block_size", block_size, MAX_LM_BLOCK),
+        ("vocab_size", vocab_size, MAX_LM_VOCAB),
+    ):
+        if value > most:
+            raise ValueError(f"{name} must be at most {most}, got {value}")
 
 
 def describe(x: object) -> str:

@@ -9,9 +9,8 @@ from functools import partial
 from pathlib import Path
 
 from ..checkpoint import ENGINES, MAX_PARAMETERS
-from ..checks import shown_path
+from ..checks import MAX_LM_BLOCK, MAX_LM_VOCAB, shown_path
 from ..lm.corpus import MAX_DATA_BYTES, MAX_WORD_LENGTH
-from ..lm.models import MAX_BLOCK, MAX_VOCAB
 from ..printing import emit
 from ..scalar.nn import ACTIVATIONS
 from ..training import language
@@ -160,13 +159,13 @@ def _add_lm_options(p: argparse.ArgumentParser) -> None:
         type=file_path,
         metavar="PATH",
         help=f"a UTF-8 text file of at most {MAX_DATA_BYTES:,} bytes and "
-        f"{MAX_VOCAB} distinct characters: one item a line for bigram, mlp and "
+        f"{MAX_LM_VOCAB} distinct characters: one item a line for bigram, mlp and "
         f"transformer (lines of at most {MAX_WORD_LENGTH} characters), running "
         "text for gpt",
     )
     g.add_argument(
         "--block-size",
-        type=whole_number("--block-size", 1, MAX_BLOCK),
+        type=whole_number("--block-size", 1, MAX_LM_BLOCK),
         metavar="N",
         help="context length in characters (gpt: default 64; mlp: default the longest "
         "line + 1, as transformer and bigram always use)",

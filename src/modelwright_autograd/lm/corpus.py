@@ -19,9 +19,8 @@ from typing import overload
 
 import numpy as np
 
-from ..checks import shown_path
+from ..checks import MAX_LM_VOCAB, shown_path
 from ..files import UnreadableFile, read_bounded
-from .models import MAX_VOCAB
 
 #: The corpora shipped inside the package (lm/data/, README.md there gives provenance,
 #: licence and the checksums below).
@@ -125,10 +124,10 @@ class Vocabulary:
     def of(cls, text: str, boundary: bool, where: str) -> Vocabulary:
         chars = "".join(sorted(set(text)))
         vocab = cls(chars, boundary)
-        if vocab.size > MAX_VOCAB:
+        if vocab.size > MAX_LM_VOCAB:
             raise CorpusError(
                 f"{where}: {len(chars):,} distinct characters; a character model here takes "
-                f"at most {MAX_VOCAB - boundary}"
+                f"at most {MAX_LM_VOCAB - boundary}"
             )
         return vocab
 

@@ -28,9 +28,6 @@ from ..tensor.nn import Dropout, Embedding, LayerNorm, Linear, Module, Sequentia
 KINDS = ("bigram", "mlp", "transformer", "gpt")
 #: The loss skips the targets equal to this: makemore pads a name's targets with -1.
 IGNORE_INDEX = -1
-#: The longest context (the attention scores are block x block per head) and the most
-#: tokens (characters) a model may have.
-MAX_BLOCK, MAX_VOCAB = 1024, 256
 #: nanoGPT's GPTConfig fields (its checkpoints' ``model_args``), which LMConfig shares.
 NANOGPT_ARGS = ("n_layer", "n_head", "n_embd", "block_size", "bias", "vocab_size", "dropout")
 
@@ -71,14 +68,12 @@ def makemore_transformer(vocab_size: int, block_size: int, **changes: Any) -> LM
 
 
 def check_config(config: LMConfig) -> LMConfig:
-    """A ValueError naming the first setting that cannot make a model."""
+    """A ValueError naming the first setting that cannot make a model. Structure only: the
+    size budgets are ``checks.check_lm_sizes``, applied by the commands and file loaders."""
     if config.kind not in KINDS:
         raise ValueError(f"unknown model {config.kind!r}; expected one of {KINDS}")
     for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd", "n_hidden"):
         positive_int(getattr(config, name), name)
-    for name, most in (("block_size", MAX_BLOCK), ("vocab_size", MAX_VOCAB)):
-        if getattr(config, name) > most:
-            raise ValueError(f"{name} must be at most {most}, got {getattr(config, name)}")
     if config.n_embd % config.n_head:
         raise ValueError(
             f"n_embd {config.n_embd} must be divisible by n_head {config.n_head} (each head "

@@ -34,6 +34,7 @@ from ..checkpoint import (
     save_checkpoint,
     shown,
 )
+from ..checks import check_lm_sizes
 from ..files import UnreadableFile, atomic_write, read_bounded, refuse_non_regular
 from ..lm import models
 from ..lm.corpus import CorpusError, Source, Vocabulary, split_names
@@ -633,6 +634,7 @@ def _dtype(state: Mapping[str, np.ndarray]) -> str:
 def _checked(path: Path, config: models.LMConfig) -> models.LMConfig:
     try:
         models.check_config(config)
+        check_lm_sizes(config.block_size, config.vocab_size)
     except (ValueError, TypeError) as e:
         raise CheckpointError(path, f"a model this code cannot build: {e}") from None
     weights = models.num_parameters(config)

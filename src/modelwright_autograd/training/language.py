@@ -25,6 +25,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..checkpoint import MAX_LM_PARAMETERS, save_checkpoint, tensors_file
+from ..checks import check_lm_sizes
 from ..collector import collection_paused
 from ..files import write_json
 from ..lm import models
@@ -274,6 +275,7 @@ def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, Names | Text]:
     }
     try:
         config = models.check_config(replace(config, **changes))
+        check_lm_sizes(config.block_size, config.vocab_size)
     except ValueError as e:
         raise UsageError("--n-embd" if "n_embd" in str(e) else "--model", str(e)) from None
     base = default_training(kind, steps_option(args), args.lr)
