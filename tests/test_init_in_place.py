@@ -96,6 +96,14 @@ def test_init_refuses_what_is_not_a_folder_naming_it(tmp_path, capsys, make, kin
     assert err.count("\n") == 1 and f"is {kind}" in err and "not a folder" in err
 
 
+def test_init_under_a_file_names_the_file(tmp_path, capsys):
+    (tmp_path / "afile").write_text("x")
+    assert main(["init", str(tmp_path / "afile" / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "afile is a file, not a folder" in err
+    assert _names(tmp_path) == ["afile"]
+
+
 def test_init_fills_a_mounted_filesystem_in_place(tmp_path):
     mount = tmp_path / "volume"
     mount.mkdir()

@@ -34,7 +34,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from ..files import atomic_write, file_kind
+from ..files import atomic_write, file_kind, folder_problem
 
 # Each file of the repository (its path, {package} the package's folder) and its template
 # (in templates/ or templates_tensor/; SHARED ones always in templates/).
@@ -190,8 +190,10 @@ def write_starter(
         if lm and os.path.isdir(directory) and os.listdir(directory):
             return add_lm(directory)
         created = not _existing_folder(directory)
-    except OSError as error:  # a name too long, a folder we may not read
-        raise StarterError(f"cannot use {directory}: {error.strerror or error}") from None
+    except OSError as error:  # a file on the way, a name too long, a folder we may not read
+        file_on_the_way = isinstance(error, (FileExistsError, NotADirectoryError))
+        why = (file_on_the_way and folder_problem(directory.parent)) or error.strerror or error
+        raise StarterError(f"cannot use {directory}: {why}") from None
     staging = directory / f".init-{secrets.token_hex(4)}.tmp"
     moved: list[Path] = []
     try:
