@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from modelwright_autograd import Value, sum_values
 from modelwright_autograd.graph import topological_order
-from modelwright_autograd.scalar.engine import _interior_order
+from modelwright_autograd.scalar.engine import interior_order
 
 
 def _positive(t):
@@ -172,7 +172,7 @@ def test_backward_walks_the_graph_in_the_shared_walks_order(graph):
     leaf_values, steps = graph
     out, _ = _run(leaf_values, steps, Value)
     assume(out is not None)
-    walked = _interior_order(out)
+    walked = interior_order(out)
     shared = topological_order(out, leaves=False)
     assert len(walked) == len(shared)
     assert all(a is b for a, b in zip(walked, shared))
@@ -182,7 +182,7 @@ def test_backward_walks_an_empty_sum_as_the_shared_walk_does():
     # sum_values([]) has no inputs, so no rule either: both walks take it for a leaf
     x = Value(2.0)
     out = (x * sum_values([])) + sum_values([x, 1.0])
-    walked, shared = _interior_order(out), topological_order(out, leaves=False)
+    walked, shared = interior_order(out), topological_order(out, leaves=False)
     assert len(walked) == len(shared) == 3  # out, the product, the sum of x and 1
     assert all(a is b for a, b in zip(walked, shared))
 

@@ -47,7 +47,7 @@ SCALAR: dict[str, Callable[[], torch.Tensor]] = {
     "_mul_backward": lambda: _t() * _t(),
     "_div_backward": lambda: _t() / _t(),
     "_neg_backward": lambda: -_t(),
-    "_powc_backward": lambda: _t() ** 3.0,
+    "powc_backward": lambda: _t() ** 3.0,
     "_pow_backward": lambda: _t() ** _t(),
     "_exp_backward": lambda: _t().exp(),
     "_log_backward": lambda: _t().log(),
@@ -180,8 +180,7 @@ def rules_of_engines() -> dict[str, set[str]]:
             found |= {
                 n
                 for n, obj in vars(module).items()
-                if n.startswith("_")
-                and n.endswith("_backward")
+                if n.endswith("_backward")
                 and callable(obj)
                 and getattr(obj, "__module__", None) == name
             }
@@ -206,9 +205,9 @@ def doc_rows() -> dict[str, dict[str, tuple[list[str], list[str]]]]:
             )
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if engine is None or len(cells) != 5 or not cells[1].startswith("`_"):
+        if engine is None or len(cells) != 5 or not cells[1].startswith("`"):
             continue  # not a row of the two tables (their header, rule, prose)
-        rule = re.findall(r"`(_\w+_backward)`", cells[1])
+        rule = re.findall(r"`(\w+_backward)`", cells[1])
         assert len(rule) == 1, f"a row without one rule name: {line}"
         nodes = re.findall(r"`(\w+Backward\d+)`", cells[2])
         formulas = re.findall(r"`([^`]+)`", cells[3])

@@ -82,9 +82,7 @@ def engine_rules() -> set[str]:
     ``rule:`` line of each ```derivative block names one of these.
     """
     return {
-        name
-        for name, obj in vars(engine).items()
-        if name.startswith("_") and name.endswith("_backward") and callable(obj)
+        name for name, obj in vars(engine).items() if name.endswith("_backward") and callable(obj)
     }
 
 

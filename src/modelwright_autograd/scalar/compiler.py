@@ -40,12 +40,12 @@ TERMS = 32
 
 #: What the emitted source may call: the float helpers the rules use on floats.
 NAMESPACE: dict[str, Any] = {
-    "_ieee_div": floats._ieee_div,
-    "_ieee_pow": floats._ieee_pow,
-    "_const_pow": floats._const_pow,
-    "_ieee_exp": floats._ieee_exp,
-    "_ieee_log": floats._ieee_log,
-    "_ieee_sigmoid": floats._ieee_sigmoid,
+    "ieee_div": floats.ieee_div,
+    "ieee_pow": floats.ieee_pow,
+    "const_pow": floats.const_pow,
+    "ieee_exp": floats.ieee_exp,
+    "ieee_log": floats.ieee_log,
+    "ieee_sigmoid": floats.ieee_sigmoid,
     "_tanh": math.tanh,
     "_inf": math.inf,
     "_nan": math.nan,
@@ -331,7 +331,7 @@ class _Writer:
             )
         names = [self.names[id(p)] for p in node._prev]
         key: tuple = (node._op, len(names))
-        if rule_of(node) is engine._powc_backward:  # a number exponent: the op takes it so
+        if rule_of(node) is engine.powc_backward:  # a number exponent: the op takes it so
             key += (literal(node._prev[1].data),)
 
         def derive(env: Env, slots: list[Any]) -> Sym:
@@ -381,7 +381,7 @@ class _Writer:
         started: set[str] = set()  # the inputs' gradients written so far
         if id(loss) in input_grads:  # the loss is an input: d loss / d loss = 1
             waiting[id(loss)] = terms.pop(id(loss))
-        order = engine._interior_order(loss) if id(loss) in varying else []
+        order = engine.interior_order(loss) if id(loss) in varying else []
         read = {id(v) for v in self.outside}  # fn reads them: no gradient through them
         for node in reversed(order):
             if id(node) not in varying or not node._prev or id(node) in read:

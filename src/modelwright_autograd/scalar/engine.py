@@ -15,7 +15,7 @@ from typing import Any, Union
 
 from ..checks import as_float, describe
 from ..graph import GradMode, GraphCycleError, caught_up, enable_grad
-from .floats import _INF, _const_pow, _ieee_div, _ieee_exp, _ieee_log, _ieee_pow, _ieee_sigmoid
+from .floats import INF, const_pow, ieee_div, ieee_exp, ieee_log, ieee_pow, ieee_sigmoid
 from .symbolic import once
 
 Operand = Union["Value", int, float]
@@ -36,14 +36,14 @@ def _raw(x: Num) -> float:
 def _div_any(x: Num, y: Num) -> Num:
     """x / y: IEEE-safe on floats, the ``/`` op on Values."""
     if type(x) is float and type(y) is float:
-        return _ieee_div(x, y)
+        return ieee_div(x, y)
     return x / y
 
 
 def _pow_any(x: Num, y: Num) -> Num:
     """x ** y: C's ``pow`` on floats, the ``**`` op on Values."""
     if type(x) is float and type(y) is float:
-        return _ieee_pow(x, y)
+        return ieee_pow(x, y)
     return x**y
 
 
@@ -51,13 +51,13 @@ def _const_pow_any(x: Num, n: float) -> Num:
     """x ** n for a constant n: as the forward computes it on floats, the ``**`` op on Values,
     its call written out on the compiler's symbols."""
     if type(x) is float:
-        return _const_pow(x, n)
-    return x**n if isinstance(x, Value) else x.call("_const_pow", n)
+        return const_pow(x, n)
+    return x**n if isinstance(x, Value) else x.call("const_pow", n)
 
 
 def _log_any(x: Num) -> Num:
     """ln x: IEEE on a float (-inf at 0), the ``log`` op on a Value."""
-    return _ieee_log(x) if type(x) is float else x.log()
+    return ieee_log(x) if type(x) is float else x.log()
 
 
 _new = object.__new__
@@ -210,7 +210,7 @@ def _sub_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _div(a: Value, b: Operand) -> Value:
     b = as_value(b, "/")
-    return _node(_ieee_div(a._data, b._data), a, b, "/", _div_backward)
+    return _node(ieee_div(a._data, b._data), a, b, "/", _div_backward)
 
 
 def _div_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
@@ -233,12 +233,12 @@ def _pow(a: Value, b: Operand) -> Value:
     """a ** b. A number exponent becomes a constant input that receives no gradient; a
     Value exponent is differentiated too (``Value ** Value``, and ``2 ** v`` via __rpow__)."""
     if isinstance(b, Value):
-        return _node(_ieee_pow(a._data, b._data), a, b, "**", _pow_backward)
+        return _node(ieee_pow(a._data, b._data), a, b, "**", _pow_backward)
     n = Value(as_float(b, "Value ** exponent"))
-    return _node(_const_pow(a._data, n._data), a, n, "**", _powc_backward)
+    return _node(const_pow(a._data, n._data), a, n, "**", powc_backward)
 
 
-def _powc_backward(g: Num, out: Num, a: Num, n: Num) -> Grads:
+def powc_backward(g: Num, out: Num, a: Num, n: Num) -> Grads:
     """c = a ** n for a constant n:  dc/da = n * a**(n-1) (0 when n = 0, as in torch)."""
     n = _raw(n)  # a constant: a plain float in both passes
     return (None if n == 0.0 else n * _const_pow_any(a, n - 1.0) * g), None
@@ -254,7 +254,7 @@ def _pow_backward(g: Num, out: Num, a: Num, b: Num) -> Grads:
 
 def _exp(a: Value) -> Value:
     """e ** a (``inf`` beyond about 709.78, never OverflowError)."""
-    return _node(_ieee_exp(a._data), a, None, "exp", _exp_backward)
+    return _node(ieee_exp(a._data), a, None, "exp", _exp_backward)
 
 
 @zero_safe
@@ -265,7 +265,7 @@ def _exp_backward(g: Num, out: Num, a: Num) -> Grads:
 
 def _log(a: Value) -> Value:
     """Natural log: ``-inf`` at 0 and ``nan`` below it, as in IEEE float64."""
-    return _node(_ieee_log(a._data), a, None, "log", _log_backward)
+    return _node(ieee_log(a._data), a, None, "log", _log_backward)
 
 
 @zero_safe
@@ -300,7 +300,7 @@ def _relu_backward(g: Num, out: Num, a: Num) -> Grads:
 
 def _sigmoid(a: Value) -> Value:
     """The logistic function 1 / (1 + e**-a), without overflow for any a."""
-    return _node(_ieee_sigmoid(a._data), a, None, "sigmoid", _sigmoid_backward)
+    return _node(ieee_sigmoid(a._data), a, None, "sigmoid", _sigmoid_backward)
 
 
 @zero_safe
@@ -367,7 +367,7 @@ def dot_relu_unchecked(ws: Sequence[Value], xs: Sequence[Value], b: Value) -> Va
     for w, x in zip(ws, xs):  # the order micrograd's sum(w*x, b) uses, bit for bit
         total += w._data * x._data
     out = 0.0 if total < 0.0 else total  # relu, as _relu writes it
-    if -_INF < total <= 0.0:  # inactive with finite inputs: no gradient flows back
+    if -INF < total <= 0.0:  # inactive with finite inputs: no gradient flows back
         return _node(out, None, (*ws, *xs, b), "dot_relu", None)
     return _node(out, None, (*ws, *xs, b), "dot_relu", _dot_relu_backward)
 
@@ -620,7 +620,7 @@ class Value:
             Tracing.hook.backward(self)
         if not (create_graph and isinstance(gradient, Value)):
             gradient = as_float(gradient, "backward(gradient)")
-        order = _interior_order(self)
+        order = interior_order(self)
         for node in order:
             if node._a is not None or node._b is not None:  # not a leaf root
                 node._grad = 0.0
@@ -633,7 +633,7 @@ class Value:
             rule = node._backward
             if rule is None:
                 continue
-            if node._grad == 0.0 and 0.0 < abs(node._data) < _INF and _is_zero_safe(rule):
+            if node._grad == 0.0 and 0.0 < abs(node._data) < INF and _is_zero_safe(rule):
                 continue  # it would pass on only +-0.0 (see zero_safe above)
             # The one place gradients are accumulated: += because a node used twice
             # (a * a, or a reached by two paths) must receive the sum of both. The inputs
@@ -657,10 +657,10 @@ class Value:
                     b._grad += gb
 
 
-_EMIT = object()  # on _interior_order's stack: "the node below has all its inputs listed"
+_EMIT = object()  # on interior_order's stack: "the node below has all its inputs listed"
 
 
-def _interior_order(root: Value) -> list[Value]:
+def interior_order(root: Value) -> list[Value]:
     """``graph.topological_order(root, leaves=False)`` for Values, in the same order: the
     nodes root depends on that have inputs (a leaf has no rule to run), root always
     included, each after all of its inputs. It reads the input slots ``_a``/``_b``

@@ -11,7 +11,7 @@ conditions can go and joins the results, a gradient that is None on some ways be
 ``Grad`` with the condition under which there is none. A compound value that is compared
 (the pre-activation of a ReLU neuron), or passed through ``once``, is written once as a
 statement of its own and read by name. ``forward_namespace`` gives an op's forward the
-calls it makes on floats (``_ieee_exp``, ``math.tanh``, ...) as symbols.
+calls it makes on floats (``ieee_exp``, ``math.tanh``, ...) as symbols.
 """
 
 from __future__ import annotations
@@ -131,19 +131,19 @@ class Sym:
         return Sym(f"-{self._side(UNARY)}", self.env, UNARY)
 
     def __truediv__(self, other: object) -> Sym:
-        return self.call("_ieee_div", other)
+        return self.call("ieee_div", other)
 
     def __rtruediv__(self, other: object) -> Sym:
-        return _text(other, self.env).call("_ieee_div", self)
+        return _text(other, self.env).call("ieee_div", self)
 
     def __pow__(self, other: object) -> Sym:
-        return self.call("_ieee_pow", other)
+        return self.call("ieee_pow", other)
 
     def __rpow__(self, other: object) -> Sym:
-        return _text(other, self.env).call("_ieee_pow", self)
+        return _text(other, self.env).call("ieee_pow", self)
 
     def log(self) -> Sym:
-        return self.call("_ieee_log")
+        return self.call("ieee_log")
 
     def call(self, function: str, *more: object) -> Sym:
         """``function(self, *more)`` as source: one of the helpers the compiled code has."""
