@@ -102,9 +102,9 @@ TENSOR: dict[str, Callable[[], torch.Tensor]] = {
     "_reshape_backward": lambda: _a().reshape(3, 2),
     "_transpose_backward": lambda: _a().transpose(0, 1),
     "_permute_backward": lambda: _a().permute(1, 0),
-    "_expand_backward": lambda: _t(1, 3).expand(2, 3),
+    "expand_backward": lambda: _t(1, 3).expand(2, 3),
     "_basic_index_backward": lambda: _a().flip(1),
-    "_getitem_backward": lambda: _a()[torch.tensor([1, 0, 1])],
+    "getitem_backward": lambda: _a()[torch.tensor([1, 0, 1])],
     "_scatter_backward": lambda: torch.zeros(2, 3, dtype=torch.float64).index_put(
         (torch.tensor([1, 0]),), _a(), accumulate=True
     ),

@@ -140,7 +140,7 @@ def _seeds(outs: tuple[Node, ...], grad_outputs: Any, tensor: bool, create_graph
                 )
             v = np.ones(o.shape, dtype=o.dtype)
         if not (create_graph and isinstance(v, tm.Tensor)):
-            v = tm._to_array(v, "grad: grad_outputs", o.dtype)
+            v = tm.to_array(v, "grad: grad_outputs", o.dtype)
             if create_graph:
                 v = tm.make_node(v, (), "", None)
         if v.shape != o.shape:
@@ -457,7 +457,7 @@ def _directions(v: Any, leaves: tuple, many: bool, tensor: bool, op: str) -> lis
             continue
         tm = _tensor_module()
         if not isinstance(d, tm.Tensor):
-            d = tm._to_array(d, f"{op}: v", x.dtype)
+            d = tm.to_array(d, f"{op}: v", x.dtype)
         if d.shape != x.shape:
             raise ValueError(f"{op}: v {i} has shape {d.shape} but the input has {x.shape}")
         out.append(d)

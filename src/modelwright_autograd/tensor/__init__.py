@@ -30,13 +30,13 @@ from .core import (
     Operand,
     Shape,
     Tensor,
-    _to_array,
     check_tensor,
     grad_for,
     make_node,
     raw,
     result_type,
     sum_to,
+    to_array,
 )
 from .elementwise import masked_fill, maximum, minimum, power
 from .kit import (
@@ -71,7 +71,6 @@ __all__ = [
     "Shape",
     "Tensor",
     "ValuesIndices",
-    "_to_array",
     "cat",
     "check_tensor",
     "cos",
@@ -107,6 +106,7 @@ __all__ = [
     "sum_to",
     "swapaxes",
     "tanh",
+    "to_array",
     "tril",
     "triu",
     "where",

@@ -25,11 +25,11 @@ from .core import (
     raw,
 )
 from .kit import (
-    _constant,
-    _erf_array,
-    _number,
+    as_number,
     check_kind,
+    constant,
     erf,
+    erf_array,
     exp,
     sigmoid,
     tanh,
@@ -41,7 +41,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
     """x for x > 0, else negative_slope * x (``torch.nn.functional.leaky_relu``)."""
     check_tensor(input, "leaky_relu: input")
     check_kind(input, "leaky_relu", "f")
-    slope = _number(negative_slope, "leaky_relu: negative_slope")
+    slope = as_number(negative_slope, "leaky_relu: negative_slope")
     x = input.data
     data = np.where(x > 0.0, x, x * x.dtype.type(slope))
     return make_node(data, (input,), "leaky_relu", _leaky_relu_backward, slope)
@@ -49,7 +49,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01) -> Tensor:
 
 def _leaky_relu_backward(g: Arr, out: Arr, slope: float, need: Need, a: Arr) -> Grads:
     """c = a if a > 0 else s*a:  dc/da = 1 for a > 0, else s (so s at 0, as torch)."""
-    return (g * _constant(np.where(raw(a) > 0.0, 1.0, slope), g),)
+    return (g * constant(np.where(raw(a) > 0.0, 1.0, slope), g),)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -57,8 +57,8 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
     agree to within e^-threshold), as ``torch.nn.functional.softplus``."""
     check_tensor(input, "softplus: input")
     check_kind(input, "softplus", "f")
-    b = _number(beta, "softplus: beta")
-    t = _number(threshold, "softplus: threshold")
+    b = as_number(beta, "softplus: beta")
+    t = as_number(threshold, "softplus: threshold")
     if b == 0.0:
         raise ValueError("softplus: beta must not be 0 (the result divides by it)")
     x = input.data
@@ -73,7 +73,7 @@ def _softplus_backward(
 ) -> Grads:
     """c = log(1 + e^(b a)) / b:  dc/da = sigmoid(b a); 1 in the linear region."""
     b, linear = ctx
-    return (g * (zero_where(linear, sigmoid(a * b)) + _constant(linear, g)),)
+    return (g * (zero_where(linear, sigmoid(a * b)) + constant(linear, g)),)
 
 
 _GELU_K = math.sqrt(2.0 / math.pi)  # the tanh form's scale
@@ -95,7 +95,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     elif x.dtype == np.float32:
         data, cdf = _gelu_float32(x)
     else:  # x * (0.5 (1 + erf)): the same bits as 0.5 x (1 + erf), a halving being exact
-        cdf = _erf_array(x * math.sqrt(0.5))
+        cdf = erf_array(x * math.sqrt(0.5))
         cdf += 1.0  # in place: cdf is a fresh array (one temporary per step, not three)
         cdf *= 0.5
         data = x * cdf

@@ -29,7 +29,7 @@ _new = object.__new__
 
 
 # ---------------------------------------------------------------------- input checking
-def _to_array(data: object, where: str, dtype: Any = None) -> np.ndarray:
+def to_array(data: object, where: str, dtype: Any = None) -> np.ndarray:
     """A new float ndarray holding ``data``, or a TypeError naming what was given.
 
     The result never shares memory with ``data``: a parameter built from a caller's
@@ -75,7 +75,7 @@ def check_tensor(x: object, where: str) -> Tensor:
     return x
 
 
-def _lift(x: Operand, like: Any, op: str) -> Tensor:
+def lift(x: Operand, like: Any, op: str) -> Tensor:
     """x as a Tensor: Tensors pass through, NumPy arrays become constants, and a number
     becomes a constant of the dtype it promotes ``like`` (the other operand) to, as a
     Python number does in torch: float32 * 0.5 stays float32, bool * 0.5 is float64, and
@@ -89,7 +89,7 @@ def _lift(x: Operand, like: Any, op: str) -> Tensor:
             dtype = result_type(like, x)
         return make_node(np.asarray(x, dtype=dtype), (), "", None)
     if isinstance(x, np.ndarray):
-        return make_node(_to_array(x, f"{op} operand"), (), "", None)
+        return make_node(to_array(x, f"{op} operand"), (), "", None)
     raise TypeError(f"unsupported operand for {op}: Tensor and {describe(x)}")
 
 
@@ -154,7 +154,7 @@ def promoted(a: Tensor, b: Tensor, floating: bool = False) -> tuple[np.ndarray, 
     return A.astype(dtype, copy=False), B.astype(dtype, copy=False)
 
 
-def _dim(d: object, ndim: int, op: str, extra: int = 0) -> int:
+def wrap_dim(d: object, ndim: int, op: str, extra: int = 0) -> int:
     """Normalise one dim (negative counts from the end) or raise naming dim and ndim.
 
     ``extra=1`` lets the dim name a new position one past the end (for ``stack``).
@@ -168,7 +168,7 @@ def _dim(d: object, ndim: int, op: str, extra: int = 0) -> int:
     return int(d) % n
 
 
-def _dims(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...] | None:
+def wrap_dims(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...] | None:
     """Normalise ``dim`` for a reduction: None (every dim), an int, or a tuple of ints. A
     0-d tensor takes dim 0 or -1 as its one element's dim, as torch, which means all
     (None)."""
@@ -179,23 +179,23 @@ def _dims(dim: int | Sequence[int] | None, ndim: int, op: str) -> tuple[int, ...
         raise ValueError(f"{op}: dim=() names no dims; use dim=None to reduce over all of them")
     if ndim == 0:
         for d in items:
-            _dim(d, 0, op, extra=1)  # 0 or -1, the range of a 1-element dim
+            wrap_dim(d, 0, op, extra=1)  # 0 or -1, the range of a 1-element dim
         return None
-    dims = tuple(_dim(d, ndim, op) for d in items)
+    dims = tuple(wrap_dim(d, ndim, op) for d in items)
     if len(set(dims)) != len(dims):
         raise ValueError(f"{op}: dim {dim!r} names the same dim twice (ndim {ndim})")
     return dims
 
 
-def _one_dim(dim: int | None, ndim: int, op: str) -> int | None:
+def wrap_one_dim(dim: int | None, ndim: int, op: str) -> int | None:
     """Normalise the single ``dim`` of prod and argmax-like ops: None for every dim, as for
     dim 0 or -1 of a 0-d tensor (torch accepts those)."""
     if dim is None:
         return None
     if ndim == 0:
-        _dim(dim, 0, op, extra=1)  # 0 or -1, the range of a 1-element dim
+        wrap_dim(dim, 0, op, extra=1)  # 0 or -1, the range of a 1-element dim
         return None
-    return _dim(dim, ndim, op)
+    return wrap_dim(dim, ndim, op)
 
 
 # ---------------------------------------------------------------------- graph plumbing
@@ -254,7 +254,7 @@ def _broadcast_axes(big: Shape, shape: Shape) -> tuple[int, ...]:
     )
 
 
-def _kept_shape(shape: Shape, dims: tuple[int, ...] | None) -> Shape:
+def kept_shape(shape: Shape, dims: tuple[int, ...] | None) -> Shape:
     """The shape a reduction over ``dims`` has with keepdim=True: 1 at each reduced dim."""
     return tuple(1 if dims is None or i in dims else n for i, n in enumerate(shape))
 
@@ -361,7 +361,7 @@ class Tensor:
             raise TypeError(
                 f"Tensor(): requires_grad must be a bool, got {describe(requires_grad)}"
             )
-        self.data = _to_array(data, "Tensor()", dtype)
+        self.data = to_array(data, "Tensor()", dtype)
         self.grad: np.ndarray | None = None
         self.requires_grad = requires_grad
         self._prev: tuple[Tensor, ...] = ()
@@ -387,7 +387,7 @@ class Tensor:
         """The shape, or the length of one dim (as torch's ``size()``)."""
         if dim is None:
             return self.data.shape
-        return self.data.shape[_dim(dim, self.data.ndim, "size")]
+        return self.data.shape[wrap_dim(dim, self.data.ndim, "size")]
 
     def numel(self) -> int:
         """The number of elements."""
@@ -461,7 +461,7 @@ class Tensor:
         elif create_graph and isinstance(gradient, Tensor):
             seed = gradient  # kept as it is: the gradients may depend on it too, as in torch
         else:
-            seed = _to_array(gradient, "backward(gradient)", self.data.dtype)
+            seed = to_array(gradient, "backward(gradient)", self.data.dtype)
         if seed.shape != self.data.shape:
             raise ValueError(
                 f"backward: gradient has shape {seed.shape} but the tensor has shape {self.shape}"

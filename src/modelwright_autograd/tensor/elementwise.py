@@ -44,22 +44,22 @@ from .core import (
     Need,
     Operand,
     Tensor,
-    _lift,
     check_tensor,
+    lift,
     make_node,
     promoted,
     raw,
     result_type,
 )
 from .kit import (
-    _constant,
-    _erf_array,
-    _number,
-    _sigmoid_array,
+    as_number,
     check_kind,
+    constant,
     cos,
+    erf_array,
     exp,
     log,
+    sigmoid_array,
     sin,
     zero_where,
     zeros_like,
@@ -95,7 +95,7 @@ def _elementwise(
 
 
 def _add(a: Tensor, other: Operand) -> Tensor:
-    other = _lift(other, a, "add")
+    other = lift(other, a, "add")
     return make_node(_elementwise("add", np.add, a, other), (a, other), "+", _add_backward)
 
 
@@ -106,7 +106,7 @@ def _add_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
 
 def _sub(a: Tensor, other: Operand) -> Tensor:
     _check_no_bool(other)
-    other = _lift(other, a, "sub")
+    other = lift(other, a, "sub")
     _check_no_bool(a, other)
     return make_node(_elementwise("sub", np.subtract, a, other), (a, other), "-", _sub_backward)
 
@@ -127,7 +127,7 @@ def _sub_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
 
 
 def _mul(a: Tensor, other: Operand) -> Tensor:
-    other = _lift(other, a, "mul")
+    other = lift(other, a, "mul")
     return make_node(_elementwise("mul", np.multiply, a, other), (a, other), "*", _mul_backward)
 
 
@@ -137,7 +137,7 @@ def _mul_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
 
 
 def _div(a: Tensor, other: Operand) -> Tensor:
-    other = _lift(other, a, "div")
+    other = lift(other, a, "div")
     data = _elementwise("div", np.true_divide, a, other, floating=True)
     return make_node(data, (a, other), "/", _div_backward)
 
@@ -151,26 +151,26 @@ def _div_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Gr
 # Reflected forms: ``2 - t`` and friends lift the number to a constant of the dtype it
 # promotes t to (t's own for a float t).
 def _radd(a: Tensor, other: Operand) -> Tensor:
-    return _add(_lift(other, a, "add"), a)
+    return _add(lift(other, a, "add"), a)
 
 
 def _rsub(a: Tensor, other: Operand) -> Tensor:
     _check_no_bool(other)
-    return _sub(_lift(other, a, "sub"), a)
+    return _sub(lift(other, a, "sub"), a)
 
 
 def _rmul(a: Tensor, other: Operand) -> Tensor:
-    return _mul(_lift(other, a, "mul"), a)
+    return _mul(lift(other, a, "mul"), a)
 
 
 def _rdiv(a: Tensor, other: Operand) -> Tensor:
-    return _div(_lift(other, a, "div"), a)
+    return _div(lift(other, a, "div"), a)
 
 
 def _remainder(a: Tensor, other: Operand) -> Tensor:
     """a % b as torch.remainder: a - floor(a / b) * b, the sign of b (Python's %); nan for
     a float b of 0, and an integer b of 0 a ZeroDivisionError, as in torch."""
-    other = _lift(other, a, "remainder")
+    other = lift(other, a, "remainder")
     data = _floor_op("%", np.remainder, a, other)
     return make_node(data, (a, other), "%", _remainder_backward)
 
@@ -187,7 +187,7 @@ def _remainder_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr)
 def _rremainder(a: Tensor, other: Operand) -> Tensor:
     """number % t: torch gives no derivative for t (remainder.Scalar_Tensor has none), and
     neither does this: a backward() through it raises, as torch's does."""
-    other = _lift(other, a, "remainder")
+    other = lift(other, a, "remainder")
     data = _floor_op("%", np.remainder, other, a)
     return make_node(data, (a,), "%", _no_derivative, "remainder")
 
@@ -196,14 +196,14 @@ def _floor_divide(a: Tensor, other: Operand) -> Tensor:
     """a // b as torch.floor_divide: floor(a / b) (inf for a float b of 0, an integer b of
     0 a ZeroDivisionError). torch records it but has no derivative for it: a backward()
     through it raises, as torch's does."""
-    other = _lift(other, a, "floor_divide")
+    other = lift(other, a, "floor_divide")
     data = _floor_op("//", np.floor_divide, a, other)
     return make_node(data, (a, other), "//", _no_derivative, "floor_divide")
 
 
 def _rfloor_divide(a: Tensor, other: Operand) -> Tensor:
     """number // t (see _floor_divide)."""
-    return _floor_divide(_lift(other, a, "floor_divide"), a)
+    return _floor_divide(lift(other, a, "floor_divide"), a)
 
 
 def _floor_op(symbol: str, ufunc: np.ufunc, a: Tensor, b: Tensor) -> np.ndarray:
@@ -226,7 +226,7 @@ def _pow(a: Tensor, exponent: float) -> Tensor:
     """x ** n for a number n (a Python float keeps a float32 tensor float32); a Tensor or
     array exponent is its own op, ``_pow_tensor``."""
     if isinstance(exponent, (Tensor, np.ndarray)):
-        return _pow_tensor(a, _lift(exponent, a, "**"))
+        return _pow_tensor(a, lift(exponent, a, "**"))
     if not isinstance(exponent, numbers.Real):
         raise TypeError(
             f"Tensor ** exponent: the exponent must be a number or a Tensor, got "
@@ -301,10 +301,10 @@ def _relu(a: Tensor) -> Tensor:
     """max(0, x) with relu(nan) = nan and relu(-0.0) = -0.0, as in torch (and Value.relu);
     an integer tensor stays integer, a bool one is refused (as torch)."""
     check_kind(a, "relu", "fiu")
-    return make_node(_relu_array(a.data), (a,), "relu", _relu_backward)
+    return make_node(relu_array(a.data), (a,), "relu", _relu_backward)
 
 
-def _relu_array(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
+def relu_array(x: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """relu on an array (written into x itself with ``overwrite``, for an array the caller
     has just made). ``np.maximum`` is branch-free, where ``np.where`` on a mask of random
     signs costs a mispredicted branch per element (several times slower on this
@@ -324,7 +324,7 @@ def _relu_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 
 def _sigmoid(a: Tensor) -> Tensor:
-    return make_node(_sigmoid_array(_floating(a)), (a,), "sigmoid", _sigmoid_backward)
+    return make_node(sigmoid_array(_floating(a)), (a,), "sigmoid", _sigmoid_backward)
 
 
 def _sigmoid_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -405,7 +405,7 @@ def _expm1_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 def _erf(a: Tensor) -> Tensor:
     """The error function (gelu is built on it)."""
-    return make_node(_erf_array(_floating(a)), (a,), "erf", _erf_backward)
+    return make_node(erf_array(_floating(a)), (a,), "erf", _erf_backward)
 
 
 def _erf_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
@@ -475,14 +475,14 @@ def _pairwise(
 ) -> Tensor:
     """The node of a broadcasting two-input function (maximum, minimum)."""
     check_tensor(input, f"{op}: input")
-    other = _lift(other, input, op)
+    other = lift(other, input, op)
     return make_node(_elementwise(op, ufunc, input, other), (input, other), op, rule)
 
 
 def _tie_shares(g: Arr, A: np.ndarray, B: np.ndarray, loses: np.ufunc, need: Need) -> Grads:
     """maximum's and minimum's gradients: none to the side that ``loses`` (np.less for
     maximum), all of g to the other, half to each at a tie."""
-    share = g * _constant(np.where(A == B, 0.5, 1.0), g)
+    share = g * constant(np.where(A == B, 0.5, 1.0), g)
     return (
         zero_where(loses(A, B), share) if need[0] else None,
         zero_where(loses(B, A), share) if need[1] else None,
@@ -522,7 +522,7 @@ def _pow_tensor_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr
 
 def _rpow(a: Tensor, other: Operand) -> Tensor:
     """number ** t: the number lifted to a constant of t's dtype."""
-    return _pow_tensor(_lift(other, a, "**"), a)
+    return _pow_tensor(lift(other, a, "**"), a)
 
 
 # ---------------------------------------------------------------------- comparisons
@@ -536,7 +536,7 @@ def _comparison(symbol: str, ufunc: np.ufunc) -> Callable[[Tensor, Any], Any]:
         if isinstance(other, Tensor) or (
             isinstance(other, numbers.Real) and not isinstance(other, bool)
         ):  # compared in the dtype torch promotes the two to
-            A, b = promoted(a, _lift(other, a, symbol))
+            A, b = promoted(a, lift(other, a, symbol))
         elif isinstance(other, (np.ndarray, numbers.Real)):
             b = other
         else:
@@ -562,7 +562,7 @@ def masked_fill(input: Tensor, mask: Any, value: float) -> Tensor:
     cond = mask.data if isinstance(mask, Tensor) else np.asarray(mask)
     if cond.dtype != np.bool_:
         raise TypeError(f"masked_fill: mask must be boolean, got dtype {cond.dtype}")
-    fill = np.asarray(_number(value, "masked_fill: value"), dtype=input.dtype)
+    fill = np.asarray(as_number(value, "masked_fill: value"), dtype=input.dtype)
     try:
         data = np.where(cond, fill, input.data)
     except ValueError:

@@ -11,7 +11,7 @@ Tensors. ``raw``, ``sum_to`` and ``grad_for`` live in core.py, which the walk ne
 The kit's own ops, each forward above its rule:
 
     op                     forward    rule                d(out)/d(input)
-    expand(g, dims, shape) expand     _expand_backward    1 (the engine sums back)
+    expand(g, dims, shape) expand     expand_backward    1 (the engine sums back)
     scatter(g, key, ...)   scatter    _scatter_backward   the elements at key
     where(cond, a, b)      where      _where_backward     1 where cond (a), where not (b)
 """
@@ -33,8 +33,8 @@ from .core import (
     Operand,
     Shape,
     Tensor,
-    _kept_shape,
-    _lift,
+    kept_shape,
+    lift,
     make_node,
     promoted,
     raw,
@@ -54,13 +54,13 @@ def expand(g: Arr, dims: Dims, shape: Shape) -> Arr:
         full = np.empty(shape, dtype=g.dtype)
         # g broadcasts as it is when every dim was reduced or the reduced ones were kept
         whole = dims is None or g.ndim == len(shape)
-        full[...] = g if whole else g.reshape(_kept_shape(shape, dims))
+        full[...] = g if whole else g.reshape(kept_shape(shape, dims))
         return full
-    kept = g.reshape(_kept_shape(shape, dims))
-    return make_node(np.broadcast_to(kept.data, shape).copy(), (kept,), "expand", _expand_backward)
+    kept = g.reshape(kept_shape(shape, dims))
+    return make_node(np.broadcast_to(kept.data, shape).copy(), (kept,), "expand", expand_backward)
 
 
-def _expand_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
+def expand_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
     """Repeating moves copies of a value: the engine sums the gradient back to a's shape."""
     return (g,)
 
@@ -77,7 +77,7 @@ def exp(x: Arr) -> Arr:
     return x.exp() if isinstance(x, Tensor) else np.exp(x)
 
 
-def _sigmoid_array(x: np.ndarray) -> np.ndarray:
+def sigmoid_array(x: np.ndarray) -> np.ndarray:
     """1 / (1 + e^-x) without overflow: with e = e^-|x|, it is 1/(1+e) for x >= 0 and
     e/(1+e) below, so exp never sees a large positive argument."""
     e = np.exp(-np.abs(x))
@@ -86,7 +86,7 @@ def _sigmoid_array(x: np.ndarray) -> np.ndarray:
 
 
 def sigmoid(x: Arr) -> Arr:
-    return x.sigmoid() if isinstance(x, Tensor) else _sigmoid_array(x)
+    return x.sigmoid() if isinstance(x, Tensor) else sigmoid_array(x)
 
 
 def select(mask: np.ndarray, x: Arr | float, y: Arr | float) -> Arr:
@@ -140,7 +140,7 @@ def scatter(g: Arr, key: Any, basic: bool, shape: Shape) -> Arr:
         if basic:  # basic indexing never selects an element twice
             full[key] = g
         elif type(key) is np.ndarray and key.dtype.kind in "iu" and key.size:
-            _add_rows(full, key, g)
+            add_rows(full, key, g)
         else:
             np.add.at(full, key, g)
         return full
@@ -148,7 +148,7 @@ def scatter(g: Arr, key: Any, basic: bool, shape: Shape) -> Arr:
     return make_node(data, (g,), "scatter", _scatter_backward, (key, basic))
 
 
-def _add_rows(full: np.ndarray, rows: np.ndarray, g: np.ndarray) -> None:
+def add_rows(full: np.ndarray, rows: np.ndarray, g: np.ndarray) -> None:
     """``full[rows[i]] += g[i]`` for every i, a row repeating any number of times (an
     embedding's backward): the rows sorted, each run of equal rows summed by
     ``np.add.reduceat``, several times faster than ``np.add.at``."""
@@ -183,7 +183,7 @@ def log(x: Arr) -> Arr:
 
 
 def erf(x: Arr) -> Arr:
-    return x.erf() if isinstance(x, Tensor) else _erf_array(x)
+    return x.erf() if isinstance(x, Tensor) else erf_array(x)
 
 
 try:  # SciPy comes with scikit-learn, a dependency; the engine itself needs NumPy alone
@@ -192,19 +192,19 @@ except ImportError:  # test_package runs the engine with SciPy hidden
     _ERF = np.vectorize(math.erf, otypes=[np.float64])
 
 
-def _erf_array(x: np.ndarray) -> np.ndarray:
+def erf_array(x: np.ndarray) -> np.ndarray:
     """erf elementwise. NumPy has none: SciPy's ufunc when SciPy is installed (Cephes,
     within an ulp or two, about 20 ns an element), else the C library's erf (``math.erf``)
     on each element (as accurate, about 150 ns an element)."""
     return np.asarray(_ERF(x), dtype=x.dtype)
 
 
-def _constant(x: np.ndarray, like: Arr) -> np.ndarray:
+def constant(x: np.ndarray, like: Arr) -> np.ndarray:
     """A mask or factor as an array of ``like``'s dtype, so a float32 gradient stays float32."""
     return np.asarray(x, dtype=raw(like).dtype)
 
 
-def _number(x: object, what: str) -> float:
+def as_number(x: object, what: str) -> float:
     """A real number (not a bool) as a float, or a TypeError naming ``what``."""
     if isinstance(x, bool) or not isinstance(x, numbers.Real):
         raise TypeError(f"{what} must be a number, got {describe(x)}")
@@ -222,7 +222,7 @@ def check_kind(a: Tensor, op: str, kinds: str) -> None:
         )
 
 
-def _sizes(sizes: tuple[Any, ...], op: str) -> tuple[int, ...]:
+def size_args(sizes: tuple[Any, ...], op: str) -> tuple[int, ...]:
     """Sizes given as ``f(2, 3)`` or ``f((2, 3))``, checked to be ints."""
     target = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
     for n in target:
@@ -239,8 +239,8 @@ def where(condition: Any, input: Operand, other: Operand) -> Tensor:
         raise TypeError(
             f"where: condition must be boolean (a comparison's result), got dtype {cond.dtype}"
         )
-    a = _lift(input, other, "where")  # numbers in the dtype torch promotes to
-    b = _lift(other, a, "where")
+    a = lift(input, other, "where")  # numbers in the dtype torch promotes to
+    b = lift(other, a, "where")
     try:
         data = np.where(cond, *promoted(a, b))
     except ValueError:

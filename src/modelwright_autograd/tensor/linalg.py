@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..checks import describe
-from .core import Arr, Grads, Need, Operand, Tensor, _lift, check_tensor, make_node, raw, sum_to
-from .elementwise import _relu_array
+from .core import Arr, Grads, Need, Operand, Tensor, check_tensor, lift, make_node, raw, sum_to
+from .elementwise import relu_array
 from .kit import sum_dims, swapaxes, zero_where
 
 
@@ -39,7 +39,7 @@ def _matmul(a: Tensor, other: Tensor | np.ndarray) -> Tensor:
     the result, and leading batch dims broadcast."""
     if not isinstance(other, (Tensor, np.ndarray)):
         raise TypeError(f"unsupported operand for @: Tensor and {describe(other)}")
-    other = _lift(other, a, "@")
+    other = lift(other, a, "@")
     try:
         data = np.matmul(a.data, other.data)
     except ValueError:
@@ -50,7 +50,7 @@ def _matmul(a: Tensor, other: Tensor | np.ndarray) -> Tensor:
 def _rmatmul(a: Tensor, other: np.ndarray) -> Tensor:
     if not isinstance(other, np.ndarray):
         raise TypeError(f"unsupported operand for @: {describe(other)} and Tensor")
-    return _matmul(_lift(other, a, "@"), a)
+    return _matmul(lift(other, a, "@"), a)
 
 
 def _matmul_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr, b: Arr) -> Grads:
@@ -117,7 +117,7 @@ def linear_relu(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Te
     ):
         out = np.maximum(data, 0.0, out=data)
     else:
-        out = _relu_array(data, overwrite=True)
+        out = relu_array(data, overwrite=True)
     return make_node(out, prev, "linear_relu", _linear_relu_backward)
 
 
@@ -164,7 +164,7 @@ def _linear_forward(
 def outer(input: Tensor, vec2: Operand) -> Tensor:
     """The outer product of two 1-D tensors, ``input[i] * vec2[j]``, as ``torch.outer``."""
     check_tensor(input, "outer: input")
-    other = _lift(vec2, input, "outer")
+    other = lift(vec2, input, "outer")
     if input.data.ndim != 1 or other.data.ndim != 1:
         raise ValueError(f"outer: both inputs must be 1-D, got {input.shape} and {other.shape}")
     data = np.outer(input.data, other.data)
@@ -188,7 +188,7 @@ def einsum(subscripts: str, *operands: Operand | Sequence[Operand]) -> Tensor:
     like = next((x for x in operands if isinstance(x, Tensor)), None)
     if like is None:
         raise TypeError(f"einsum: at least one operand must be a Tensor, got {len(operands)}")
-    ts = tuple(_lift(x, like, "einsum") for x in operands)  # type: ignore[arg-type]
+    ts = tuple(lift(x, like, "einsum") for x in operands)  # type: ignore[arg-type]
     try:
         data = np.einsum(subscripts, *[t.data for t in ts], optimize=True)
     except ValueError as e:

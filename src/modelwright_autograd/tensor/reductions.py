@@ -5,7 +5,7 @@ forward directly above its backward rule (kit.py), bound as Tensor methods at th
     sum                  _sum                 _sum_backward         1 (expand)
     mean                 _mean                _mean_backward        1/N
     amax, max            _amax, _max          _max_backward         1/k at the k maxima
-    max(dim), min(dim)   _extreme_or_along    _getitem_backward     1 at the index
+    max(dim), min(dim)   _extreme_or_along    getitem_backward     1 at the index
     amin, min            _amin, _min          _min_backward         1/k at the k minima
     prod                 _prod                _prod_backward        the product of the others
     var                  _var                 _var_backward         2(a - mean)/(N - c)
@@ -34,21 +34,21 @@ from .core import (
     Need,
     Shape,
     Tensor,
-    _dim,
-    _dims,
-    _kept_shape,
-    _one_dim,
+    kept_shape,
     make_node,
     raw,
+    wrap_dim,
+    wrap_dims,
+    wrap_one_dim,
 )
-from .kit import _number, check_kind, exp, expand, prod_dims, select, sum_dims, zero_where
-from .shape import _getitem_backward, _reshaped
+from .kit import as_number, check_kind, exp, expand, prod_dims, select, sum_dims, zero_where
+from .shape import getitem_backward, reshaped
 
 
 # ---------------------------------------------------------------------- reductions
 def _sum(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = False) -> Tensor:
     """Sum over ``dim`` (an int, a tuple of ints, or None for every dim)."""
-    dims = _dims(dim, a.data.ndim, "sum")
+    dims = wrap_dims(dim, a.data.ndim, "sum")
     data = a.data.sum(axis=dims, keepdims=keepdim)
     return make_node(data, (a,), "sum", _sum_backward, dims)
 
@@ -66,7 +66,7 @@ def _mean(a: Tensor, dim: int | Sequence[int] | None = None, keepdim: bool = Fal
             f"mean: the input must be a float tensor, got dtype {a.data.dtype} (as in torch, "
             "which cannot infer the output dtype); convert it first, t * 1.0"
         )
-    dims = _dims(dim, a.data.ndim, "mean")
+    dims = wrap_dims(dim, a.data.ndim, "mean")
     count = 1
     for d in range(a.data.ndim) if dims is None else dims:
         count *= a.data.shape[d]
@@ -114,9 +114,9 @@ def _extreme_or_along(
             )
         return _extreme(a, None, False, op, rule)
     if a.data.ndim == 0:  # torch accepts dim 0 or -1 for a 0-d tensor
-        _dim(dim, 0, op, extra=1)  # 0 or -1, the range of a 1-element dim
-        return ValuesIndices(_reshaped(a, (), op), make_node(np.int64(0), (), "", None))
-    d = _dim(dim, a.data.ndim, op)
+        wrap_dim(dim, 0, op, extra=1)  # 0 or -1, the range of a 1-element dim
+        return ValuesIndices(reshaped(a, (), op), make_node(np.int64(0), (), "", None))
+    d = wrap_dim(dim, a.data.ndim, op)
     try:
         idx = arg(a.data, axis=d, keepdims=keepdim)
     except ValueError:
@@ -126,13 +126,13 @@ def _extreme_or_along(
     grids = np.indices(idx.shape, sparse=True)  # an index array for every other dim
     rest = d + 1 if keepdim else d  # where the other dims' grids resume
     key = (*grids[:d], idx, *grids[rest:])
-    values = make_node(a.data[key], (a,), op, _getitem_backward, (key, False))
+    values = make_node(a.data[key], (a,), op, getitem_backward, (key, False))
     return ValuesIndices(values, make_node(idx.astype(np.int64), (), "", None))
 
 
 def _extreme(a: Tensor, dim: Any, keepdim: bool, op: str, rule: Callable[..., Grads]) -> Tensor:
     """``max`` or ``min`` (``op``) over ``dim``, or an error naming an empty dim."""
-    dims = _dims(dim, a.data.ndim, op)
+    dims = wrap_dims(dim, a.data.ndim, op)
     try:
         data = getattr(a.data, op)(axis=dims, keepdims=keepdim)
     except ValueError:
@@ -146,7 +146,7 @@ def _max_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
     """c = max of a over dims:  dc/da = 1/k at each of the k elements equal to the max and 0
     elsewhere, so tied maxima share the gradient equally (as ``torch.amax``)."""
     A = raw(a)
-    kept = _kept_shape(A.shape, dims)
+    kept = kept_shape(A.shape, dims)
     mask = raw(out).reshape(kept) == A
     ties = mask.sum(axis=dims, keepdims=True, dtype=A.dtype)
     return (mask.astype(A.dtype) * (g.reshape(kept) / ties),)
@@ -157,9 +157,9 @@ def _softmax(a: Tensor, dim: int) -> Tensor:
     """e^x / sum(e^x) along ``dim``, computed as e^(x - max) so no exp can overflow."""
     check_kind(a, "softmax", "f")  # as torch: no softmax of integers or bools
     if a.data.ndim == 0:  # one element, dim 0 or -1 as torch: e^(a - a) = 1, grad 0
-        _dim(dim, 1, "softmax")
+        wrap_dim(dim, 1, "softmax")
         return (a - a).exp()
-    d = _dim(dim, a.data.ndim, "softmax")
+    d = wrap_dim(dim, a.data.ndim, "softmax")
     e = np.exp(a.data - a.data.max(axis=d, keepdims=True))
     e /= e.sum(axis=d, keepdims=True)
     return make_node(e, (a,), "softmax", _softmax_backward, d)
@@ -175,9 +175,9 @@ def _log_softmax(a: Tensor, dim: int) -> Tensor:
     logits of +-1000, where the naive form gives inf - inf."""
     check_kind(a, "log_softmax", "f")
     if a.data.ndim == 0:  # one element: a - a = 0 (nan for inf or nan, as torch), grad 0
-        _dim(dim, 1, "log_softmax")
+        wrap_dim(dim, 1, "log_softmax")
         return a - a
-    d = _dim(dim, a.data.ndim, "log_softmax")
+    d = wrap_dim(dim, a.data.ndim, "log_softmax")
     shifted = a.data - a.data.max(axis=d, keepdims=True)
     data = shifted - np.log(np.exp(shifted).sum(axis=d, keepdims=True))
     return make_node(data, (a,), "log_softmax", _log_softmax_backward, d)
@@ -207,7 +207,7 @@ def _min_backward(g: Arr, out: Arr, dims: Dims, need: Need, a: Arr) -> Grads:
 
 def _prod(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
     """The product over one ``dim``, or over every element for None (as ``torch.prod``)."""
-    d = _one_dim(dim, a.data.ndim, "prod")
+    d = wrap_one_dim(dim, a.data.ndim, "prod")
     data = a.data.prod(axis=d, keepdims=keepdim)
     return make_node(data, (a,), "prod", _prod_backward, d)
 
@@ -220,7 +220,7 @@ def _prod_backward(g: Arr, out: Arr, d: int | None, need: Need, a: Arr) -> Grads
     zero, the other one for two, 0 for more). The zeros stay variables (selected, not
     constants), so the rule differentiates again exactly to second order (docs/tensor-ops.md)."""
     A = raw(a)
-    kept = _kept_shape(A.shape, None if d is None else (d,))
+    kept = kept_shape(A.shape, None if d is None else (d,))
     gk = g.reshape(kept)
     zero = A == 0.0
     if not zero.any():
@@ -241,7 +241,7 @@ def _correction(unbiased: bool | None, correction: float | None, op: str) -> flo
     if unbiased is not None and correction is not None:
         raise ValueError(f"{op}: give unbiased or correction, not both")
     if correction is not None:
-        return _number(correction, f"{op}: correction")
+        return as_number(correction, f"{op}: correction")
     if unbiased is None:
         return 1.0
     if not isinstance(unbiased, bool):
@@ -280,7 +280,7 @@ def _variance(
     a: Tensor, dim: Any, unbiased: Any, keepdim: bool, correction: Any, op: str
 ) -> tuple[tuple[Dims, int, float], np.ndarray]:
     """var's and std's checked arguments (dims, N, correction) and the variance's array."""
-    dims = _dims(dim, a.data.ndim, op)
+    dims = wrap_dims(dim, a.data.ndim, op)
     c = _correction(unbiased, correction, op)
     count = math.prod(_reduced_sizes(a.data.shape, dims))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -307,7 +307,7 @@ def _var_backward(g: Arr, out: Arr, ctx: tuple[Dims, int, float], need: Need, a:
 
 
 def _var_grad(g: Arr, a: Arr, dims: Dims, count: int, c: float) -> Arr:
-    kept = _kept_shape(raw(a).shape, dims)
+    kept = kept_shape(raw(a).shape, dims)
     centred = a - sum_dims(a, dims, True) * (1.0 / max(count, 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         scale = np.float64(2.0) / np.float64(max(count - c, 0.0))
@@ -316,7 +316,7 @@ def _var_grad(g: Arr, a: Arr, dims: Dims, count: int, c: float) -> Arr:
 
 def _std_backward(g: Arr, out: Arr, ctx: tuple[Dims, int, float], need: Need, a: Arr) -> Grads:
     """s = sqrt(v):  ds/da = (dv/da) / (2s), taken as 0 where s = 0 (as torch)."""
-    kept = _kept_shape(raw(a).shape, ctx[0])
+    kept = kept_shape(raw(a).shape, ctx[0])
     s = out.reshape(kept)
     with np.errstate(divide="ignore", invalid="ignore"):
         gv = zero_where(raw(s) == 0.0, g.reshape(kept) / (s * 2.0))
@@ -328,7 +328,7 @@ def _logsumexp(a: Tensor, dim: int | Sequence[int], keepdim: bool = False) -> Te
     the max, so no exp overflows; an infinite max is left out of the shift, as torch."""
     if dim is None:
         raise TypeError("logsumexp: dim is required (an int or a tuple of ints), as in torch")
-    dims = _dims(dim, a.data.ndim, "logsumexp")
+    dims = wrap_dims(dim, a.data.ndim, "logsumexp")
     x = a.data
     m = x.max(axis=dims, keepdims=True, initial=-np.inf)
     m = np.where(np.isinf(m), 0.0, m).astype(x.dtype)
@@ -345,7 +345,7 @@ def _reduced_shape(shape: Shape, dims: tuple[int, ...]) -> Shape:
 
 def _logsumexp_backward(g: Arr, out: Arr, dims: tuple[int, ...], need: Need, a: Arr) -> Grads:
     """c = log(sum(e^a)):  dc/da = e^a / sum(e^a) = e^(a - c), the softmax."""
-    kept = _kept_shape(raw(a).shape, dims)
+    kept = kept_shape(raw(a).shape, dims)
     return (g.reshape(kept) * exp(a - out.reshape(kept)),)
 
 
@@ -361,7 +361,7 @@ def _argmin(a: Tensor, dim: int | None = None, keepdim: bool = False) -> Tensor:
 
 
 def _arg_extreme(a: Tensor, dim: int | None, keepdim: bool, op: str, fn: Any) -> Tensor:
-    d = _one_dim(dim, a.data.ndim, op)
+    d = wrap_one_dim(dim, a.data.ndim, op)
     try:
         data = fn(a.data, axis=d, keepdims=keepdim)
     except ValueError:
@@ -380,7 +380,7 @@ def _norm(
     order = 2.0 if p == "fro" else p
     if isinstance(order, bool) or order not in (1, 2, math.inf):
         raise ValueError(f"norm: p must be 1, 2, 'fro' or inf, got {p!r}")
-    dims = _dims(dim, a.data.ndim, "norm")
+    dims = wrap_dims(dim, a.data.ndim, "norm")
     x = a.data
     if order == 2:
         data = np.sqrt((x * x).sum(axis=dims, keepdims=keepdim))
@@ -400,7 +400,7 @@ def _norm_backward(g: Arr, out: Arr, ctx: tuple[float, Dims], need: Need, a: Arr
     """n = ||a||_p:  p=2: dn/da = a / n (0 where n = 0, as torch); p=1: sign(a);
     p=inf: sign(a) shared equally among the k elements with |a| = n (nan counts as one)."""
     p, dims = ctx
-    kept = _kept_shape(raw(a).shape, dims)
+    kept = kept_shape(raw(a).shape, dims)
     gk, n, A = g.reshape(kept), out.reshape(kept), raw(a)
     if p == 1.0:
         return (gk * np.sign(A),)
@@ -416,9 +416,9 @@ def _norm_backward(g: Arr, out: Arr, ctx: tuple[float, Dims], need: Need, a: Arr
 def cumsum(input: Tensor, dim: int) -> Tensor:
     """Running sums along ``dim``, as ``torch.cumsum``: c_i = a_0 + ... + a_i."""
     if input.ndim == 0:
-        _dim(dim, 0, "cumsum", extra=1)  # 0 or -1, the range of a 1-element dim
+        wrap_dim(dim, 0, "cumsum", extra=1)  # 0 or -1, the range of a 1-element dim
         return make_node(input.data.copy(), (input,), "cumsum", _cumsum_backward, None)
-    d = _dim(dim, input.ndim, "cumsum")
+    d = wrap_dim(dim, input.ndim, "cumsum")
     return make_node(np.cumsum(input.data, axis=d), (input,), "cumsum", _cumsum_backward, d)
 
 

@@ -4,12 +4,12 @@ keep a triangle and zero the rest); each rule moves the gradient back to where i
 came from.
 
     op                            forward                rule                  gradient
-    reshape, squeeze, unsqueeze,  _reshape, _reshaped    _reshape_backward     reshaped back
+    reshape, squeeze, unsqueeze,  _reshape, reshaped    _reshape_backward     reshaped back
       flatten
     transpose, permute, T         _transpose, _permute   _transpose/_permute   dims put back
-    t[key]                        _getitem               _getitem_backward     scattered (added)
+    t[key]                        _getitem               getitem_backward     scattered (added)
     cat, stack                    cat, stack             _cat/_stack_backward  each its slice
-    expand                        _expand_to             _expand_backward      summed back
+    expand                        _expand_to             expand_backward      summed back
     flip                          _flip                  _basic_index_backward flipped back
     repeat                        _repeat                _repeat_backward      copies summed
     split, chunk                  _split, _chunk         (index nodes)
@@ -35,19 +35,19 @@ from .core import (
     Need,
     Shape,
     Tensor,
-    _dim,
-    _dims,
     check_tensor,
     make_node,
     raw,
+    wrap_dim,
+    wrap_dims,
 )
 from .kit import (
-    _add_rows,
-    _expand_backward,
-    _number,
-    _sizes,
+    add_rows,
+    as_number,
+    expand_backward,
     permute,
     scatter,
+    size_args,
     sum_dims,
     swapaxes,
     zero_where,
@@ -77,8 +77,8 @@ def _reshape_backward(g: Arr, out: Arr, ctx: None, need: Need, a: Arr) -> Grads:
 
 def _transpose(a: Tensor, dim0: int, dim1: int) -> Tensor:
     """Swap two dims."""
-    d0 = _dim(dim0, a.data.ndim, "transpose")
-    d1 = _dim(dim1, a.data.ndim, "transpose")
+    d0 = wrap_dim(dim0, a.data.ndim, "transpose")
+    d1 = wrap_dim(dim1, a.data.ndim, "transpose")
     return make_node(np.swapaxes(a.data, d0, d1), (a,), "transpose", _transpose_backward, (d0, d1))
 
 
@@ -89,7 +89,7 @@ def _transpose_backward(g: Arr, out: Arr, ctx: tuple[int, int], need: Need, a: A
 
 def _permute(a: Tensor, *dims: int) -> Tensor:
     """Reorder the dims: result dim i is input dim ``dims[i]``."""
-    order = tuple(_dim(d, a.data.ndim, "permute") for d in dims)
+    order = tuple(wrap_dim(d, a.data.ndim, "permute") for d in dims)
     if sorted(order) != list(range(a.data.ndim)):
         raise ValueError(
             f"permute: {dims!r} is not an ordering of the {a.data.ndim} dims of {a.shape}"
@@ -143,10 +143,10 @@ def _getitem(a: Tensor, key: Any) -> Tensor:
         data = a.data[key]
     except IndexError as e:
         raise IndexError(f"index: {e} (tensor shape {a.shape})") from None
-    return make_node(data, (a,), "index", _getitem_backward, (key, basic))
+    return make_node(data, (a,), "index", getitem_backward, (key, basic))
 
 
-def _getitem_backward(g: Arr, out: Arr, ctx: tuple[Any, bool], need: Need, a: Arr) -> Grads:
+def getitem_backward(g: Arr, out: Arr, ctx: tuple[Any, bool], need: Need, a: Arr) -> Grads:
     """c = a[key]:  each selected element of a receives its element of dc; an element
     selected several times by an integer array receives the sum."""
     key, basic = ctx
@@ -159,12 +159,12 @@ def _getitem_add_into(grad: np.ndarray, g: np.ndarray, ctx: tuple[Any, bool]) ->
     if basic:  # each selected element once
         grad[key] += g
     elif type(key) is np.ndarray and key.dtype.kind in "iu" and key.size:
-        _add_rows(grad, key, g)
+        add_rows(grad, key, g)
     else:
         np.add.at(grad, key, g)
 
 
-ADD_INTO[_getitem_backward] = _getitem_add_into
+ADD_INTO[getitem_backward] = _getitem_add_into
 
 
 def _tensor_list(tensors: object, op: str) -> tuple[Tensor, ...]:
@@ -182,7 +182,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
     first = ts[0].shape
     if not first:
         raise ValueError("cat: 0-d tensors have no dim to join along; use stack()")
-    d = _dim(dim, len(first), "cat")
+    d = wrap_dim(dim, len(first), "cat")
     for i, t in enumerate(ts):
         s = t.shape
         if len(s) != len(first) or s[:d] + s[d + 1 :] != first[:d] + first[d + 1 :]:
@@ -214,7 +214,7 @@ def stack(tensors: Sequence[Tensor], dim: int = 0) -> Tensor:
             raise ValueError(
                 f"stack: tensor {i} has shape {t.shape} but tensor 0 has shape {first}"
             )
-    d = _dim(dim, len(first), "stack", extra=1)
+    d = wrap_dim(dim, len(first), "stack", extra=1)
     return make_node(np.stack([t.data for t in ts], axis=d), ts, "stack", _stack_backward, d)
 
 
@@ -225,44 +225,44 @@ def _stack_backward(g: Arr, out: Arr, d: int, need: Need, *ts: Arr) -> Grads:
 
 
 # ---------------------------------------------------------------------- shape operations
-def _reshaped(a: Tensor, shape: Shape, op: str) -> Tensor:
+def reshaped(a: Tensor, shape: Shape, op: str) -> Tensor:
     """``a``'s elements in ``shape``, a node whose rule is reshape's."""
     return make_node(a.data.reshape(shape), (a,), op, _reshape_backward)
 
 
 def _squeeze(a: Tensor, dim: int | Sequence[int] | None = None) -> Tensor:
     """Drop size-1 dims: all of them, or those among ``dim`` (others are kept, as torch)."""
-    dims = _dims(dim, a.data.ndim, "squeeze")
+    dims = wrap_dims(dim, a.data.ndim, "squeeze")
     shape = a.data.shape
     kept = [n for i, n in enumerate(shape) if n != 1 or (dims is not None and i not in dims)]
-    return _reshaped(a, tuple(kept), "squeeze")
+    return reshaped(a, tuple(kept), "squeeze")
 
 
 def _unsqueeze(a: Tensor, dim: int) -> Tensor:
     """Insert a size-1 dim at ``dim`` (-ndim-1 to ndim)."""
-    d = _dim(dim, a.data.ndim, "unsqueeze", extra=1)
+    d = wrap_dim(dim, a.data.ndim, "unsqueeze", extra=1)
     shape = a.data.shape
-    return _reshaped(a, (*shape[:d], 1, *shape[d:]), "unsqueeze")
+    return reshaped(a, (*shape[:d], 1, *shape[d:]), "unsqueeze")
 
 
 def _flatten(a: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     """Merge dims start_dim..end_dim into one (a 0-d tensor becomes shape (1,), as torch)."""
     shape = a.data.shape
     if not shape:
-        return _reshaped(a, (1,), "flatten")
-    s = _dim(start_dim, len(shape), "flatten")
-    e = _dim(end_dim, len(shape), "flatten")
+        return reshaped(a, (1,), "flatten")
+    s = wrap_dim(start_dim, len(shape), "flatten")
+    e = wrap_dim(end_dim, len(shape), "flatten")
     if s > e:
         raise ValueError(
             f"flatten: start_dim {start_dim} comes after end_dim {end_dim} (shape {a.shape})"
         )
-    return _reshaped(a, (*shape[:s], math.prod(shape[s : e + 1]), *shape[e + 1 :]), "flatten")
+    return reshaped(a, (*shape[:s], math.prod(shape[s : e + 1]), *shape[e + 1 :]), "flatten")
 
 
 def _expand_to(a: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     """``a`` repeated along its size-1 dims (and new leading dims) to ``sizes``, as
     ``torch.Tensor.expand``: -1 keeps a dim's size; the result is a read-only view."""
-    target = _sizes(sizes, "expand")
+    target = size_args(sizes, "expand")
     shape = a.data.shape
     lead = len(target) - len(shape)
     if lead < 0:
@@ -281,12 +281,12 @@ def _expand_to(a: Tensor, *sizes: int | Sequence[int]) -> Tensor:
                 "size-1 dims grow, and -1 keeps an existing dim"
             )
         full.append(n)
-    return make_node(np.broadcast_to(a.data, tuple(full)), (a,), "expand", _expand_backward)
+    return make_node(np.broadcast_to(a.data, tuple(full)), (a,), "expand", expand_backward)
 
 
 def _flip(a: Tensor, dims: int | Sequence[int]) -> Tensor:
     """Reverse the order of elements along ``dims``."""
-    ds = _dims(dims, a.data.ndim, "flip") or ()
+    ds = wrap_dims(dims, a.data.ndim, "flip") or ()
     key = tuple(slice(None, None, -1) if i in ds else slice(None) for i in range(a.data.ndim))
     return make_node(a.data[key], (a,), "flip", _basic_index_backward, key)
 
@@ -300,7 +300,7 @@ def _basic_index_backward(g: Arr, out: Arr, key: tuple[slice, ...], need: Need, 
 def _repeat(a: Tensor, *sizes: int | Sequence[int]) -> Tensor:
     """Tile ``a``: dim i repeated sizes[i] times (extra leading sizes add dims), as
     ``torch.Tensor.repeat``."""
-    reps = _sizes(sizes, "repeat")
+    reps = size_args(sizes, "repeat")
     if len(reps) < a.data.ndim or any(r < 0 for r in reps):
         raise ValueError(
             f"repeat: repeat counts {reps} for a tensor of shape {a.shape}: give at least "
@@ -324,18 +324,18 @@ def _split(
 ) -> tuple[Tensor, ...]:
     """Pieces of ``a`` along ``dim``: of ``split_size`` each (the last may be smaller), or of
     the listed sizes, as ``torch.split``. Each piece is an index node."""
-    d = _dim(dim, a.data.ndim, "split")
+    d = wrap_dim(dim, a.data.ndim, "split")
     n = a.data.shape[d]
     s = split_size_or_sections
     if isinstance(s, (list, tuple)):
-        sizes = list(_sizes((s,), "split"))
+        sizes = list(size_args((s,), "split"))
         if sum(sizes) != n or any(k < 0 for k in sizes):
             raise ValueError(
                 f"split: sections {tuple(sizes)} must be non-negative and sum to {n}, the "
                 f"size of dim {d} of {a.shape}"
             )
     else:
-        size = _sizes((s,), "split")[0]
+        size = size_args((s,), "split")[0]
         if size <= 0 and n > 0:
             raise ValueError(f"split: split_size must be at least 1, got {size}")
         sizes = [size] * (n // size) + ([n % size] if n % size else []) if n else [0]
@@ -348,7 +348,7 @@ def _chunk(a: Tensor, chunks: int, dim: int = 0) -> tuple[Tensor, ...]:
     """``chunks`` pieces along ``dim`` of ceil(n / chunks) each (so perhaps fewer pieces),
     as ``torch.chunk``."""
     k = positive_int(chunks, "chunk: chunks")
-    n = a.data.shape[_dim(dim, a.data.ndim, "chunk")]
+    n = a.data.shape[wrap_dim(dim, a.data.ndim, "chunk")]
     if n == 0:
         return _split(a, [0] * k, dim)
     return _split(a, -(-n // k), dim)
@@ -361,14 +361,14 @@ def pad(input: Tensor, pad: Sequence[int], mode: str = "constant", value: float 
     check_tensor(input, "pad: input")
     if mode != "constant":
         raise ValueError(f"pad: only mode='constant' is supported, got {mode!r}")
-    widths = _sizes((pad,), "pad")
+    widths = size_args((pad,), "pad")
     shape = input.data.shape
     if len(widths) % 2 or len(widths) // 2 > len(shape):
         raise ValueError(
             f"pad: {widths} must be (before, after) pairs, at most {len(shape)} of them for "
             f"shape {input.shape}"
         )
-    v = _number(value, "pad: value")
+    v = as_number(value, "pad: value")
     pairs = [(0, 0)] * (len(shape) - len(widths) // 2)
     pairs += [(widths[i], widths[i + 1]) for i in range(len(widths) - 2, -1, -2)]
     crop = tuple(slice(max(-lo, 0), n - max(-hi, 0)) for (lo, hi), n in zip(pairs, shape))
