@@ -23,7 +23,7 @@ from modelwright_autograd.cli import main
 from modelwright_autograd.explain import explain, parse_assignments, parse_expression, write_page
 from modelwright_autograd.explain.picture import edge_label, node_lines
 from modelwright_autograd.explain.replay import iso
-from modelwright_autograd.explain.trace import _fmt, joined
+from modelwright_autograd.explain.trace import fmt, joined
 
 HOW_TO_INSTALL = (
     "install a browser and its driver: `apt-get install chromium` (Debian/Ubuntu) and "
@@ -176,7 +176,7 @@ def test_a_two_layer_mlp_page_steps_to_the_engines_gradients(browser, tmp_path):
     # every edge drawn near the window carries what the trace pushed along it, however
     # late its label was drawn: scroll through the picture and read them all
     pushed = {
-        f"mw-e{s.id}-{k}": edge_label(i.role, _fmt(i.pushed))
+        f"mw-e{s.id}-{k}": edge_label(i.role, fmt(i.pushed))
         for s in trace.steps
         for k, i in enumerate(s.inputs)
     }

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..scalar.engine import Value
-from .trace import BREAKS, BrokenRun, Name, Step, Trace, _fmt, pushes, sentence, step_of
+from .trace import BREAKS, BrokenRun, Name, Step, Trace, fmt, pushes, sentence, step_of
 
 
 def broken_run(
@@ -41,18 +41,17 @@ def broken_run(
         me = Name(step.node)
         words: list[str] = []
         if not _same(held, right[k]) and mode == "order":
-            words += [me, f"'s rule ran with grad {_fmt(held)}, before its user"]
+            words += [me, f"'s rule ran with grad {fmt(held)}, before its user"]
             words.append("s " if len(users[k]) > 1 else " ")
             for j, u in enumerate(users[k]):
                 words += [", " if j else "", Name(nodes[u].name), f" (step {ran_at[u]})"]
             words.append(
-                f" pushed into it; run after them, as backward() runs it, it holds "
-                f"{_fmt(right[k])}."
+                f" pushed into it; run after them, as backward() runs it, it holds {fmt(right[k])}."
             )
         elif not _same(held, right[k]):
             words += [
                 me,
-                f"'s rule runs with grad {_fmt(held)}, not {_fmt(right[k])} (what += gives "
+                f"'s rule runs with grad {fmt(held)}, not {fmt(right[k])} (what += gives "
                 "it): the share lost earlier never reaches its inputs.",
             ]
         for pos, (i, (old, writer)) in enumerate(zip(step.inputs, replaced)):
@@ -63,9 +62,9 @@ def broken_run(
                 source = [f" that it pushed through its {role} operand"]
             else:
                 source = [" that ", Name(steps[writer - 1].node), f" pushed at step {writer}"]
-            both = f"{_fmt(old)} + {_fmt(i.pushed)} = {_fmt(old + i.pushed)}"
-            words += [" " if words else "", me, f" writes {_fmt(i.pushed)} into ", Name(i.node)]
-            words += [f"'s grad (=), overwriting the {_fmt(old)}", *source]
+            both = f"{fmt(old)} + {fmt(i.pushed)} = {fmt(old + i.pushed)}"
+            words += [" " if words else "", me, f" writes {fmt(i.pushed)} into ", Name(i.node)]
+            words += [f"'s grad (=), overwriting the {fmt(old)}", *source]
             words.append(f": that path's share is lost (+= keeps both: {both}).")
         if words:
             said[n] = sentence(*words)

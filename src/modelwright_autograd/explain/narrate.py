@@ -14,7 +14,7 @@ from ..scalar.engine import Value
 from .breaks import broken_run
 from .expr import MAX_NODES
 from .page import VIEWS, write_page
-from .trace import BREAKS, Trace, _fmt, name_variables, record
+from .trace import BREAKS, Trace, fmt, name_variables, record
 
 
 def explain(
@@ -62,7 +62,7 @@ def explain(
     variables = name_variables(order, variables)
     before = {name: v.grad for name, v in variables.items()}
     notes = [
-        f"{name} already had grad {_fmt(g)} from an earlier backward(); "
+        f"{name} already had grad {fmt(g)} from an earlier backward(); "
         "backward() adds to leaf gradients (zero_grad() starts afresh)"
         for name, g in before.items()
         if g != 0.0

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from html import escape
 
 from .network import Instance, Network, Neuron
-from .picture import _cut
+from .picture import clip
 from .replay import PREFIX, Changes, sentence
-from .trace import Step, Trace, _fmt, _json_number, local_text
+from .trace import Step, Trace, fmt, json_number, local_text
 
 # The neuron view's layout: a column per layer (the inputs first, the loss last).
 N_W, N_H, N_GAP_X, N_GAP_Y, N_MARGIN = 168, 68, 96, 10, 16
@@ -68,7 +68,7 @@ def neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
     def grad_of(node_id: int) -> str:
         if nodes[node_id].kind == "constant":
             return "-"
-        return _fmt(totals.get(node_id, 0.0))
+        return fmt(totals.get(node_id, 0.0))
 
     done: set[tuple] = set()  # the units whose step has run: ("neuron", j, sample), ("loss",)
     loss_box = f"{PREFIX}-loss"
@@ -78,8 +78,8 @@ def neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
         """Every box as it stands now, on ``sample``, written with ``setter``."""
         xs = net.inputs.get(sample, ())
         for k, x in enumerate(xs):
-            setter(f"{PREFIX}-i{k}", "data", _cut(f"data {_fmt(nodes[x].data)}"))
-            setter(f"{PREFIX}-i{k}", "grad", _cut(f"grad {grad_of(x)}"))
+            setter(f"{PREFIX}-i{k}", "data", clip(f"data {fmt(nodes[x].data)}"))
+            setter(f"{PREFIX}-i{k}", "grad", clip(f"grad {grad_of(x)}"))
         for j, neuron in enumerate(net.neurons):
             box = f"{PREFIX}-u{j}"
             inst = neuron.instances.get(sample)
@@ -88,13 +88,13 @@ def neuron_view(trace: Trace, net: Network) -> tuple[dict, str, str]:
                     setter(box, slot, "-")
                 setter(box, "@state", "")
                 continue
-            setter(box, "pre", _cut(f"pre {_fmt(pre[inst.dot])}"))
-            setter(box, "act", _cut(f"{_act_name(trace, inst)} {_fmt(nodes[inst.out].data)}"))
-            setter(box, "grad", _cut(f"grad {grad_of(inst.out)}"))
-            setter(box, "@grad", json.dumps(_json_number(totals.get(inst.out, 0.0))))
+            setter(box, "pre", clip(f"pre {fmt(pre[inst.dot])}"))
+            setter(box, "act", clip(f"{_act_name(trace, inst)} {fmt(nodes[inst.out].data)}"))
+            setter(box, "grad", clip(f"grad {grad_of(inst.out)}"))
+            setter(box, "@grad", json.dumps(json_number(totals.get(inst.out, 0.0))))
             state = "done" if ("neuron", j, sample) in done else ""
             setter(box, "@state", "current" if current == ("neuron", j, sample) else state)
-        setter(loss_box, "grad", _cut(f"grad {grad_of(len(nodes) - 1)}"))
+        setter(loss_box, "grad", clip(f"grad {grad_of(len(nodes) - 1)}"))
         loss_state = "done" if ("loss",) in done else ""
         setter(loss_box, "@state", "current" if current == ("loss",) else loss_state)
         layer = net.neurons[current[1]].layer if current and current[0] == "neuron" else -1
@@ -204,22 +204,22 @@ def _neuron_step(
     dot_step = next((s for s in group if s.id == inst.dot), None)
     out_step = next((s for s in group if s.id == inst.out), dot_step)
     k = len(nodes[inst.dot].inputs) // 2
-    lines = [f"grad in = {_fmt(out_step.grad if out_step else 0.0)}"]
+    lines = [f"grad in = {fmt(out_step.grad if out_step else 0.0)}"]
     pre = _pre_activation(trace, inst.dot)
     dead = nodes[inst.dot].op == "dot_relu" and not nodes[inst.dot].data > 0.0
     if dead:
         lines.append(
             f"output 0: local derivative 0, nothing reaches its {2 * k + 1} inputs "
-            f"(pre-activation {_fmt(pre)} ≤ 0, so relu passes no gradient back)."
+            f"(pre-activation {fmt(pre)} ≤ 0, so relu passes no gradient back)."
         )
     else:
         act = _act_name(trace, inst)
-        lines.append(f"pre-activation {_fmt(pre)}, {act} gives {_fmt(nodes[inst.out].data)}")
+        lines.append(f"pre-activation {fmt(pre)}, {act} gives {fmt(nodes[inst.out].data)}")
         if out_step is not None and out_step is not dot_step:
             lines.append(f"{act}'s local derivative: {local_text(out_step.inputs[0])}")
         if dot_step is not None:
             lines.append(
-                f"it pushes {_fmt(dot_step.inputs[-1].pushed)} to its bias, and to each "
+                f"it pushes {fmt(dot_step.inputs[-1].pushed)} to its bias, and to each "
                 f"weight and each of its {k} inputs as the table shows"
             )
     rows = []
@@ -230,21 +230,21 @@ def _neuron_step(
             rows.append(
                 [
                     f"w{i + 1}",
-                    _fmt(w.data),
-                    _fmt(x.data),
-                    _fmt(w.pushed),
-                    _fmt(totals.get(w.id, 0.0)) if w.pushed is not None else "-",
-                    _fmt(x.pushed),
+                    fmt(w.data),
+                    fmt(x.data),
+                    fmt(w.pushed),
+                    fmt(totals.get(w.id, 0.0)) if w.pushed is not None else "-",
+                    fmt(x.pushed),
                 ]
             )
         b = ins[-1]
         rows.append(
             [
                 "bias",
-                _fmt(b.data),
+                fmt(b.data),
                 "",
-                _fmt(b.pushed),
-                _fmt(totals.get(b.id, 0.0)) if b.pushed is not None else "-",
+                fmt(b.pushed),
+                fmt(totals.get(b.id, 0.0)) if b.pushed is not None else "-",
                 "",
             ]
         )
@@ -320,15 +320,15 @@ def _neuron_svg(
         parts.append("</g>")
 
     for k, elem in enumerate(columns[0]):
-        box(elem, [("name", _cut(f"input {k + 1}")), ("data", ""), ("grad", "")], "constant")
+        box(elem, [("name", clip(f"input {k + 1}")), ("data", ""), ("grad", "")], "constant")
     for j, neuron in enumerate(net.neurons):
         elem = f"{PREFIX}-u{j}"
         title = f"layer {neuron.layer + 1} neuron {neuron.index + 1}"
-        box(elem, [("name", _cut(title)), ("pre", ""), ("act", ""), ("grad", "")], "op")
+        box(elem, [("name", clip(title)), ("pre", ""), ("act", ""), ("grad", "")], "op")
     out = trace.nodes[-1]
     box(
         f"{PREFIX}-loss",
-        [("name", loss_name(trace, net)), ("data", _cut(f"data {_fmt(out.data)}")), ("grad", "")],
+        [("name", loss_name(trace, net)), ("data", clip(f"data {fmt(out.data)}")), ("grad", "")],
         "op",
     )
     parts.append("</svg>")

@@ -42,7 +42,7 @@ from ..files import atomic_write, check_writable
 from . import picture
 from .network import find_network
 from .neuron_view import loss_name, neuron_view
-from .picture import _cut, edge_label, edge_paths, layout, node_lines, sum_text
+from .picture import clip, edge_label, edge_paths, layout, node_lines, sum_text
 from .replay import PREFIX, Changes, iso, sentence
 from .trace import (
     BREAKS,
@@ -50,11 +50,11 @@ from .trace import (
     BrokenRun,
     Step,
     Trace,
-    _fmt,
-    _json_number,
-    _short,
+    fmt,
     joined,
+    json_number,
     local_text,
+    shorten_middle,
 )
 
 #: ``view="auto"`` draws neurons when the graph has more nodes than this (and has neurons).
@@ -64,7 +64,7 @@ VIEWS = ("auto", "graph", "neurons")
 
 def _grad_text(parts: list[str], total: float) -> str:
     """``1 + 2 = 3`` once a value has collected on several paths, else ``3``."""
-    text = _fmt(total)
+    text = fmt(total)
     if len(parts) > 1:
         shown = parts if len(parts) <= 4 else [*parts[:2], "...", parts[-1]]
         text = f"{' + '.join(shown)} = {text}"
@@ -81,7 +81,7 @@ def _graph_view(trace: Trace, run: BrokenRun | None = None) -> tuple[dict, str]:
     totals: dict[int, float] = {}
     terms: dict[int, list[str]] = {}
     variables = {n.name: n.id for n in nodes if n.kind == "variable"}
-    grad_items = [[name, variables.get(_short(name), -1)] for name in trace.grads]
+    grad_items = [[name, variables.get(shorten_middle(name), -1)] for name in trace.grads]
     item_of: dict[int, list[int]] = {}
     for k, (_, node_id) in enumerate(grad_items):
         item_of.setdefault(node_id, []).append(k)
@@ -90,19 +90,19 @@ def _graph_view(trace: Trace, run: BrokenRun | None = None) -> tuple[dict, str]:
         """Set a node's box and its item in "gradients so far" to its current total."""
         text = _grad_text(terms[node_id], totals[node_id])
         if node_id in where.x:
-            ch.set(f"{PREFIX}-n{node_id}", "grad", _cut(f"grad {_fmt(totals[node_id])}"))
+            ch.set(f"{PREFIX}-n{node_id}", "grad", clip(f"grad {fmt(totals[node_id])}"))
             ch.set(f"{PREFIX}-n{node_id}", "sum", sum_text(terms[node_id]))
-            ch.set(f"{PREFIX}-n{node_id}", "@grad", json.dumps(_json_number(totals[node_id])))
+            ch.set(f"{PREFIX}-n{node_id}", "@grad", json.dumps(json_number(totals[node_id])))
         for k in item_of.get(node_id, []):
             ch.set(f"{PREFIX}-g{k}", "text", f"{grad_items[k][0]} = {text}")
-            ch.set(f"{PREFIX}-g{k}", "@grad", json.dumps(_json_number(totals[node_id])))
+            ch.set(f"{PREFIX}-g{k}", "@grad", json.dumps(json_number(totals[node_id])))
 
     for n in nodes:  # the first frame: before the pass (as ``to_svg(before_pass=True)``)
         prior = trace.before.get(n.name, 0.0) if n.kind == "variable" else 0.0
         if prior != 0.0:
-            totals[n.id], terms[n.id] = prior, [f"{_fmt(prior)} (before)"]
-        shown = "-" if n.kind == "constant" else _fmt(prior)
-        ch.start(f"{PREFIX}-n{n.id}", "grad", _cut(f"grad {shown}"))
+            totals[n.id], terms[n.id] = prior, [f"{fmt(prior)} (before)"]
+        shown = "-" if n.kind == "constant" else fmt(prior)
+        ch.start(f"{PREFIX}-n{n.id}", "grad", clip(f"grad {shown}"))
         ch.start(f"{PREFIX}-n{n.id}", "@grad", json.dumps(prior))
     for k, (name, node_id) in enumerate(grad_items):
         prior = totals.get(node_id, 0.0)
@@ -122,7 +122,7 @@ def _graph_view(trace: Trace, run: BrokenRun | None = None) -> tuple[dict, str]:
             ch.set(f"{PREFIX}-n{previous.id}", "@state", "done")
         else:  # the seed: backward() sets the output's grad to 1 before any rule runs
             root = nodes[-1]
-            totals[root.id], terms[root.id] = root.grad, [_fmt(root.grad)]
+            totals[root.id], terms[root.id] = root.grad, [fmt(root.grad)]
             show(root.id)
         ch.set(f"{PREFIX}-n{s.id}", "@state", "current")
         mark = joined(run.said[s.step], iso) if run and s.step in run.said else None
@@ -130,15 +130,15 @@ def _graph_view(trace: Trace, run: BrokenRun | None = None) -> tuple[dict, str]:
             ch.set(f"{PREFIX}-n{s.id}", "@mark", "wrong")
         rows = []
         for k, i in enumerate(s.inputs):
-            rows.append([i.node, i.role, _fmt(i.data), local_text(i), _fmt(i.pushed)])
+            rows.append([i.node, i.role, fmt(i.data), local_text(i), fmt(i.pushed)])
             if i.id not in where.folded:  # its state follows the node's (the script sets it)
-                ch.set(f"{PREFIX}-e{s.id}-{k}", "label", edge_label(i.role, _fmt(i.pushed)))
+                ch.set(f"{PREFIX}-e{s.id}-{k}", "label", edge_label(i.role, fmt(i.pushed)))
             if i.pushed is None:
                 continue
             if run and run.mode == "assign":  # = : what was there is gone
                 totals[i.id], terms[i.id] = 0.0, []
             totals[i.id] = totals.get(i.id, 0.0) + i.pushed
-            terms.setdefault(i.id, []).append(_fmt(i.pushed))
+            terms.setdefault(i.id, []).append(fmt(i.pushed))
             show(i.id)
         arrived = _grad_text(terms.get(s.id, []), totals.get(s.id, s.grad))
         said = sentence(s)
@@ -167,8 +167,8 @@ def _graph_view(trace: Trace, run: BrokenRun | None = None) -> tuple[dict, str]:
             "box": f"{PREFIX}-n{n.id}",
             "sentence": f"{iso(n.name)}: {n.op} of "
             + ", ".join(iso(nodes[i].name) for i in n.inputs)
-            + f" = {_fmt(n.data)}",
-            "data": _cut(f"data {_fmt(n.data)}"),
+            + f" = {fmt(n.data)}",
+            "data": clip(f"data {fmt(n.data)}"),
         }
         for n in nodes
         if n.inputs and n.id in where.x
@@ -215,8 +215,8 @@ def _graph_view(trace: Trace, run: BrokenRun | None = None) -> tuple[dict, str]:
             "title": f"computation graph of {trace.output}",
             "size": [round(where.width), round(height)],
             "box": [picture.BOX_W, picture.BOX_H],
-            "fill": picture._FILL,
-            "stroke": picture._STROKE,
+            "fill": picture.FILL,
+            "stroke": picture.STROKE,
             "nodes": drawn,
             "edges": edges,
         },
@@ -249,8 +249,8 @@ def _about(data: dict, note: str, tail: str) -> str:
 def _broken_about(run: BrokenRun) -> str:
     """The end of the broken view's text: each gradient, right and broken, and why."""
     grads = "".join(
-        f"<li><bdi class='var'>{escape(name)}</bdi> = {escape(_fmt(right))} right, "
-        f"{escape(_fmt(run.trace.grads[name]))} broken"
+        f"<li><bdi class='var'>{escape(name)}</bdi> = {escape(fmt(right))} right, "
+        f"{escape(fmt(run.trace.grads[name]))} broken"
         f"{' (wrong)' if name in run.wrong else ''}</li>"
         for name, right in run.right.items()
     )
@@ -309,7 +309,7 @@ def page_html(trace: Trace, view: str = "auto") -> str:
         f"<dt>{escape(name)}</dt><dd>{escape(meaning)}</dd>" for name, meaning in LEGEND[4:]
     )
     grads = "".join(
-        f"<li><bdi class='var'>{escape(name)}</bdi> = {escape(_fmt(g))}</li>"
+        f"<li><bdi class='var'>{escape(name)}</bdi> = {escape(fmt(g))}</li>"
         for name, g in trace.grads.items()
     )
     grads = f"<ul class='mono' id='mw-final'>{grads}</ul>"
@@ -332,7 +332,7 @@ def page_html(trace: Trace, view: str = "auto") -> str:
     replacements = {
         "@TITLE@": escape(f"Backpropagation through {title}"),
         "@OUTPUT@": escape(title),
-        "@VALUE@": escape(_fmt(trace.value)),
+        "@VALUE@": escape(fmt(trace.value)),
         "@VIEW@": views[0]["view"],
         "@SVG@": svg,
         "@LEGEND@": legend,

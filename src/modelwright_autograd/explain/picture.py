@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..files import atomic_write, check_writable
 from ..scalar.engine import Value
-from .trace import Trace, _fmt, record
+from .trace import Trace, fmt, record
 
 #: Formats ``save_graph`` writes: SVG and DOT text itself, PNG and PDF through Graphviz.
 FORMATS = ("svg", "dot", "gv", "png", "pdf")
@@ -38,8 +38,8 @@ FOLD_ABOVE = 60  # fold when the graph has more nodes than this
 _CHARS = 24  # characters that fit on a line of a box
 
 # Okabe-Ito colours, distinguishable with any common colour-vision deficiency.
-_FILL = {"variable": "#d6e9f8", "constant": "#eeeeee", "op": "#ffffff"}
-_STROKE = {"variable": "#0072b2", "constant": "#666666", "op": "#333333"}
+FILL = {"variable": "#d6e9f8", "constant": "#eeeeee", "op": "#ffffff"}
+STROKE = {"variable": "#0072b2", "constant": "#666666", "op": "#333333"}
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ def layout(trace: Trace, fold: bool | None = None) -> Layout:
     return Layout(x, y, width, height, folded, lanes)
 
 
-def _cut(text: str, chars: int = _CHARS) -> str:
+def clip(text: str, chars: int = _CHARS) -> str:
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
@@ -134,8 +134,8 @@ def node_lines(
     grad = n.grad
     if before_pass:
         grad = trace.before.get(n.name, 0.0) if n.kind == "variable" else 0.0
-    shown = "-" if n.kind == "constant" else _fmt(grad)  # a constant needs no gradient
-    return [_cut(n.name), _cut(kind), _cut(f"data {_fmt(n.data)}"), _cut(f"grad {shown}")]
+    shown = "-" if n.kind == "constant" else fmt(grad)  # a constant needs no gradient
+    return [clip(n.name), clip(kind), clip(f"data {fmt(n.data)}"), clip(f"grad {shown}")]
 
 
 def to_svg(
@@ -166,7 +166,7 @@ def to_svg(
     for dst, k, src, path, lx, ly, _, _ in edge_paths(trace, where):
         step = pushes.get((dst, k))
         role = step.role if step else ""
-        amount = "" if step is None or not pushed_shown else _fmt(step.pushed)
+        amount = "" if step is None or not pushed_shown else fmt(step.pushed)
         label = edge_label(role, amount)
         parts.append(
             f'<g class="edge" id="{prefix}-e{dst}-{k}" data-src="{src}" data-dst="{dst}">'
@@ -182,12 +182,12 @@ def to_svg(
         x, y = where.x[n.id], where.y[n.id]
         lines = node_lines(trace, n.id, folded_count.get(n.id, 0), before_pass)
         parts_of_sum = received.get(n.id, [])
-        sum_line = sum_text([_fmt(a) for _, a in parts_of_sum]) if pushed_shown else ""
+        sum_line = sum_text([fmt(a) for _, a in parts_of_sum]) if pushed_shown else ""
         parts.append(
             f'<g class="node {n.kind}" id="{prefix}-n{n.id}" data-id="{n.id}">'
             f"<title>{escape(n.name)}</title>"
             f'<rect x="{x:.1f}" y="{y:.1f}" width="{BOX_W}" height="{BOX_H}" rx="6" '
-            f'fill="{_FILL[n.kind]}" stroke="{_STROKE[n.kind]}" stroke-width="1.5"/>'
+            f'fill="{FILL[n.kind]}" stroke="{STROKE[n.kind]}" stroke-width="1.5"/>'
         )
         classes = ("name", "op", "data", "grad", "sum")
         for row, (cls, text) in enumerate(zip(classes, [*lines, sum_line])):
@@ -258,14 +258,14 @@ _LABEL_PITCH = 15  # labels in one gap are at least this far apart, so none over
 def edge_label(role: str, amount: str) -> str:
     """An edge's label, short enough for its gap: ``left: 1.5``, else just the amount."""
     if amount in ("", "-"):
-        return _cut(role, LABEL_CHARS)
+        return clip(role, LABEL_CHARS)
     label = f"{role}: {amount}"
-    return label if len(label) <= LABEL_CHARS else _cut(amount, LABEL_CHARS)
+    return label if len(label) <= LABEL_CHARS else clip(amount, LABEL_CHARS)
 
 
 def sum_text(parts: list[str]) -> str:
     """A box's accumulation line, ``= 1 + 2``, once it has collected on two paths."""
-    return _cut("= " + " + ".join(parts)) if len(parts) > 1 else ""
+    return clip("= " + " + ".join(parts)) if len(parts) > 1 else ""
 
 
 def _spread(edges: list) -> None:
@@ -295,7 +295,7 @@ def to_dot(trace: Trace) -> str:
     ]
     for n in trace.nodes:
         fields = [n.name] + ([f"op {n.op}"] if n.op else [])
-        fields += [f"data {_fmt(n.data)}", f"grad {_fmt(n.grad)}"]
+        fields += [f"data {fmt(n.data)}", f"grad {fmt(n.grad)}"]
         label = "{" + " | ".join(_escape_record(f) for f in fields) + "}"
         lines.append(f'  n{n.id} [label="{label}"]')
     roles = {(s.id, k): i.role for s in trace.steps for k, i in enumerate(s.inputs)}
@@ -340,20 +340,20 @@ class Graph:
     def save(self, path: str | os.PathLike[str], dot_seconds: float | None = None) -> Path:
         """Write the picture; see ``save_graph``."""
         path = Path(path)
-        fmt = path.suffix.lower().lstrip(".")
-        if fmt not in FORMATS:
+        kind = path.suffix.lower().lstrip(".")
+        if kind not in FORMATS:
             raise ValueError(
                 f"cannot tell the picture format from {path.name!r}: use a name ending in "
                 ".svg, .png, .pdf, or .dot for DOT text"
             )
         check_writable(path)
-        if fmt == "svg":
+        if kind == "svg":
             data = self.svg().encode("utf-8")
-        elif fmt in ("dot", "gv"):
+        elif kind in ("dot", "gv"):
             data = self.source.encode("utf-8")
         else:
             try:
-                data = _render_with_graphviz(self.source, fmt, dot_seconds)
+                data = _render_with_graphviz(self.source, kind, dot_seconds)
             except _NoGraphviz as missing:
                 path = path.with_suffix(".svg")
                 check_writable(path)
@@ -361,8 +361,8 @@ class Graph:
                 warnings.warn(
                     f"{missing} so the graph was drawn as SVG to {path} instead. Install "
                     f"Graphviz (e.g. `apt install graphviz`, `pip install graphviz`) for "
-                    f".{fmt}, or convert the SVG: "
-                    f"`rsvg-convert -f {fmt} {shlex.quote(str(path))}`",
+                    f".{kind}, or convert the SVG: "
+                    f"`rsvg-convert -f {kind} {shlex.quote(str(path))}`",
                     GraphvizMissingWarning,
                     stacklevel=3,
                 )
@@ -382,7 +382,7 @@ class GraphvizTooSlow(Exception):
     """Graphviz's ``dot`` took longer than it was given to lay the graph out (it was ended)."""
 
 
-def _render_with_graphviz(source: str, fmt: str, seconds: float | None = None) -> bytes:
+def _render_with_graphviz(source: str, kind: str, seconds: float | None = None) -> bytes:
     """Render DOT text with Graphviz's ``dot``, ended after ``seconds`` (``DOT_SECONDS``
     when None) with ``GraphvizTooSlow``. The graphviz package, required as documented, is
     imported only here, so nothing else needs it; ``dot`` is run directly, as its
@@ -394,7 +394,7 @@ def _render_with_graphviz(source: str, fmt: str, seconds: float | None = None) -
         raise _NoGraphviz("the graphviz Python package is not installed,") from None
     try:
         done = subprocess.run(  # on the timeout, run() kills dot and waits for it
-            ["dot", f"-T{fmt}"],
+            ["dot", f"-T{kind}"],
             input=source.encode("utf-8"),
             stdout=subprocess.PIPE,
             timeout=seconds,

@@ -4,7 +4,7 @@ step in words (``sentence``)."""
 
 from __future__ import annotations
 
-from .trace import Step, _fmt
+from .trace import Step, fmt
 
 PREFIX = "mw"  # the SVG ids the script looks up: mw-n<id>, mw-e<node>-<input position>
 #: Labels from the trace are wrapped in these (Unicode's first-strong and pop isolates,
@@ -55,10 +55,10 @@ def sentence(s: Step) -> str:
             f"Step {s.step}: {iso(s.node)} (dot_relu) has output 0: local derivative 0, "
             f"nothing reaches its {len(s.inputs)} inputs."
         )
-    pushed = [f"{_fmt(i.pushed)} to {iso(i.node)}" for i in s.inputs if i.pushed is not None]
+    pushed = [f"{fmt(i.pushed)} to {iso(i.node)}" for i in s.inputs if i.pushed is not None]
     if len(pushed) > 6:  # a fused node: the panel lists every input
         pushed[4:] = [f"and {len(pushed) - 4} more"]
     pushes = ", ".join(pushed)
-    return f"Step {s.step}: {iso(s.node)} ({s.op}) has grad {_fmt(s.grad)}; " + (
+    return f"Step {s.step}: {iso(s.node)} ({s.op}) has grad {fmt(s.grad)}; " + (
         f"it pushes {pushes}." if pushes else "its inputs are constants."
     )

@@ -11,7 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .trace import Node, Trace, _fmt
+from .trace import Node, Trace, fmt
 
 
 def torch_view(trace: Trace) -> str:
@@ -51,7 +51,7 @@ def torch_view(trace: Trace) -> str:
             theirs = built[node.id].grad
             theirs = 0.0 if theirs is None else theirs.item()
             ours = trace.grads.get(node.name, node.grad)
-            pairs.append(f"{node.name} {_fmt(ours)} (torch {_fmt(theirs)})")
+            pairs.append(f"{node.name} {fmt(ours)} (torch {fmt(theirs)})")
             if not _close(ours, theirs):
                 pairs[-1] += " DIFFERS"
     if pairs:

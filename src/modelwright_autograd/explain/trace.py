@@ -134,31 +134,31 @@ class Trace:
             prior = self.before.get(names[node_id], 0.0) if not self.nodes[node_id].inputs else 0.0
             if len(parts) + (prior != 0.0) < 2:
                 continue
-            terms = [f"{_fmt(prior)} (before)"] if prior != 0.0 else []
+            terms = [f"{fmt(prior)} (before)"] if prior != 0.0 else []
             total = prior
             for via, amount in parts:
-                terms.append(f"{_fmt(amount)} (via {via})")
+                terms.append(f"{fmt(amount)} (via {via})")
                 total += amount
             if len(terms) > MAX_TERMS:  # keep the line readable: the first and last few
                 hidden = len(terms) - MAX_TERMS + 1
                 terms[MAX_TERMS - 3 : -2] = [f"... ({hidden} more)"]
-            lines.append(f"{names[node_id]}: {' + '.join(terms)} = {_fmt(total)}")
+            lines.append(f"{names[node_id]}: {' + '.join(terms)} = {fmt(total)}")
         return lines
 
     def to_dict(self) -> dict:
         """``{"value", "grads", "nodes", "steps"}``; non-finite numbers become the strings
         "inf", "-inf" and "nan", since JSON has no literal for them."""
         return {
-            "value": _json_number(self.value),
-            "grads": {k: _json_number(v) for k, v in self.grads.items()},
+            "value": json_number(self.value),
+            "grads": {k: json_number(v) for k, v in self.grads.items()},
             "nodes": [
                 {
                     "id": n.id,
                     "name": n.name,
                     "op": n.op,
                     "kind": n.kind,
-                    "data": _json_number(n.data),
-                    "grad": _json_number(n.grad),
+                    "data": json_number(n.data),
+                    "grad": json_number(n.grad),
                     "inputs": list(n.inputs),
                 }
                 for n in self.nodes
@@ -170,7 +170,7 @@ class Trace:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
     def to_text(self) -> str:
-        lines = [f"{self.output} = {_fmt(self.value)}", ""]
+        lines = [f"{self.output} = {fmt(self.value)}", ""]
         if self.steps:
             lines += [
                 "Backward pass, in reverse topological order (each node comes after every "
@@ -195,7 +195,7 @@ class Trace:
         if self.grads:
             lines.append(f"Gradients of {self.output}:")
             width = max(len(name) for name in self.grads)
-            lines += [f"  d/d{name.ljust(width)} = {_fmt(g)}" for name, g in self.grads.items()]
+            lines += [f"  d/d{name.ljust(width)} = {fmt(g)}" for name, g in self.grads.items()]
         lines += [f"Note: {n}" for n in self.notes]
         if self.broken is not None:
             lines += ["", self.broken.to_text()]
@@ -292,8 +292,8 @@ class BrokenRun:
         return {
             "break": self.mode,
             "what": BREAKS[self.mode],
-            "grads": {k: _json_number(v) for k, v in self.trace.grads.items()},
-            "right": {k: _json_number(v) for k, v in self.right.items()},
+            "grads": {k: json_number(v) for k, v in self.trace.grads.items()},
+            "right": {k: json_number(v) for k, v in self.right.items()},
             "wrong": list(self.wrong),
             "wrong_step": self.wrong_step,
             "why": list(self.why),
@@ -313,10 +313,10 @@ class BrokenRun:
         if self.right:
             lines.append(f"Gradients of {self.trace.output}, right and broken:")
             width = max(len(name) for name in self.right)
-            right = {name: _fmt(g) for name, g in self.right.items()}
+            right = {name: fmt(g) for name, g in self.right.items()}
             right_width = max(len(text) for text in right.values())
             for name, text in right.items():
-                broken = f"broken {_fmt(self.trace.grads[name])}"
+                broken = f"broken {fmt(self.trace.grads[name])}"
                 wrong = "  wrong" if name in self.wrong else ""
                 lines.append(
                     f"  d/d{name.ljust(width)} = {text.ljust(right_width)}  {broken}{wrong}"
@@ -334,9 +334,9 @@ def _table(steps: tuple[Step, ...], marks: Mapping[int, str] | None = None) -> l
     marked = []
     for s in steps:
         for k, i in enumerate(s.inputs):
-            left = (str(s.step), s.node, s.op, _fmt(s.data), _fmt(s.grad))
-            row = (*(left if k == 0 else ("",) * 5), i.node, i.role, _fmt(i.data))
-            rows.append((*row, local_text(i), _fmt(i.pushed)))
+            left = (str(s.step), s.node, s.op, fmt(s.data), fmt(s.grad))
+            row = (*(left if k == 0 else ("",) * 5), i.node, i.role, fmt(i.data))
+            rows.append((*row, local_text(i), fmt(i.pushed)))
             marked.append(s.step == first and k == 0)
     widths = [max(len(r[c]) for r in rows) for c in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in rows]
@@ -352,17 +352,17 @@ def _step_dict(s: Step, mark: str | None = None) -> dict:
         "id": s.id,
         "node": s.node,
         "op": s.op,
-        "data": _json_number(s.data),
-        "grad": _json_number(s.grad),
+        "data": json_number(s.data),
+        "grad": json_number(s.grad),
         "inputs": [
             {
                 "id": i.id,
                 "node": i.node,
                 "role": i.role,
-                "data": _json_number(i.data),
+                "data": json_number(i.data),
                 "formula": i.formula,
-                "local": _json_number(i.local),
-                "pushed": _json_number(i.pushed),
+                "local": json_number(i.local),
+                "pushed": json_number(i.pushed),
             }
             for i in s.inputs
         ],
@@ -373,7 +373,7 @@ def local_text(i: InputStep) -> str:
     """``b = 3``: the local derivative's formula and value (just ``1`` when they agree)."""
     if i.local is None:
         return "-"
-    value = _fmt(i.local)
+    value = fmt(i.local)
     return value if i.formula in ("", value) else f"{i.formula} = {value}"
 
 
@@ -513,8 +513,8 @@ def _formulas(node: Value, roles: list[str], names: list[str], constant: list[bo
     values.update((role + "_", name) for role, name in zip(roles, names))
     if node._op == "**" and constant[1]:  # a number exponent: do n-1 now
         n = node._prev[1].data
-        values["exponent"] = _operand(_fmt(n))
-        first = f"{values['exponent']}*{values['base']}**{_operand(_fmt(n - 1))}"
+        values["exponent"] = _operand(fmt(n))
+        first = f"{values['exponent']}*{values['base']}**{_operand(fmt(n - 1))}"
         return [first, templates[1].format(**values)]
     return [t.format(**values) for t in templates]
 
@@ -550,7 +550,7 @@ def name_variables(
     if variables is None:
         pairs = [(_name_of(n), n) for n in order if not n._prev and _name_of(n)]
     else:
-        pairs = [(_short(_escaped(str(name))), v) for name, v in variables.items()]
+        pairs = [(shorten_middle(_escaped(str(name))), v) for name, v in variables.items()]
     named: dict[str, Value] = {}
     suffix: dict[str, int] = {}  # the next number to try after each name taken
     for name, v in pairs:
@@ -584,10 +584,10 @@ def _escaped_char(c: str) -> str:
 
 def _name_of(node: Value) -> str:
     """A node's label as text (``_escaped``), cut to MAX_NAME characters."""
-    return _short(_escaped(node.label if isinstance(node.label, str) else str(node.label)))
+    return shorten_middle(_escaped(node.label if isinstance(node.label, str) else str(node.label)))
 
 
-def _short(text: str) -> str:
+def shorten_middle(text: str) -> str:
     """``text`` with its middle cut out when longer than MAX_NAME characters."""
     if len(text) > MAX_NAME:
         half = (MAX_NAME - 1) // 2
@@ -608,19 +608,19 @@ def _node_names(order: list[Value], variables: Mapping[str, Value]) -> dict[Valu
         if label:
             names[node] = label
         elif not node._prev:
-            names[node] = _fmt(node.data)
+            names[node] = fmt(node.data)
         else:
             count += 1
             names[node] = f"v{count}"
     return names
 
 
-def _fmt(x: float | None) -> str:
+def fmt(x: float | None) -> str:
     """Six significant digits: 3.0 prints as 3, 1/3 as 0.333333, None as '-'."""
     return "-" if x is None else format(x, ".6g")
 
 
-def _json_number(x: float | None) -> float | str | None:
+def json_number(x: float | None) -> float | str | None:
     if x is None or math.isfinite(x):
         return x
     return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
