@@ -97,7 +97,7 @@ def walk_diagnosis(program: Program, reply: dict[str, Any]) -> str:
     )
 
 
-def _multiple(pairs: list[tuple[list[float], list[float]]]) -> int:
+def multiple_of(pairs: list[tuple[list[float], list[float]]]) -> int:
     """k when every gradient got is k times the one wanted, k a whole number >= 2 (some
     wanted gradient not 0), else 0: the mark of a gradient counted k times."""
     found = set()
@@ -114,24 +114,24 @@ def _multiple(pairs: list[tuple[list[float], list[float]]]) -> int:
     return found.pop() if len(found) == 1 else 0
 
 
-def _label(op: str) -> str:
+def op_label(op: str) -> str:
     """The row name of an op (``a + b``)."""
     return next(check.label for check in OP_CHECKS if check.op == op)
 
 
-def _network_right(reply: dict[str, Any]) -> bool:
+def network_right(reply: dict[str, Any]) -> bool:
     """Every parameter gradient of a network_gradients reply matches its differences."""
     pairs = zip(reply["grads"], reply["differences"])
     return all(any(close(g, d) for d in pair) for g, pair in pairs)
 
 
-def _inputs_text(program: Program) -> str:
+def inputs_text(program: Program) -> str:
     names = input_names(program)
     text = ", ".join(f"{n} = {x:g}" for n, x in zip(names, program["inputs"]))
     return text
 
 
-def _op_words(op: str) -> str:
+def op_words(op: str) -> str:
     return {
         "add": "+",
         "mul": "*",
@@ -142,7 +142,7 @@ def _op_words(op: str) -> str:
     }.get(op, op)
 
 
-def _matches(bug: Callable[..., list[float]], program: Program, result: dict[str, Any]) -> bool:
+def bug_matches(bug: Callable[..., list[float]], program: Program, result: dict[str, Any]) -> bool:
     args = [*program["inputs"]]
     step = program["steps"][0]
     if OPS[step[0]].constant:
@@ -154,11 +154,11 @@ def _matches(bug: Callable[..., list[float]], program: Program, result: dict[str
     return all(close(g, p) for g, p in zip(result["grads"], predicted))
 
 
-def _swapped(op: str, a: float, c: float) -> float:
+def swapped_result(op: str, a: float, c: float) -> float:
     return a - c if op == "rsub" else a / c
 
 
-def _absent(result: dict[str, Any], method: str, functions: tuple[str, ...] = ()) -> bool:
+def is_absent(result: dict[str, Any], method: str, functions: tuple[str, ...] = ()) -> bool:
     """True when the step failed because the engine's class has no such method or operator
     (``method``, the attribute looked up), or its module no such function (``functions``)."""
     if result.get("stage") != "forward":
@@ -191,24 +191,24 @@ def overwritten_text(
     return text
 
 
-def _array_text(a: np.ndarray) -> str:
+def array_text(a: np.ndarray) -> str:
     """An array on one line, six digits."""
     return " ".join(np.array2string(a, precision=6, separator=", ").split())
 
 
-def _shapes_text(program: TensorProgram) -> str:
+def shapes_text(program: TensorProgram) -> str:
     """The shapes of a tensor program's inputs: '(2, 3) and (3,)'."""
     shapes = [tuple(x["shape"]) for x in program["inputs"]]
     return " and ".join(str(s) for s in shapes)
 
 
-def _look(result: dict[str, Any], step: int = 0) -> str:
+def look_at(result: dict[str, Any], step: int = 0) -> str:
     """' (look at engine.py:57)': where it raised, else where the op's _backward is."""
     where = result.get("error", {}).get("where") or (result.get("rules") or [""])[step]
     return f" (look at {where})" if where else ""
 
 
-def _error_text(error: dict[str, Any]) -> str:
+def error_text(error: dict[str, Any]) -> str:
     if error["type"] == "NotAValue":  # see probe._forward
         return error["message"] + (f" ({error['where']})" if error["where"] else "")
     text = f"{error['type']}: {error['message']}" if error["message"] else error["type"]
@@ -220,14 +220,14 @@ def _error_text(error: dict[str, Any]) -> str:
     return text + (f" ({error['where']})" if error["where"] else "")
 
 
-def _result_error(
+def result_error(
     result: dict[str, Any], oracle: Oracle | None = None, program: Program | None = None
 ) -> str:
     """Words for a program that raised: a TODO says which, and whether the op's rule is
     right already (checked with the grader's own walk)."""
     error = result["error"]
     if error["type"] == "NotAValue":
-        return f"{_error_text(error)}: each op must return a new Value of the engine's own class"
+        return f"{error_text(error)}: each op must return a new Value of the engine's own class"
     if error["type"] == "NotImplementedError":
         text = f"{TODO} {error['message'] or 'NotImplementedError'}"
         rules = result.get("rules")
@@ -243,10 +243,10 @@ def _result_error(
                 else:
                     text += " (and with the grader's walk, this op's rule gives wrong gradients)"
         return text
-    return f"{result['stage']} raised {_error_text(error)}"
+    return f"{result['stage']} raised {error_text(error)}"
 
 
-def _failure_text(reply: dict[str, Any], what: str) -> str:
+def failure_text(reply: dict[str, Any], what: str) -> str:
     """Words for a request that did not come back (it hung or crashed) or raised."""
     failure = reply.get("failure")
     if failure == "timeout" and reply.get("where"):
@@ -269,7 +269,7 @@ def _failure_text(reply: dict[str, Any], what: str) -> str:
         )
     if reply["error"]["type"] == "NotImplementedError":
         return f"{TODO} {reply['error']['message']}"
-    return f"{what} raised {_error_text(reply['error'])}"
+    return f"{what} raised {error_text(reply['error'])}"
 
 
 def training_verdict(loss0: float, loss1: float, accurate: bool, need: str) -> tuple[bool, str]:

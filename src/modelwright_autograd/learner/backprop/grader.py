@@ -25,7 +25,7 @@ import numpy as np
 from ...files import UnreadableFile, read_bounded
 from ..child import EngineProcess
 from ..report import FAIL, PASS, Report, Row
-from ..words import TODO, _error_text, _failure_text
+from ..words import TODO, error_text, failure_text
 from . import diagnose
 from .reference import (
     BATCH,
@@ -185,7 +185,7 @@ class BackpropGrader:
         loaded = self.process.load()
         where = self.exercise.file.name
         if "failure" in loaded or "error" in loaded:
-            text = _failure_text(loaded, f"importing {where}")
+            text = failure_text(loaded, f"importing {where}")
             if loaded.get("failure") == "timeout":
                 text += "; code at the top of a module runs on import"
             self.add("exercise loads", FAIL, text)
@@ -203,12 +203,12 @@ class BackpropGrader:
         reply = self.ask(self.forward_request())
         name = "forward"
         if "failure" in reply or "error" in reply:
-            self.add(name, FAIL, _failure_text(reply, "forward(params, Xb, Yb)"))
+            self.add(name, FAIL, failure_text(reply, "forward(params, Xb, Yb)"))
             return False
         for step in FORWARD:
             sent = reply["tensors"][step.out]
             if "error" in sent:
-                text = f"f.{step.out}: {_error_text(sent['error'])}"
+                text = f"f.{step.out}: {error_text(sent['error'])}"
                 self.add(name, FAIL, text + "; the check needs every tensor under its name")
                 return False
             got, want = _array(sent), self.ref.values[step.out]
@@ -251,7 +251,7 @@ class BackpropGrader:
             missing = re.search(r"attribute '(\w+)'", error["message"])
             if missing and f"d{missing.group(1)}" in self.status:
                 return f"needs d.{missing.group(1)}: d{missing.group(1)} above gave none"
-        text = _failure_text(reply, f"{function}(f, d)")
+        text = failure_text(reply, f"{function}(f, d)")
         wrong = [f"d{s.out}" for s in consumers(name) if self.status.get(f"d{s.out}") == FAIL]
         if wrong and "error" in reply:
             return f"{text} (probably because {' and '.join(wrong)} above is wrong)"
@@ -314,7 +314,7 @@ class BackpropGrader:
             request = {**_training_request(), "fused": fused}
             reply = self.ask(request, self.train_timeout)
             if "failure" in reply or "error" in reply:
-                text = _failure_text(reply, f"{TRAIN_STEPS} steps of SGD with {function}")
+                text = failure_text(reply, f"{TRAIN_STEPS} steps of SGD with {function}")
                 self.add(
                     name, FAIL, text + ("" if text.startswith(TODO) else self.rows_cause(fused))
                 )

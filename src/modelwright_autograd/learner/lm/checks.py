@@ -17,7 +17,7 @@ from ...lm.corpus import builtin_path
 from ..base import MAX_HANGS
 from ..report import FAIL, NOTE, PASS, Row
 from ..tensor.oracle import agree, array_of
-from ..words import TODO, _array_text, _failure_text
+from ..words import TODO, array_text, failure_text
 from . import cases
 from .cases import GPT_CONFIG, MLP_CONFIG, TRAINING, OpCase
 
@@ -109,7 +109,7 @@ class LMChecks:
         """A row for a request that hung, crashed or raised; True when there was one."""
         if "failure" not in reply and "error" not in reply:
             return False
-        self.g.add(Row(name, FAIL, _failure_text(reply, what)))
+        self.g.add(Row(name, FAIL, failure_text(reply, what)))
         return True
 
     def because(self, name: str, uses: list[str]) -> bool:
@@ -159,7 +159,7 @@ class LMChecks:
         lines += [f"print({name}.grad)" for name in case.tensors]
         if not case.random:
             _, want = self.torch.run_op(case)
-            lines += [f"# expected {n}.grad: {_array_text(g)}" for n, g in want.items()]
+            lines += [f"# expected {n}.grad: {array_text(g)}" for n, g in want.items()]
         return lines
 
     # ------------------------------------------------------------------ the GPT's parts
@@ -420,7 +420,7 @@ def op_problem(
         known = _forward_bug(case, out, x)
         if known:
             return known
-        got, torch = _array_text(out), _array_text(want_out)
+        got, torch = array_text(out), array_text(want_out)
         return f"the forward differs from torch's: out is {got}, torch's {torch}"
     wrong = [n for n in want if not agree(grads[n], want[n])]
     if not wrong:
@@ -429,7 +429,7 @@ def op_problem(
     if known:
         return known
     name = wrong[0]
-    got, torch = _array_text(grads[name]), _array_text(want[name])
+    got, torch = array_text(grads[name]), array_text(want[name])
     return f"the forward is right, but {name}.grad is {got}, torch's {torch}"
 
 

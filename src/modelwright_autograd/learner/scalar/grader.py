@@ -23,11 +23,11 @@ from ..report import FAIL, NOTE, PASS, Report, Row
 from ..words import (
     EARLY_ORDER,
     NO_GRADIENT_ORDER,
-    _error_text,
-    _failure_text,
-    _label,
-    _multiple,
-    _result_error,
+    error_text,
+    failure_text,
+    multiple_of,
+    op_label,
+    result_error,
     walk_diagnosis,
 )
 from .cases import (
@@ -118,7 +118,7 @@ class Grader(OpChecks, NetworkChecks):
             if error["type"] == "NoValue":
                 text = f"{where} has no class {self.target.class_name}"
             else:
-                text = f"importing {where} raised {_error_text(error)}"
+                text = f"importing {where} raised {error_text(error)}"
             self.add(Row(name, FAIL, text, [*self.target.import_lines]))
             return False
         self.loaded = loaded
@@ -138,7 +138,7 @@ class Grader(OpChecks, NetworkChecks):
         reply = self.ask({"do": "shape"})
         name = "Value's parts"
         if "failure" in reply or "error" in reply:
-            self.add(Row(name, FAIL, _failure_text(reply, "Value(2.0)")))
+            self.add(Row(name, FAIL, failure_text(reply, "Value(2.0)")))
             return
         problems = []
         if reply["data"] != 2.0:
@@ -167,7 +167,7 @@ class Grader(OpChecks, NetworkChecks):
             "print(a.grad)",
         ]
         if "failure" in reply or "error" in reply:
-            self.add(Row(name, FAIL, _failure_text(reply, "Value(3.0).backward()"), lines))
+            self.add(Row(name, FAIL, failure_text(reply, "Value(3.0).backward()"), lines))
         elif reply["grad"] != 1.0:
             text = (
                 f"after a.backward() on a = Value(3.0), a.grad is {reply['grad']!r}: backward() "
@@ -217,7 +217,7 @@ class Grader(OpChecks, NetworkChecks):
         reply = self.ask({"do": "leaf_backward"})
         name = "leaf _backward"
         if "failure" in reply or "error" in reply:
-            self.add(Row(name, FAIL, _failure_text(reply, "a leaf's _backward()")))
+            self.add(Row(name, FAIL, failure_text(reply, "a leaf's _backward()")))
         elif not reply["ran"]:
             self.add(Row(name, PASS, "a leaf has no zero-argument _backward to run"))
         elif reply["grad_after"] != 0.75 or reply["data_after"] != 3.0:
@@ -292,19 +292,19 @@ class Grader(OpChecks, NetworkChecks):
         results = self.run_programs([program])
         name = "order"
         if isinstance(results, dict):
-            self.add(Row(name, FAIL, _failure_text(results, "a diamond graph")))
+            self.add(Row(name, FAIL, failure_text(results, "a diamond graph")))
             return
         result = results[0]
         if "error" in result:
-            self.add(Row(name, FAIL, _result_error(result), self.code(program)))
+            self.add(Row(name, FAIL, result_error(result), self.code(program)))
             return
         _, grads = self.oracle.evaluate(program)
         if all(close(g, w) for g, w in zip(result["grads"], grads)):
             self.add(Row(name, PASS, "a diamond graph: every node waits for all its users"))
             return
-        k = _multiple([(result["grads"], grads)])
+        k = multiple_of([(result["grads"], grads)])
         basic = [op for op in ("add", "mul") if self.status.get(op) == FAIL]
-        cause = self.root_cause() or (_label(basic[0]) if basic else None)
+        cause = self.root_cause() or (op_label(basic[0]) if basic else None)
         if (
             cause is None
             and self.failed("reuse")
@@ -329,7 +329,7 @@ class Grader(OpChecks, NetworkChecks):
         reply = self.ask({"do": "accumulate"})
         name = "two backward() calls"
         if "failure" in reply or "error" in reply:
-            self.add(Row(name, NOTE, "could not run: " + _failure_text(reply, "backward()")))
+            self.add(Row(name, NOTE, "could not run: " + failure_text(reply, "backward()")))
             return
         first, second = reply["after_first"], reply["after_second"]
         other = reply["after_other"]
@@ -379,7 +379,7 @@ class Grader(OpChecks, NetworkChecks):
         reply = self.ask({"do": "chain", "n": CHAIN_LENGTH})
         name = f"{CHAIN_LENGTH:,}-node chain"
         if "failure" in reply or "error" in reply:
-            self.add(Row(name, NOTE, "could not run: " + _failure_text(reply, "a long chain")))
+            self.add(Row(name, NOTE, "could not run: " + failure_text(reply, "a long chain")))
         elif reply["recursion"]:
             text = (
                 "backward() hit Python's recursion limit (RecursionError): the topological "

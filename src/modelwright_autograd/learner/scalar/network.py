@@ -11,7 +11,7 @@ from typing import Any
 
 from ..base import GraderBase
 from ..report import ABSENT, FAIL, PASS, Row, printable
-from ..words import TODO, _error_text, _failure_text, _network_right, training_verdict
+from ..words import TODO, error_text, failure_text, network_right, training_verdict
 from .cases import (
     AFFINE_PAIRS,
     AFFINE_TOLERANCE,
@@ -47,7 +47,7 @@ class NetworkChecks(GraderBase):
             return
         reply = self.ask({"do": "parameters"})
         if "failure" in reply or "error" in reply:
-            self.add(Row(name, FAIL, _failure_text(reply, "MLP(3, [4, 4, 1]).parameters()")))
+            self.add(Row(name, FAIL, failure_text(reply, "MLP(3, [4, 4, 1]).parameters()")))
             return
         shown = []
         for level in reply["levels"]:
@@ -57,7 +57,7 @@ class NetworkChecks(GraderBase):
             made, want, parts, seed = ARCHITECTURE[cls]
             if "error" in level:
                 error = level["error"]
-                text = f"{made}.parameters() raised {_error_text(error)}"
+                text = f"{made}.parameters() raised {error_text(error)}"
                 if error["type"] == "NotImplementedError":
                     text = f"{TODO} {error['message'] or 'NotImplementedError'}"
                 self.add(Row(name, FAIL, text))
@@ -110,7 +110,7 @@ class NetworkChecks(GraderBase):
         if self.failed("parameters()") and ("error" in reply or reply.get("left")):
             self.because(name, "parameters()")
         elif "failure" in reply or "error" in reply:
-            self.add(Row(name, FAIL, _failure_text(reply, "MLP(3, [4, 4, 1]).zero_grad()")))
+            self.add(Row(name, FAIL, failure_text(reply, "MLP(3, [4, 4, 1]).zero_grad()")))
         elif not reply["defined"]:
             text = "MLP has no zero_grad(): define it (on Module) to set every grad to 0"
             self.add(Row(name, FAIL, text))
@@ -148,7 +148,7 @@ class NetworkChecks(GraderBase):
             return
         reply = self.ask({"do": "affine", "pairs": AFFINE_PAIRS})
         if "failure" in reply or "error" in reply:
-            self.add(Row(name, FAIL, _failure_text(reply, "MLP(2, [8, 8, 1])(x)")))
+            self.add(Row(name, FAIL, failure_text(reply, "MLP(2, [8, 8, 1])(x)")))
             return
         if reply["mlp"] > AFFINE_TOLERANCE:
             self.add(Row(name, PASS, "MLP(2, [8, 8, 1]) is not affine in its input"))
@@ -194,11 +194,11 @@ class NetworkChecks(GraderBase):
             self.because(name, "parameters()")
             return
         reply = self.ask({"do": "network_gradients"})
-        if cause and ("failure" in reply or "error" in reply or not _network_right(reply)):
+        if cause and ("failure" in reply or "error" in reply or not network_right(reply)):
             self.because(name, cause)
             return
         if "failure" in reply or "error" in reply:
-            self.add(Row(name, FAIL, _failure_text(reply, "MLP(3, [4, 4, 1])")))
+            self.add(Row(name, FAIL, failure_text(reply, "MLP(3, [4, 4, 1])")))
             return
         grads, differences = reply["grads"], reply["differences"]
         wrong = [
@@ -278,7 +278,7 @@ class NetworkChecks(GraderBase):
         }
         reply = self.ask(request, self.train_timeout)
         if "failure" in reply or "error" in reply:
-            self.add(Row(name, FAIL, _failure_text(reply, "training MLP(2, [8, 8, 1])")))
+            self.add(Row(name, FAIL, failure_text(reply, "training MLP(2, [8, 8, 1])")))
             return
         if "returned" in reply:
             where = f" ({reply['where']})" if reply["where"] else ""

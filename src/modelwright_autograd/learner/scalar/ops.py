@@ -11,17 +11,17 @@ from ..base import GraderBase
 from ..report import ABSENT, FAIL, PASS, Row
 from ..words import (
     BECAUSE,
-    _absent,
-    _error_text,
-    _failure_text,
-    _inputs_text,
-    _label,
-    _matches,
-    _multiple,
-    _op_words,
-    _result_error,
-    _swapped,
+    bug_matches,
+    error_text,
+    failure_text,
+    inputs_text,
+    is_absent,
+    multiple_of,
+    op_label,
+    op_words,
     overwritten_text,
+    result_error,
+    swapped_result,
 )
 from .cases import (
     DUNDERS,
@@ -53,10 +53,10 @@ class OpChecks(GraderBase):
         name = check.label
         if isinstance(results, dict):
             self.status[check.op] = FAIL
-            self.add(Row(name, FAIL, _failure_text(results, check.label)))
+            self.add(Row(name, FAIL, failure_text(results, check.label)))
             return
         for result in results:
-            if "error" in result and _absent(result, METHODS.get(check.op, check.op)):
+            if "error" in result and is_absent(result, METHODS.get(check.op, check.op)):
                 status = FAIL if check.required else ABSENT
                 text = f"not defined: define {DUNDERS.get(check.op) or check.op}"
                 if not check.required:
@@ -87,13 +87,13 @@ class OpChecks(GraderBase):
         basis = [op for op in check.built_on if self.status.get(op) == FAIL]
         for program, result in zip(programs, results):
             if "error" in result and basis:  # a / b raising in the ** it is built from
-                return BECAUSE + self.causes.get(_label(basis[0]), _label(basis[0])), program
+                return BECAUSE + self.causes.get(op_label(basis[0]), op_label(basis[0])), program
             if "error" in result:
-                return _result_error(result, self.oracle, program), program
+                return result_error(result, self.oracle, program), program
             out, grads = self.oracle.evaluate(program)
             if not close(result["out"], out):
                 return (
-                    f"the forward is wrong: {_inputs_text(program)} gives {result['out']!r}, "
+                    f"the forward is wrong: {inputs_text(program)} gives {result['out']!r}, "
                     f"expected {out!r}",
                     program,
                 )
@@ -104,14 +104,14 @@ class OpChecks(GraderBase):
         program, result, grads = wrong[0]
         got = ", ".join(f"{g:.6g}" for g in result["grads"])
         want = ", ".join(f"{g:.6g}" for g in grads)
-        generic = f"wrong gradient at {_inputs_text(program)}: got {got}, expected {want}"
+        generic = f"wrong gradient at {inputs_text(program)}: got {got}, expected {want}"
         cause = self.root_cause()
         if cause:
             return BECAUSE + cause, program
         if basis:
-            return BECAUSE + self.causes.get(_label(basis[0]), _label(basis[0])), program
+            return BECAUSE + self.causes.get(op_label(basis[0]), op_label(basis[0])), program
         alone = [(p, r) for p, r, _ in wrong if len(p["steps"]) == 1]
-        k = _multiple([(r["grads"], w) for _, r, w in wrong]) if len(wrong) == len(results) else 0
+        k = multiple_of([(r["grads"], w) for _, r, w in wrong]) if len(wrong) == len(results) else 0
         if k:
             rule = self.where_rule(program)
             return (
@@ -144,7 +144,7 @@ class OpChecks(GraderBase):
                     next(p for p, _ in alone if p["inputs"][0] <= 0),
                 )
         for words, bug in check.bugs:
-            if all(_matches(bug, p, r) for p, r in alone):
+            if all(bug_matches(bug, p, r) for p, r in alone):
                 return words, alone[0][0]
         return generic, program
 
@@ -199,30 +199,30 @@ class OpChecks(GraderBase):
         results = self.run_programs(programs)
         name = "numbers with Values"
         if isinstance(results, dict):
-            self.add(Row(name, FAIL, _failure_text(results, "a + 2")))
+            self.add(Row(name, FAIL, failure_text(results, "a + 2")))
             return
         for (op, example, fix), program, result in zip(NUMBER_FORMS, programs, results):
             if "error" in result and result["error"]["type"] == "NotAValue":
-                self.add(Row(name, FAIL, _result_error(result), self.code(program)))
+                self.add(Row(name, FAIL, result_error(result), self.code(program)))
                 return
             if "error" in result and result["stage"] == "forward":
-                words = f"{example} raised {_error_text(result['error'])}: {fix}"
+                words = f"{example} raised {error_text(result['error'])}: {fix}"
                 self.add(Row(name, FAIL, words, self.code(program)))
                 return
             if "error" in result:
-                self.add(Row(name, FAIL, _result_error(result), self.code(program)))
+                self.add(Row(name, FAIL, result_error(result), self.code(program)))
                 return
             out, grads = self.oracle.evaluate(program)
             if not close(result["out"], out):
                 text = f"{example} gives {result['out']!r} at a = 1.5, expected {out!r}"
-                if op in ("rsub", "rdiv") and close(result["out"], _swapped(op, 1.5, 2.0)):
+                if op in ("rsub", "rdiv") and close(result["out"], swapped_result(op, 1.5, 2.0)):
                     text += f": the operands are swapped; {fix}"
                 self.add(Row(name, FAIL, text, self.code(program)))
                 return
             if not close(result["grads"][0], grads[0]):
                 basic = [op for op in DUNDERS if self.status.get(op) == FAIL]
                 if self.root_cause() or basic:
-                    cause = self.root_cause() or _label(basic[0])
+                    cause = self.root_cause() or op_label(basic[0])
                     self.because(name, cause)
                     return
                 text = f"{example}: a.grad is {result['grads'][0]!r}, expected {grads[0]!r}"
@@ -237,7 +237,7 @@ class OpChecks(GraderBase):
             self.add(Row(name, PASS, ", ".join(present) + " (the gate needs one)"))
         elif any(self.status.get(op) == FAIL for op in NONLINEARITIES):
             failing = next(op for op in NONLINEARITIES if self.status.get(op) == FAIL)
-            self.because(name, _label(failing))
+            self.because(name, op_label(failing))
         else:
             self.add(Row(name, FAIL, "the gate needs at least one: define tanh() or relu()"))
 
@@ -259,7 +259,7 @@ class OpChecks(GraderBase):
         if not cases:
             basic = [op for op in ("add", "mul") if self.status.get(op) == FAIL]
             if basic:
-                self.because(name, self.root_cause() or _label(basic[0]))
+                self.because(name, self.root_cause() or op_label(basic[0]))
             else:
                 self.add(
                     Row(
@@ -271,16 +271,16 @@ class OpChecks(GraderBase):
             return
         results = self.run_programs([p for _, p in cases])
         if isinstance(results, dict):
-            self.add(Row(name, FAIL, _failure_text(results, "a * a")))
+            self.add(Row(name, FAIL, failure_text(results, "a * a")))
             return
         overwritten, multiples, first_wrong = [], [], None
         for (op, program), result in zip(cases, results):
             if "error" in result:
-                self.add(Row(name, FAIL, _result_error(result), self.code(program)))
+                self.add(Row(name, FAIL, result_error(result), self.code(program)))
                 return
             _, grads = self.oracle.evaluate(program)
             if not close(result["grads"][0], grads[0]):
-                k = _multiple([(result["grads"], grads)])
+                k = multiple_of([(result["grads"], grads)])
                 (multiples if k else overwritten).append((op, k))
                 first_wrong = first_wrong or program
         cause = self.root_cause() or ("order" if self.failed("order") else None)
@@ -292,7 +292,7 @@ class OpChecks(GraderBase):
             _, grads = self.oracle.evaluate(program)
             rule = self.where_rule(program)
             text = (
-                f"counted {k} times: a value used twice in {_op_words(op)} gets {k} times the "
+                f"counted {k} times: a value used twice in {op_words(op)} gets {k} times the "
                 f"right gradient ({grads[0] * k:g} for {grads[0]:g}): the rule adds the same "
                 "path twice when both inputs are one Value; the walk already calls it once"
                 + (f"; look at {rule}" if rule else "")
@@ -300,10 +300,10 @@ class OpChecks(GraderBase):
             self.add(Row(name, FAIL, text, self.code(program)))
         elif first_wrong is not None:
             ops = [op for op, _ in overwritten + multiples]
-            text = overwritten_text(ops, ("add", "mul"), _op_words, "value")
+            text = overwritten_text(ops, ("add", "mul"), op_words, "value")
             self.add(Row(name, FAIL, text, self.code(first_wrong)))
         else:
-            shown = " ".join(_op_words(op).replace(" ", "") for op, _ in cases)
+            shown = " ".join(op_words(op).replace(" ", "") for op, _ in cases)
             self.add(Row(name, PASS, f"a value used twice adds up ({shown})"))
 
     def check_random(self) -> None:
@@ -313,12 +313,12 @@ class OpChecks(GraderBase):
         programs = random_programs(ops, RANDOM_PROGRAMS, seed=0)
         results = self.run_programs(programs)
         if isinstance(results, dict):
-            self.add(Row(name, FAIL, _failure_text(results, "random expressions")))
+            self.add(Row(name, FAIL, failure_text(results, "random expressions")))
             return
         wrong = []
         for program, result in zip(programs, results):
             if "error" in result and result["error"]["type"] == "NotImplementedError":
-                self.add(Row(name, FAIL, _result_error(result)))
+                self.add(Row(name, FAIL, result_error(result)))
                 return
             if "error" in result:
                 wrong.append(program)

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..report import FAIL, Row
-from ..words import TODO, _array_text, _error_text, _failure_text, _look
-from .cases import _SYMBOL, OP_SPECS
+from ..words import TODO, array_text, error_text, failure_text, look_at
+from .cases import OP_SPECS, SYMBOL
 from .oracle import agree, array_of, tensor_oracle
 from .programs import OPS, Program, input_names, to_code
 
@@ -54,13 +54,13 @@ class TensorBase:
         engine's process gave none (``what`` is the code it was running)."""
         results = self.results([program])
         if isinstance(results, dict):
-            self.g.add(Row(name, FAIL, _failure_text(results, what)))
+            self.g.add(Row(name, FAIL, failure_text(results, what)))
             return None
         return results[0]
 
     def code(self, program: Program) -> list[str]:
         _, grads = self.want(program)
-        expected = {f"{n}.grad": _array_text(g) for n, g in zip(input_names(program), grads)}
+        expected = {f"{n}.grad": array_text(g) for n, g in zip(input_names(program), grads)}
         requires_grad = bool(self.g.loaded.get("requires_grad"))
         target = self.g.target
         lines = to_code(program, target.import_lines, requires_grad, expected, target.class_name)
@@ -96,10 +96,10 @@ class TensorBase:
         readers = [
             (j, step[0]) for j, step in enumerate(steps) if slot in step[1 : 1 + OPS[step[0]].arity]
         ]
-        who = " or ".join(f"{_SYMBOL.get(op, op)}'s" for _, op in readers) or "the loss's *"
+        who = " or ".join(f"{SYMBOL.get(op, op)}'s" for _, op in readers) or "the loss's *"
         name = _slot_name(program, slot)
         when = "the forward" if stage == "forward" else "backward()"
-        look = _look(result, readers[0][0]) if readers and stage == "backward" else ""
+        look = look_at(result, readers[0][0]) if readers and stage == "backward" else ""
         return (
             f"{who} {stage} changed its input's data in place: after {when}, {name}.data no "
             "longer holds the numbers it was made with, and every other use of it sees the new "
@@ -115,7 +115,7 @@ class TensorBase:
         if slot >= len(program["inputs"]):
             return self.code(program)
         name = _slot_name(program, slot)
-        made = _array_text(array_of(program["inputs"][slot]))
+        made = array_text(array_of(program["inputs"][slot]))
         return [*self.code(program), f"print({name}.data)", f"# expected {name}.data: {made}"]
 
     def _cause(self) -> str:
@@ -150,7 +150,7 @@ class TensorBase:
     def failed_text(self, reply: dict[str, Any], what: str, program: Program | None = None) -> str:
         """Words for ``what`` that hung, crashed or raised; briefly, naming where, when op
         rows failed above (their block shows the cause)."""
-        text = _failure_text(reply, what) if program is None else self.result_text(program, reply)
+        text = failure_text(reply, what) if program is None else self.result_text(program, reply)
         because = self._ops_cause(text)
         error = reply.get("error")
         if because and error:  # the line only: the cause's row says more
@@ -181,8 +181,8 @@ class TensorBase:
         if error["type"] == "NotImplementedError":
             return self.todo_text(program, result)
         if error["type"] == "NotATensor":
-            return f"{_error_text(error)}: each op must return a new Tensor"
-        return f"{result['stage']} raised {_error_text(error)}"
+            return f"{error_text(error)}: each op must return a new Tensor"
+        return f"{result['stage']} raised {error_text(error)}"
 
 
 def _slot_name(program: Program, slot: int) -> str:

@@ -25,7 +25,7 @@ AFFINE_GAP = 1e-9  # |f(mid) - mean(f(x1), f(x2))| / |f| below this on every pai
 
 
 # ---------------------------------------------------------------------- the programs
-def _array(values: np.ndarray) -> dict[str, Any]:
+def array_json(values: np.ndarray) -> dict[str, Any]:
     return {"shape": list(values.shape), "data": [float(v) for v in values.ravel()]}
 
 
@@ -37,10 +37,10 @@ def _numbers(rng: np.random.RandomState, shape: Shape, low: float, high: float) 
 
 def _weight(rng: np.random.RandomState, shape: Shape) -> dict[str, Any]:
     w = np.round(rng.uniform(0.3, 1.5, shape), 1) * rng.choice([-1.0, 1.0], shape)
-    return _array(np.asarray(w))
+    return array_json(np.asarray(w))
 
 
-def _program(
+def make_program(
     seed: int,
     shapes: list[Shape],
     steps: list[list[Any]],
@@ -54,7 +54,7 @@ def _program(
         _numbers(rng, s, 0.5, 2.0) if i in positive else _numbers(rng, s, -2.0, 2.0)
         for i, s in enumerate(shapes)
     ]
-    program: Program = {"inputs": [_array(a) for a in arrays], "steps": steps}
+    program: Program = {"inputs": [array_json(a) for a in arrays], "steps": steps}
     if weighted:
         program["weight"] = _weight(rng, forward(program).shape)
     return program
@@ -104,7 +104,9 @@ def _binary_cases(op: str, seed: int) -> Callable[[], list[Case]]:
     def cases() -> list[Case]:
         made = []
         for i, (a, b) in enumerate(BROADCASTS):
-            program = _program(seed + i, [a, b], [[op, 0, 1]], positive=(1,) if op == "div" else ())
+            program = make_program(
+                seed + i, [a, b], [[op, 0, 1]], positive=(1,) if op == "div" else ()
+            )
             out = tuple(np.broadcast_shapes(a, b))
             made.append(
                 Case(
@@ -131,7 +133,7 @@ MATMULS: list[tuple[str, Shape, Shape]] = [
 
 def _matmul_cases() -> list[Case]:
     return [
-        Case(_program(40 + i, [a, b], [["matmul", 0, 1]]), kind=kind)
+        Case(make_program(40 + i, [a, b], [["matmul", 0, 1]]), kind=kind)
         for i, (kind, a, b) in enumerate(MATMULS)
     ]
 
@@ -152,7 +154,7 @@ def _reduction_cases(op: str, seed: int) -> Callable[[], list[Case]]:
     def cases() -> list[Case]:
         return [
             Case(
-                _program(seed + i, [shape], [[op, 0, axis, keepdims]]),
+                make_program(seed + i, [shape], [[op, 0, axis, keepdims]]),
                 kind="" if axis is None or keepdims else "dropped",
             )
             for i, (shape, axis, keepdims) in enumerate(REDUCTIONS)
@@ -172,9 +174,9 @@ def _unary_cases(
         made = []
         for i, shape in enumerate(shapes):
             pos = (0,) if positive else ()
-            made.append(Case(_program(seed + i, [shape], [[op, 0]], positive=pos)))
+            made.append(Case(make_program(seed + i, [shape], [[op, 0]], positive=pos)))
         if zeros:  # exact zeros: where relu's mask must say 0, as torch's does
-            program = _program(seed + len(shapes), [(2, 3)], [[op, 0]])
+            program = make_program(seed + len(shapes), [(2, 3)], [[op, 0]])
             program["inputs"][0]["data"][::2] = [0.0, 0.0, 0.0]
             made.append(Case(program, kind="zeros"))
         return made
@@ -188,22 +190,22 @@ def _transpose_cases() -> list[Case]:
     does, skips it)."""
     return [
         *_unary_cases("transpose", 72, shapes=((2, 3), (4, 2)))(),
-        Case(_program(74, [(2, 3, 4)], [["transpose_axes", 0]]), kind="axes"),
+        Case(make_program(74, [(2, 3, 4)], [["transpose_axes", 0]]), kind="axes"),
     ]
 
 
 def _reshape_cases() -> list[Case]:
     return [
-        Case(_program(70, [(2, 3)], [["reshape", 0, [3, 2]]])),
-        Case(_program(71, [(2, 3, 4)], [["reshape", 0, [6, 4]]])),
+        Case(make_program(70, [(2, 3)], [["reshape", 0, [3, 2]]])),
+        Case(make_program(71, [(2, 3, 4)], [["reshape", 0, [6, 4]]])),
     ]
 
 
 def _cross_entropy_cases() -> list[Case]:
     return [
-        Case(_program(80, [(4, 5)], [["cross_entropy", 0, [0, 3, 1, 4]]], weighted=False)),
+        Case(make_program(80, [(4, 5)], [["cross_entropy", 0, [0, 3, 1, 4]]], weighted=False)),
         Case(
-            _program(
+            make_program(
                 81, [(3, 4)], [["cross_entropy", 0, [2, 0, 3]], ["mul_c", 1, 2.5]], weighted=False
             ),
             kind="upstream",
@@ -211,7 +213,7 @@ def _cross_entropy_cases() -> list[Case]:
     ]
 
 
-def _softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+def softmax_array(x: np.ndarray, axis: int = -1) -> np.ndarray:
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
@@ -296,12 +298,12 @@ OP_SPECS = [
             (
                 "log_softmax's backward dropped the sum: with s = softmax(a) and g = out.grad, "
                 "d/da = g - s * g.sum(axis, keepdims=True), not g - s",
-                lambda a, g: [g - _softmax(a)],
+                lambda a, g: [g - softmax_array(a)],
             ),
             (
                 "log_softmax's backward sums g over every axis: g.sum(axis, keepdims=True), "
                 "over the softmax's own axis only",
-                lambda a, g: [g - _softmax(a) * g.sum()],
+                lambda a, g: [g - softmax_array(a) * g.sum()],
             ),
         ],
     ),
@@ -332,7 +334,7 @@ REUSE_BASIC = ("add", "sub", "mul", "div", "matmul")  # `a op a`: the op's own r
 def reuse_programs(passing: set[str]) -> list[tuple[str, Program]]:
     """The reuse row's programs whose ops pass on their own."""
     return [
-        (op, _program(110 + i, [shape], steps, positive=(0,) if op in ("div", "log") else ()))
+        (op, make_program(110 + i, [shape], steps, positive=(0,) if op in ("div", "log") else ()))
         for i, (op, needs, shape, steps) in enumerate(REUSES)
         if set(needs) <= passing
     ]
@@ -340,7 +342,7 @@ def reuse_programs(passing: set[str]) -> list[tuple[str, Program]]:
 
 def twice_program() -> Program:
     """a * b, backward(), then a new graph from the same leaves and backward() again."""
-    return {**_program(130, [(2, 3), (2, 3)], [["mul", 0, 1]]), "repeat": 2}
+    return {**make_program(130, [(2, 3), (2, 3)], [["mul", 0, 1]]), "repeat": 2}
 
 
 # Random expressions of 3-6 steps over the shape table: each step reads the step before and
@@ -389,7 +391,7 @@ def composite_programs() -> list[tuple[set[str], Program]]:
     for seed in range(COMPOSITES):
         rng = np.random.RandomState(200 + seed)
         a, b = BROADCASTS[rng.randint(len(BROADCASTS))]
-        program = _program(200 + seed, [a, b], [["add", 0, 1]], weighted=False)
+        program = make_program(200 + seed, [a, b], [["add", 0, 1]], weighted=False)
         program["steps"] = [[("add", "sub", "mul")[rng.randint(3)], 0, 1]]
         values = [*(array_of(x) for x in program["inputs"]), forward(program)]
         for _ in range(rng.randint(2, 6)):
@@ -403,9 +405,9 @@ def composite_programs() -> list[tuple[set[str], Program]]:
     return made
 
 
-_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@"}
-_METHOD = {"add": "__add__", "sub": "__sub__", "mul": "__mul__", "div": "__truediv__"}
-_METHOD |= {"matmul": "__matmul__"}
+SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "matmul": "@"}
+METHOD = {"add": "__add__", "sub": "__sub__", "mul": "__mul__", "div": "__truediv__"}
+METHOD |= {"matmul": "__matmul__"}
 
 NUMBER_FORMS = [
     ("add_c", "a + 2", "__add__ must turn a plain number into a Tensor first"),
@@ -419,17 +421,17 @@ NUMBER_FORMS = [
 ]
 
 
-_COVERS = {
+COVERS = {
     "add": ": scalar, row, column, 3-D batch",
     "matmul": ": 1-D, 2-D, batched, b over a batch",
     "sum": ": axis None/0/1/-1, 3-D, keepdims",
 }
 for _op in ("sub", "mul", "div"):
-    _COVERS[_op] = _COVERS["add"]
-_COVERS["mean"] = _COVERS["sum"]
+    COVERS[_op] = COVERS["add"]
+COVERS["mean"] = COVERS["sum"]
 
 
-def _reduced(shape: Shape, axis: int | None, keepdims: bool) -> Shape:
+def reduced_shape(shape: Shape, axis: int | None, keepdims: bool) -> Shape:
     if axis is None:
         return (1,) * len(shape) if keepdims else ()
     axis %= len(shape)
@@ -438,6 +440,6 @@ def _reduced(shape: Shape, axis: int | None, keepdims: bool) -> Shape:
     return tuple(n for i, n in enumerate(shape) if i != axis)
 
 
-def _fill(program: Program) -> dict[str, str]:
+def fill_args(program: Program) -> dict[str, str]:
     step = program["steps"][0]
     return OPS[step[0]].args(step[1 + OPS[step[0]].arity :])

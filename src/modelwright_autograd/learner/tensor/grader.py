@@ -23,8 +23,8 @@ import numpy as np
 
 from ..base import MAX_HANGS
 from ..report import FAIL, NOTE, PASS, Row
-from ..words import EARLY_ORDER, NO_GRADIENT_ORDER, _array_text, _failure_text, _look
-from .cases import OP_SPECS, _program
+from ..words import EARLY_ORDER, NO_GRADIENT_ORDER, array_text, failure_text, look_at
+from .cases import OP_SPECS, make_program
 from .network import TensorNetworkChecks
 from .ops import TensorOpChecks
 from .oracle import agree, array_of
@@ -83,7 +83,7 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
         reply = self.g.ask({"do": "tensor_parts"})
         name = f"{self.g.target.class_name}'s parts"
         if "failure" in reply or "error" in reply:
-            self.g.add(Row(name, FAIL, _failure_text(reply, "a new tensor of a (2, 3) array")))
+            self.g.add(Row(name, FAIL, failure_text(reply, "a new tensor of a (2, 3) array")))
             return
         problems = []
         data = array_of(reply["data"])
@@ -92,7 +92,7 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
         grad = reply["grad"]
         if grad is not None and not agree(array_of(grad), np.zeros((2, 3))):
             problems.append(
-                f"a new Tensor's grad is {_array_text(array_of(grad))}: it must be zeros "
+                f"a new Tensor's grad is {array_text(array_of(grad))}: it must be zeros "
                 "of data's shape (np.zeros_like(self.data))"
             )
         if not reply["has_backward_method"]:
@@ -112,7 +112,7 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
         self.g.add(Row(name, PASS, text + ", backward()"))
 
     def check_seed(self) -> None:
-        program = _program(1, [(2, 3)], [["sum", 0, None, False]], weighted=False)
+        program = make_program(1, [(2, 3)], [["sum", 0, None, False]], weighted=False)
         name = "seed"
         result = self.one_result(name, program, "a.sum().backward()")
         if result is None:
@@ -123,15 +123,17 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
         seed = array_of(result["loss_grad"])
         if not agree(seed, np.ones(seed.shape)) or seed.size != 1:
             text = (
-                f"after out.backward(), out.grad is {_array_text(seed)}: backward() must seed "
+                f"after out.backward(), out.grad is {array_text(seed)}: backward() must seed "
                 "ones of the output's shape (np.ones_like(self.data)) before walking"
             )
             self.g.add(Row(name, FAIL, text, self.code(program)))
         elif not self.right(program, result):
-            text = "the seed is 1, but a.sum()'s gradient is not ones of a's shape" + _look(result)
+            text = "the seed is 1, but a.sum()'s gradient is not ones of a's shape" + look_at(
+                result
+            )
             self.g.add(Row(name, FAIL, text, self.code(program)))
         elif text := self._wide_seed_text():
-            program = _program(2, [(2, 3)], [["sum", 0, 0, False]], weighted=False)
+            program = make_program(2, [(2, 3)], [["sum", 0, 0, False]], weighted=False)
             lines = to_code(
                 program, self.g.target.import_lines, False, {}, self.g.target.class_name
             )
@@ -146,14 +148,14 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
         """Words for a seed that is not ones of the output's shape on an output of shape
         (3,), a.sum(0).backward() ('' when it is, or backward() refuses such an output
         before seeding, as torch's does without a gradient)."""
-        program = _program(2, [(2, 3)], [["sum", 0, 0, False]], weighted=False)
+        program = make_program(2, [(2, 3)], [["sum", 0, 0, False]], weighted=False)
         results = self.results([program])
         if isinstance(results, dict) or "loss_grad" not in results[0]:
             return ""
         seed = array_of(results[0]["loss_grad"])
         if agree(seed, np.ones(3)) or (seed.shape == (3,) and not np.any(seed)):
             return ""
-        shown = f"{float(seed):g}" if seed.ndim == 0 else _array_text(seed)
+        shown = f"{float(seed):g}" if seed.ndim == 0 else array_text(seed)
         return (
             f"out = a.sum(0) has shape (3,), and after out.backward() out.grad is "
             f"{shown}: backward() seeds the number 1.0 (self.grad = 1.0), right for a "
@@ -176,7 +178,7 @@ class TensorChecks(TensorOpChecks, TensorNetworkChecks):
     def check_order(self) -> None:
         """L = sum(W * (c + (c * 3) * 2)) with c = a * b: c has a near user and a far
         one, so a walk that is not reverse-topological gives c's rule too little."""
-        program = _program(
+        program = make_program(
             120,
             [(2, 3), (2, 3)],
             [["mul", 0, 1], ["mul_c", 2, 3.0], ["mul_c", 3, 2.0], ["add", 2, 4]],

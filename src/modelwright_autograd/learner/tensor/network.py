@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..report import ABSENT, FAIL, PASS, Row
-from ..words import _array_text, training_verdict
+from ..words import array_text, training_verdict
 from .base import TensorBase
 from .cases import AFFINE_GAP, EPOCHS, TARGET_ACCURACY
 from .oracle import agree, array_of
@@ -60,8 +60,8 @@ class TensorNetworkChecks(TensorBase):
                 i = next(i for i, (g, d) in enumerate(zip(grads, differences)) if not agree(g, d))
                 problems.append(
                     f"{layer}: parameter {i} (shape {differences[i].shape}) has gradient "
-                    f"{_array_text(grads[i])}, central differences of its own forward give "
-                    f"{_array_text(differences[i])}"
+                    f"{array_text(grads[i])}, central differences of its own forward give "
+                    f"{array_text(differences[i])}"
                 )
             elif not entry["zeroed"]:
                 left = entry.get("left", [])

@@ -13,30 +13,30 @@ import numpy as np
 
 from ..report import ABSENT, FAIL, PASS, Row
 from ..words import (
-    _absent,
-    _array_text,
-    _error_text,
-    _failure_text,
-    _look,
-    _shapes_text,
+    array_text,
+    error_text,
+    failure_text,
+    is_absent,
+    look_at,
     overwritten_text,
+    shapes_text,
 )
 from .base import SAME_CAUSE, TensorBase
 from .cases import (
-    _COVERS,
-    _METHOD,
-    _SYMBOL,
+    COVERS,
+    METHOD,
     NUMBER_FORMS,
     REUSE_BASIC,
+    SYMBOL,
     Case,
     OpSpec,
-    _array,
-    _fill,
-    _program,
-    _reduced,
-    _softmax,
+    array_json,
     composite_programs,
+    fill_args,
+    make_program,
+    reduced_shape,
     reuse_programs,
+    softmax_array,
     twice_program,
 )
 from .oracle import agree, array_of
@@ -45,7 +45,7 @@ from .programs import OPS, Program, input_names
 
 def _symbol(op: str) -> str:
     """How an op is written: ``+`` for add, ``exp`` for exp."""
-    return _SYMBOL.get(op, op)
+    return SYMBOL.get(op, op)
 
 
 class TensorOpChecks(TensorBase):
@@ -58,7 +58,7 @@ class TensorOpChecks(TensorBase):
         name = spec.label
         if isinstance(results, dict):
             self.status[spec.op] = FAIL
-            self.g.add(Row(name, FAIL, _failure_text(results, spec.label)))
+            self.g.add(Row(name, FAIL, failure_text(results, spec.label)))
             return
         wrong: list[tuple[Case, dict[str, Any]]] = []
         skipped = 0
@@ -66,9 +66,9 @@ class TensorOpChecks(TensorBase):
             if case.kind == "axes" and _two_axes_only(result):  # torch's transpose(d0, d1)
                 skipped += 1
                 continue
-            if "error" in result and _absent(result, spec.op, ("cross_entropy",)):
+            if "error" in result and is_absent(result, spec.op, ("cross_entropy",)):
                 status = FAIL if spec.required else ABSENT
-                method = _METHOD.get(spec.op, spec.op)
+                method = METHOD.get(spec.op, spec.op)
                 text = (
                     f"not defined: define {method}"
                     if spec.required
@@ -92,10 +92,10 @@ class TensorOpChecks(TensorBase):
             if not agree(got, out):
                 self.status[spec.op] = FAIL
                 text = (
-                    f"the forward is wrong for {_shapes_text(case.program)}: got shape "
+                    f"the forward is wrong for {shapes_text(case.program)}: got shape "
                     f"{got.shape}, expected {out.shape}"
                     if got.shape != out.shape
-                    else f"the forward is wrong for {_shapes_text(case.program)}"
+                    else f"the forward is wrong for {shapes_text(case.program)}"
                 )
                 self.g.add(Row(name, FAIL, text, self.code(case.program)))
                 return
@@ -107,7 +107,7 @@ class TensorOpChecks(TensorBase):
             shared = self.shared_text(case.program, result)
             if shared:
                 self.status[spec.op] = FAIL
-                self.g.add(Row(name, FAIL, shared + _look(result), self.code(case.program)))
+                self.g.add(Row(name, FAIL, shared + look_at(result), self.code(case.program)))
                 return
             if not self.right(case.program, result):
                 wrong.append((case, result))
@@ -115,7 +115,7 @@ class TensorOpChecks(TensorBase):
             self.status[spec.op] = PASS
             shapes = sum(c.kind != "zeros" for c in cases) - skipped  # relu's zeros: an input
             text = f"out and grads match on {shapes} shapes"
-            self.g.add(Row(name, PASS, text + _COVERS.get(spec.op, "")))
+            self.g.add(Row(name, PASS, text + COVERS.get(spec.op, "")))
             return
         self.status[spec.op] = FAIL
         text, program = self.diagnose(spec, cases, wrong)
@@ -146,7 +146,7 @@ class TensorOpChecks(TensorBase):
         if cause:
             return self.generic(case, result) + cause, case.program
         named = None
-        if spec.op in _SYMBOL and spec.op != "matmul":
+        if spec.op in SYMBOL and spec.op != "matmul":
             named = self.broadcast_bug(spec, cases, wrong)
         elif spec.op == "matmul":
             named = self.matmul_bug(wrong)
@@ -158,7 +158,7 @@ class TensorOpChecks(TensorBase):
             named = (
                 "transpose's backward must undo the order: np.transpose(out.grad, "
                 "np.argsort(axes)), not the same axes again (the two agree in 2-D, not for "
-                f"transpose(1, 2, 0)){_look(result)}",
+                f"transpose(1, 2, 0)){look_at(result)}",
                 case.program,
             )
         if named is None:
@@ -171,11 +171,11 @@ class TensorOpChecks(TensorBase):
 
     def generic(self, case: Case, result: dict[str, Any]) -> str:
         program = case.program
-        expression = OPS[program["steps"][0][0]].template.format(x="a", y="b", **_fill(program))
-        where = _look(result)
+        expression = OPS[program["steps"][0][0]].template.format(x="a", y="b", **fill_args(program))
+        where = look_at(result)
         if "error" in result:
-            return f"{expression} with {_shapes_text(program)}: the backward raised " + (
-                f"{_error_text(result['error'])}"
+            return f"{expression} with {shapes_text(program)}: the backward raised " + (
+                f"{error_text(result['error'])}"
             )
         _, grads = self.want(program)
         parts = []
@@ -184,8 +184,8 @@ class TensorOpChecks(TensorBase):
             if got.shape != want.shape:
                 parts.append(f"{n}.grad has shape {got.shape}, {n} has {want.shape}")
             elif not agree(got, want):
-                parts.append(f"{n}.grad is {_array_text(got)}, expected {_array_text(want)}")
-        return f"{expression} with {_shapes_text(program)}: " + "; ".join(parts) + where
+                parts.append(f"{n}.grad is {array_text(got)}, expected {array_text(want)}")
+        return f"{expression} with {shapes_text(program)}: " + "; ".join(parts) + where
 
     def broadcast_bug(
         self, spec: OpSpec, cases: list[Case], wrong: list[tuple[Case, dict[str, Any]]]
@@ -198,7 +198,7 @@ class TensorOpChecks(TensorBase):
         if not all(self._shape_trouble(c.program, r) for c, r in wrong):
             return None
         case, result = wrong[0]
-        symbol = _SYMBOL[spec.op]
+        symbol = SYMBOL[spec.op]
         helper = (result.get("helpers") or [""])[0]
         if helper:  # the rule calls a helper of the learner's to reduce the gradient
             self.broadcast_helper[spec.op] = helper
@@ -245,7 +245,7 @@ class TensorOpChecks(TensorBase):
         if helper:
             look = f" (look at {helper}, the helper summing it back)"
             return text + look, case.program
-        return text + _look(result), case.program
+        return text + look_at(result), case.program
 
     def _shape_trouble(self, program: Program, result: dict[str, Any]) -> str:
         """How a broadcast case went wrong, if by shape: '' when not."""
@@ -279,7 +279,7 @@ class TensorOpChecks(TensorBase):
                     "input's shape: (n, k) and (k, m))"
                 )
                 r = next(r for c, r in wrong if c is first)
-                return text + _look(r), first.program
+                return text + look_at(r), first.program
             return None
         if kinds <= {"1-D"} and len(wrong) == 1:  # one 1-D case, the others right
             text = (
@@ -287,28 +287,28 @@ class TensorOpChecks(TensorBase):
                 "d/da = out.grad @ b.T and d/db = np.outer(a, out.grad); for a 1-D b, d/da = "
                 "np.outer(out.grad, b) and d/db = a.T @ out.grad"
             )
-            return text + _look(result), case.program
+            return text + look_at(result), case.program
         if kinds <= {"1-D"}:
             text = (
                 "the 2-D rule does not cover a 1-D operand: a 1-D a is a row (1, k) and a 1-D "
                 "b a column (k, 1); compute with those, then drop the added axis from the "
                 f"gradient again (failing: {self._shapes(wrong)})"
             )
-            return text + _look(result), case.program
+            return text + look_at(result), case.program
         if kinds <= {"batch-broadcast"}:
             a, b = (tuple(x["shape"]) for x in case.program["inputs"])
             text = (
                 f"in {a} @ {b}, b was used by every matrix of the batch: its gradient is "
                 f"a.T @ out.grad summed over the batch axes (unbroadcast to {b})"
             )
-            return text + _look(result), case.program
+            return text + look_at(result), case.program
         if kinds <= {"batch", "batch-broadcast"}:
             text = (
                 "batched @: the rule must transpose the last two axes only, "
                 "np.swapaxes(x, -1, -2); .T reverses every axis of a 3-D array "
                 f"(failing: {self._shapes(wrong)})"
             )
-            return text + _look(result), case.program
+            return text + look_at(result), case.program
         return None
 
     def _untransposed(self, program: Program, result: dict[str, Any]) -> bool:
@@ -332,15 +332,15 @@ class TensorOpChecks(TensorBase):
         step = case.program["steps"][0]
         shape = tuple(case.program["inputs"][0]["shape"])
         if all(c.kind == "dropped" for c, _ in wrong):
-            kept = list(_reduced(shape, step[2], True))
-            gone = list(_reduced(shape, step[2], False))
+            kept = list(reduced_shape(shape, step[2], True))
+            gone = list(reduced_shape(shape, step[2], False))
             text = (
                 f"{spec.op}'s backward does not put the reduced axis back: with axis="
                 f"{step[2]} and keepdims=False, out.grad has shape {tuple(gone)} and must "
                 f"become {tuple(kept)} (np.expand_dims(out.grad, axis)) before it spreads "
                 f"over the input's {shape}"
             )
-            return text + _look(result), case.program
+            return text + look_at(result), case.program
         if spec.op == "mean":
             ratios = []
             for c, r in wrong:
@@ -348,7 +348,7 @@ class TensorOpChecks(TensorBase):
                     return None
                 shape = tuple(c.program["inputs"][0]["shape"])
                 averaged = int(np.prod(shape)) // int(
-                    np.prod(_reduced(shape, c.program["steps"][0][2], False))
+                    np.prod(reduced_shape(shape, c.program["steps"][0][2], False))
                 )
                 got, want = array_of(r["grads"][0]), self.want(c.program)[1][0]
                 ratios.append((got, want, averaged, int(np.prod(shape))))
@@ -358,7 +358,7 @@ class TensorOpChecks(TensorBase):
                     f"mean's backward is missing the 1/n: each input element gets out.grad / n, "
                     f"n the number of elements averaged (here {n})"
                 )
-                return text + _look(result), case.program
+                return text + look_at(result), case.program
             if all(agree(got, want * n / size) for got, want, n, size in ratios) and all(
                 c.program["steps"][0][2] == 0 for c, _ in wrong
             ):  # axis 1 and -1 right
@@ -367,13 +367,13 @@ class TensorOpChecks(TensorBase):
                     "0 is falsy, so `if axis` and `axis or ...` take it for None; test "
                     "`axis is None`"
                 )
-                return text + _look(result), case.program
+                return text + look_at(result), case.program
             if all(agree(got, want * n / size) for got, want, n, size in ratios):
                 text = (
                     "mean's backward divides by every element of the input, not by the n "
                     "averaged into each output: n = self.data.size // out.data.size"
                 )
-                return text + _look(result), case.program
+                return text + look_at(result), case.program
         return None
 
     def cross_entropy_bug(
@@ -407,11 +407,11 @@ class TensorOpChecks(TensorBase):
                 c = steps[1][2] if len(steps) > 1 else 1.0
                 onehot = np.zeros_like(logits)
                 onehot[np.arange(len(targets)), targets] = 1.0
-                predicted = bug(_softmax(logits, 1), onehot, len(targets), c)
+                predicted = bug(softmax_array(logits, 1), onehot, len(targets), c)
                 matched = matched and agree(array_of(result["grads"][0]), predicted)
             if matched:
                 case, result = wrong[0]
-                return words + _look(result), case.program
+                return words + look_at(result), case.program
         return None
 
     def formula_bug(
@@ -420,7 +420,7 @@ class TensorOpChecks(TensorBase):
         for words, bug in spec.bugs:
             if all(self._matches(bug, c.program, r) for c, r in wrong):
                 case, result = wrong[0]
-                return words + _look(result), case.program
+                return words + look_at(result), case.program
         return None
 
     def _matches(
@@ -442,7 +442,7 @@ class TensorOpChecks(TensorBase):
         for case, result in wrong:
             if "error" in result or "weight" not in case.program:
                 return None
-            ones = {**case.program, "weight": _array(np.ones(case.program["weight"]["shape"]))}
+            ones = {**case.program, "weight": array_json(np.ones(case.program["weight"]["shape"]))}
             if not self.right(ones, result):
                 return None
         case, result = wrong[0]
@@ -450,20 +450,21 @@ class TensorOpChecks(TensorBase):
             "the backward ignores out.grad: multiply the local derivative by out.grad "
             "(the chain rule)"
         )
-        return text + _look(result), case.program
+        return text + look_at(result), case.program
 
     def check_numbers(self) -> None:
         programs = [
-            _program(100 + i, [(2, 3)], [[op, 0, 2.0]]) for i, (op, _, _) in enumerate(NUMBER_FORMS)
+            make_program(100 + i, [(2, 3)], [[op, 0, 2.0]])
+            for i, (op, _, _) in enumerate(NUMBER_FORMS)
         ]
         results = self.results(programs)
         name = "numbers with Tensors"
         if isinstance(results, dict):
-            self.g.add(Row(name, FAIL, _failure_text(results, "a + 2")))
+            self.g.add(Row(name, FAIL, failure_text(results, "a + 2")))
             return
         for (op, example, fix), program, result in zip(NUMBER_FORMS, programs, results):
             if "error" in result and result["stage"] == "forward":
-                words = f"{example} raised {_error_text(result['error'])}: {fix}"
+                words = f"{example} raised {error_text(result['error'])}: {fix}"
                 self.g.add(Row(name, FAIL, words, self.code(program)))
                 return
             if "error" in result:
@@ -479,7 +480,7 @@ class TensorOpChecks(TensorBase):
                 self.g.add(Row(name, FAIL, text, self.code(program)))
                 return
             if not self.right(program, result):
-                text = f"{example}: a.grad is wrong" + (self._cause() or _look(result, -1))
+                text = f"{example}: a.grad is wrong" + (self._cause() or look_at(result, -1))
                 self.g.add(Row(name, FAIL, text, self.code(program)))
                 return
         self.g.add(Row(name, PASS, ", ".join(example for _, example, _ in NUMBER_FORMS)))
@@ -505,7 +506,7 @@ class TensorOpChecks(TensorBase):
             return
         results = self.results([p for _, p in cases])
         if isinstance(results, dict):
-            self.g.add(Row(name, FAIL, _failure_text(results, "a * a")))
+            self.g.add(Row(name, FAIL, failure_text(results, "a * a")))
             return
         overwritten, first = [], None
         for (op, program), result in zip(cases, results):
@@ -526,7 +527,7 @@ class TensorOpChecks(TensorBase):
         text = overwritten_text(overwritten, REUSE_BASIC, _symbol, "tensor")
         program, result = first
         step = len(program["steps"]) - 1 if overwritten[0] in REUSE_BASIC else 0
-        look = self._cause() or _look(result, step)
+        look = self._cause() or look_at(result, step)
         self.g.add(Row(name, FAIL, text + look, self.code(program)))
 
     def changed_text(self, program: Program, result: dict[str, Any], op: str = "") -> str:
@@ -575,7 +576,7 @@ class TensorOpChecks(TensorBase):
             )
         else:
             text = "two backward() calls on new graphs from the same leaves: a.grad is wrong"
-            text += _look(result)
+            text += look_at(result)
         self.g.add(Row(name, FAIL, text, self.code(program)))
 
     def check_composites(self) -> None:
@@ -588,7 +589,7 @@ class TensorOpChecks(TensorBase):
             return
         results = self.results(chosen)
         if isinstance(results, dict):
-            self.g.add(Row(name, FAIL, _failure_text(results, "a random expression")))
+            self.g.add(Row(name, FAIL, failure_text(results, "a random expression")))
             return
         wrong = [
             (p, r)
