@@ -125,7 +125,7 @@ def _engine_ops():
     module, so a new op without hand cases fails the test below."""
     # comparisons give plain bools and build no node (engine.py), so they are no ops here
     comparisons = {"__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__hash__"}
-    not_ops = {"__init__", "__repr__", "__getstate__", "backward", *comparisons}
+    not_ops = {"__init__", "__repr__", "__getstate__", "backward", "input_grads", *comparisons}
     public = [n for n in vars(Value) if n.startswith("__") or not n.startswith("_")]
     names = [n for n in public if callable(vars(Value)[n]) and n not in not_ops]
     names += [

@@ -117,7 +117,7 @@ def _forward_order_walk(root: Value) -> None:
     root.grad = 1.0
     for node in topological_order(root):
         if node._backward is not None:
-            for x, g in zip(node._prev, node._input_grads()):
+            for x, g in zip(node._prev, node.input_grads()):
                 x.grad += g
 
 
@@ -126,7 +126,7 @@ def _assigning_walk(root: Value) -> None:
     root.grad = 1.0
     for node in reversed(topological_order(root)):
         if node._backward is not None:
-            for x, g in zip(node._prev, node._input_grads()):
+            for x, g in zip(node._prev, node.input_grads()):
                 x.grad = g
 
 

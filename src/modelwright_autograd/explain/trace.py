@@ -457,7 +457,7 @@ def pushes(node: Value, held: float) -> list[float]:
 def _run_rule(node: Value, upstream: float) -> list[float]:
     """What ``node``'s backward rule gives each input, given ``upstream`` as its grad: one
     gradient per input position, so ``a * a`` reports both uses separately."""
-    return node._input_grads(upstream)
+    return node.input_grads(upstream)
 
 
 def _roles(node: Value) -> list[str]:

@@ -600,7 +600,7 @@ class Value:
         return (dot_relu_unchecked if relu else dot_unchecked)(ws, xs, as_value(bias, "dot"))
 
     # ------------------------------------------------------------------ the backward pass
-    def _input_grads(self, upstream: float | None = None) -> list[float]:
+    def input_grads(self, upstream: float | None = None) -> list[float]:
         """What this node's rule gives each input (0.0 for none), on floats, for
         ``upstream`` (default: its grad): for walks written by hand (docs) and explain."""
         g = self._grad if upstream is None else upstream

@@ -43,7 +43,7 @@ class Module:
     def __call__(self, *args: Any) -> Tensor:
         return self.forward(*args)
 
-    def _named_children(self) -> Iterator[tuple[str, Module]]:
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         """(name, sub-module) for the sub-modules held in attributes or lists."""
         for attr, value in vars(self).items():
             if isinstance(value, Module):
@@ -58,7 +58,7 @@ class Module:
         if not isinstance(mode, bool):
             raise TypeError(f"train: mode must be a bool, got {describe(mode)}")
         self.training = mode
-        for _, child in self._named_children():
+        for _, child in self.named_children():
             child.train(mode)
         return self
 
@@ -83,7 +83,7 @@ class Module:
         if buffers:
             for attr in self._buffers:
                 yield prefix + attr, getattr(self, attr)
-        for name, child in self._named_children():
+        for name, child in self.named_children():
             yield from child._walk(f"{prefix}{name}.", buffers)
 
     def parameters(self) -> list[Tensor]:
@@ -222,7 +222,7 @@ class Sequential(Module):
             x = m(x)
         return x
 
-    def _named_children(self) -> Iterator[tuple[str, Module]]:
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         for i, m in enumerate(self.layers):
             yield str(i), m
 
@@ -265,7 +265,7 @@ class MLP(Module):
         share_buffer(self.parameters())  # so that Adam updates them in one subtraction
         self.activation = activation
 
-    def _named_children(self) -> Iterator[tuple[str, Module]]:
+    def named_children(self) -> Iterator[tuple[str, Module]]:
         for i, layer in enumerate(self.layers):
             yield mlp_layer_key(i), layer
 

@@ -38,7 +38,7 @@ def generators(model: Any) -> list[np.random.Generator]:
         for value in vars(module).values():
             if isinstance(value, np.random.Generator):
                 found.setdefault(id(value), value)
-        for _, child in module._named_children():
+        for _, child in module.named_children():
             walk(child)
 
     walk(model)
