@@ -272,3 +272,95 @@ def test_checker_reports_a_circle_within_a_layer_and_resolves_package_imports(tm
 def test_checker_reports_a_module_in_no_layer(tmp_path):
     root = _package(tmp_path, {"schedules.py": "", "lm/model.py": "from ..schedules import x\n"})
     assert layer_problems(module_imports(root)) == ["schedules is in no layer: add it to LAYERS"]
+
+
+# ---------------------------------------------------------------------- private names
+# (module, name) pairs a module may reach in another module though the name is private,
+# each argued in docs/design.md ("Private names"). Attributes of objects (``node._prev``,
+# ``v._data``) are their classes' business and not read here: only a module's own names.
+PRIVATE_ALLOWED: set[tuple[str, str]] = set()
+
+
+def private_reaches(root: Path, package: str = PACKAGE) -> list[str]:
+    """Every ``_name`` one module of the package takes from another: ``from .x import _f``,
+    ``x._f`` with x a module imported from the package, or ``C._f`` with C a name imported
+    from another module of the package. Dunders (``__version__``) are public."""
+    files = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        files[".".join(parts[:-1] if is_package else parts)] = (path, is_package)
+
+    def private(name: str) -> bool:
+        return name.startswith("_") and not name.startswith("__")
+
+    found = []
+    for name, (path, is_package) in files.items():
+        here = name.split(".") if name else []
+        if not is_package:
+            here = here[:-1]
+        tree = ast.parse(path.read_text(), filename=str(path))
+        bound: dict[str, str] = {}  # a local name -> the package module it came from
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    rel = _relative(alias.name, package)
+                    if rel is not None and alias.asname:
+                        bound[alias.asname] = rel
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = ".".join([package, *here[: len(here) - node.level + 1]])
+                    module = f"{base}.{node.module}" if node.module else base
+                else:
+                    module = node.module or ""
+                source = _relative(module, package)
+                if source is None:
+                    continue
+                for alias in node.names:
+                    sub = f"{source}.{alias.name}" if source else alias.name
+                    bound[alias.asname or alias.name] = sub if sub in files else source
+                    if private(alias.name) and source != name:
+                        found.append((name, source, alias.name))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and private(node.attr)
+                and isinstance(node.value, ast.Name)
+                and bound.get(node.value.id, name) != name
+            ):
+                found.append((name, bound[node.value.id], node.attr))
+    return sorted(
+        f"{_shown(m)} uses {_shown(source)}'s {attr}"
+        for m, source, attr in set(found)
+        if (source, attr) not in PRIVATE_ALLOWED
+    )
+
+
+def test_no_module_takes_another_modules_private_name():
+    """docs/design.md's rule: what is shared is public; a ``_name`` stays in its module."""
+    root = Path(modelwright_autograd.__file__).parent
+    assert private_reaches(root) == []
+
+
+def test_private_checker_sees_imports_module_attributes_and_class_attributes(tmp_path):
+    root = _package(
+        tmp_path,
+        {
+            "tensor/__init__.py": "from .core import _lift\n",
+            "tensor/core.py": "def _lift(x): ...\nclass Tensor:\n    _cache = {}\n_lift(1)\n",
+            "explain/__init__.py": "",
+            "explain/trace.py": "from .. import graph as g\nx = g._short('a')\n",
+            "explain/page.py": (
+                "from ..tensor import core, Tensor\n"
+                "import modelwright_autograd.graph as mg\n"
+                "def f():\n    return core._lift(1), Tensor._cache, mg.__name__, core.lift\n"
+            ),
+            "graph.py": "def _short(s): ...\n_short('b')\n",
+        },
+    )
+    assert private_reaches(root) == [
+        "explain.page uses tensor's _cache",
+        "explain.page uses tensor.core's _lift",
+        "explain.trace uses graph's _short",
+        "tensor uses tensor.core's _lift",
+    ]
