@@ -164,9 +164,11 @@ def test_repeated_ctrl_c_never_removes_the_saved_best_checkpoint(tmp_path):
         run = tmp_path / "run"
         assert sorted(os.listdir(run)) == [
             "last.json",
+            "last.safetensors",
             "loss_curve.png",
             "metrics.json",
             "model.json",
+            "model.safetensors",
         ]
         assert re.search(r"interrupted \(SIGINT\) after step [\d,]+: kept the above", out)
         assert cli.main(["sample", str(run), "--tokens", "5"]) == 0
@@ -185,9 +187,11 @@ def test_an_interrupted_overwrite_leaves_the_finished_run_whole(tmp_path):
     aside = tmp_path / "run-interrupted"
     assert sorted(os.listdir(aside)) == [
         "last.json",
+        "last.safetensors",
         "loss_curve.png",
         "metrics.json",
         "model.json",
+        "model.safetensors",
     ]
     assert f"outputs in {aside.name}/" in out
     assert "run still holds the previous run's files, unchanged" in out

@@ -154,6 +154,7 @@ def test_an_existing_run_needs_overwrite_which_removes_its_stale_files(tmp_path,
         "metrics.json",
         "misclassified.png",
         "model.json",
+        "model.safetensors",
     ]
     assert _left_behind(tmp_path) == [f"run/{name}" for name in sorted(os.listdir(out))]
 
