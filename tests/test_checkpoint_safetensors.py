@@ -135,6 +135,32 @@ def test_a_pair_whose_ids_differ_is_refused_by_name(tmp_path):
         load_checkpoint(tmp_path / "b.safetensors")
 
 
+def test_a_ctrl_c_between_the_two_renames_waits_until_the_pair_is_whole(tmp_path, monkeypatch):
+    """A Ctrl-C landing just after the tensors' rename, before the JSON's: the save ends
+    with the new pair whole, then the interrupt is raised (it mixed the new tensors with
+    the old JSON, which a load refused)."""
+    import signal
+
+    from modelwright_autograd import checkpoint
+
+    path = tmp_path / "model.json"
+    save_checkpoint(path, MLP(2, [3, 1], seed=0), {"step": 1})
+    newer = MLP(2, [3, 1], seed=1)
+    real = checkpoint.write_tensors
+
+    def then_ctrl_c(*args, **kwargs):
+        real(*args, **kwargs)
+        signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(checkpoint, "write_tensors", then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(path, newer, {"step": 2})
+    loaded = load_checkpoint(path)
+    assert loaded.metadata["step"] == 2
+    assert [p.data for p in loaded.model.parameters()] == [p.data for p in newer.parameters()]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json", "model.safetensors"]
+
+
 # ---------------------------------------------------------------------- crafted files
 def _pair(tmp_path):
     path = tmp_path / "model.json"

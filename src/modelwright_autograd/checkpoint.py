@@ -34,7 +34,7 @@ from .checks import (
     shown,
     shown_path,
 )
-from .files import UnreadableFile, atomic_write, read_bounded
+from .files import UnreadableFile, atomic_write, read_bounded, signals_deferred
 from .lm.models import LanguageModel, LMArchitecture, state_dict_doc
 from .optim_state import decode_moments
 from .safetensors_file import (
@@ -252,15 +252,16 @@ def save_checkpoint(
 
     def write(f: Any) -> None:
         # The JSON goes to its temporary file first, then the tensors are written and
-        # renamed into place, then the JSON is renamed (atomic_write): an error or a
-        # Ctrl-C anywhere before the tensors' rename leaves the old pair whole; only a
-        # process killed between the two renames leaves a pair whose ids differ, which a
-        # load refuses by name.
+        # renamed into place, then the JSON is renamed (atomic_write): an error before the
+        # tensors' rename leaves the old pair whole. Ctrl-C and SIGTERM wait until both
+        # renames are done; only a process killed between them leaves a pair whose ids
+        # differ, which a load refuses by name.
         json.dump(doc, f, indent=1, allow_nan=False)
         f.write("\n")
         write_tensors(tensors_file(path), tensors, {"format": TENSORS_FORMAT, "id": ident})
 
-    atomic_write(path, write)
+    with signals_deferred():
+        atomic_write(path, write)
 
 
 # ---------------------------------------------------------------------- reading the file

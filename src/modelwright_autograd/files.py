@@ -3,12 +3,15 @@ writer and every reader of a user's file in the package uses."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
 import secrets
+import signal
 import stat
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -94,6 +97,30 @@ def atomic_write(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def signals_deferred() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM for the block and deliver them after it, to whatever
+    handled them before, so a Ctrl-C cannot land between writes that must happen together
+    (a checkpoint's two files). Python runs signal handlers in the main thread only, so
+    elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler is not None and handler is not signal.SIG_IGN:  # None: set outside Python
+            previous[signum] = signal.signal(signum, lambda s, _: noted.append(s))
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(noted):
+            signal.raise_signal(signum)
 
 
 def write_json(
