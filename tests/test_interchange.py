@@ -201,6 +201,7 @@ def test_export_refuses_a_format_the_model_has_not_and_a_file_name_for_a_folder(
     assert cli.main(["export", str(run), str(tmp_path / "b.pt"), "--format", "state_dict"]) == 0
 
 
+@pytest.mark.slow  # two trainings and three export processes (about 12 s)
 def test_export_refuses_a_symbolic_link_where_a_file_goes_naming_it(tmp_path):
     """DIR/model.pt, DIR/ckpt.pt or DIR/meta.pkl a symbolic link: one line naming that
     file, exit code 2 as for OUT itself a link (real processes), and nothing written."""
