@@ -32,16 +32,16 @@ from modelwright_autograd.checkpoint import (
     tensors_file,
 )
 from modelwright_autograd.files import write_json
-from modelwright_autograd.lm import corpus as C
-from modelwright_autograd.lm import models as M
-from modelwright_autograd.training import language as L
+from modelwright_autograd.lm import models
+from modelwright_autograd.lm.corpus import read_source, split_text, text_batch
+from modelwright_autograd.training import language
 from modelwright_autograd.training.run_state import rng_states, run_state
 
 #: the targets of issue 40 (docs/checkpoints.md)
 TARGETS = {"save_s": 1.0, "load_s": 0.3, "size_ratio": 1.05, "first_char_s": 1.0, "run_pct": 2.0}
 SHAKESPEARE = dict(n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2)
 SMOKE = dict(n_layer=1, n_head=2, n_embd=32, block_size=32)
-CPU = dict(block_size=M.LMConfig.block_size)  # LMConfig's defaults: nanoGPT's CPU GPT
+CPU = dict(block_size=models.LMConfig.block_size)  # LMConfig's defaults: nanoGPT's CPU GPT
 
 
 def save_version_2(path: Path, model: Any, metadata: dict[str, Any]) -> None:
@@ -87,14 +87,16 @@ def _dtype_code(dtype: str) -> str:
 def _gpt_with_state(sizes: dict[str, Any], batch: int) -> tuple[Any, dict[str, Any]]:
     """A GPT of ``sizes`` on Tiny Shakespeare's characters after one AdamW step, and the
     metadata a run's checkpoint holds (vocabulary, settings, AdamW state, generators)."""
-    text, source = C.read_source("shakespeare", None)
-    corpus = C.split_text(text, sizes["block_size"], "shakespeare")
-    config = M.check_config(M.LMConfig("gpt", corpus.vocab.size, **sizes))
-    model = M.build(config, seed=0)
-    training = L.default_training("gpt")
-    optimizer = M.configure_optimizers(model, training["weight_decay"], training["lr"], (0.9, 0.99))
+    text, source = read_source("shakespeare", None)
+    corpus = split_text(text, sizes["block_size"], "shakespeare")
+    config = models.check_config(models.LMConfig("gpt", corpus.vocab.size, **sizes))
+    model = models.build(config, seed=0)
+    training = language.default_training("gpt")
+    optimizer = models.configure_optimizers(
+        model, training["weight_decay"], training["lr"], (0.9, 0.99)
+    )
     rng = np.random.default_rng(0)
-    x, y = C.text_batch(corpus.train, config.block_size, batch, rng)
+    x, y = text_batch(corpus.train, config.block_size, batch, rng)
     loss = model.loss(x, y)
     loss.backward()
     optimizer.step()
@@ -153,14 +155,16 @@ def _first_character(run: Path) -> float:
 def _step_seconds(model: Any, metadata: dict[str, Any], steps: int) -> float:
     """One training step of the CPU GPT at train's defaults (batch 12), median of ``steps``."""
     config = model.config
-    text, _ = C.read_source("shakespeare", None)
-    corpus = C.split_text(text, config.block_size, "shakespeare")
-    training = L.default_training("gpt")
-    optimizer = M.configure_optimizers(model, training["weight_decay"], training["lr"], (0.9, 0.99))
+    text, _ = read_source("shakespeare", None)
+    corpus = split_text(text, config.block_size, "shakespeare")
+    training = language.default_training("gpt")
+    optimizer = models.configure_optimizers(
+        model, training["weight_decay"], training["lr"], (0.9, 0.99)
+    )
     rng = np.random.default_rng(1)
 
     def step() -> None:
-        x, y = C.text_batch(corpus.train, config.block_size, training["batch_size"], rng)
+        x, y = text_batch(corpus.train, config.block_size, training["batch_size"], rng)
         loss = model.loss(x, y)
         optimizer.zero_grad()
         loss.backward()
@@ -214,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         (run / "old.json").rename(run / "model.json")  # sample reads the version-2 file
         old_first = _first_character(run)
         row("sample: launch to first character (s)", cpu, first, old_first, "first_char_s")
-        interval = L.default_training("gpt")["eval_interval"]
+        interval = language.default_training("gpt")["eval_interval"]
         row(
             f"a save / {interval} steps of {step * 1000:.0f} ms (%)",
             cpu,

@@ -75,30 +75,30 @@ def _threads(n: int) -> Any:
 
 
 def _corpus(name: str, block: int = 64) -> Any:
-    from modelwright_autograd.lm import corpus as C
+    from modelwright_autograd.lm.corpus import read_source, split_names, split_text
 
-    text, _ = C.read_source(name, None)
-    return C.split_names(text, 1337, name) if name == "names" else C.split_text(text, block, name)
+    text, _ = read_source(name, None)
+    return split_names(text, 1337, name) if name == "names" else split_text(text, block, name)
 
 
 def _settings(kind: str, corpus: Any, seed: int, steps: int | None = None, **model: Any) -> Any:
     """The CLI's defaults for ``kind`` (training.language.resolve_lm) for this corpus."""
-    from modelwright_autograd.lm import corpus as C
-    from modelwright_autograd.training import language as L
+    from modelwright_autograd.lm.corpus import Names
+    from modelwright_autograd.training import language
 
     ns = argparse.Namespace(
-        dataset="names" if isinstance(corpus, C.Names) else "shakespeare",
+        dataset="names" if isinstance(corpus, Names) else "shakespeare",
         data=None,
         model=kind,
         seed=seed,
         steps=steps,
         batch_size=None,
         lr=None,
-        **{name: None for name in L.LM_OPTIONS if name != "data"},
+        **{name: None for name in language.LM_OPTIONS if name != "data"},
         **{name: None for name in ("samples", "noise", "hidden", "activation", "loss")},
         **{name: None for name in ("optimizer", "l2", "engine")},
     )
-    settings, _ = L.resolve_lm(ns)
+    settings, _ = language.resolve_lm(ns)
     if model:
         settings = replace(settings, model=replace(settings.model, **model))
     return settings
@@ -107,8 +107,8 @@ def _settings(kind: str, corpus: Any, seed: int, steps: int | None = None, **mod
 # ---------------------------------------------------------------------- speed
 def _speed_setup(config: str, smoke: bool, iters: int) -> tuple[Any, Any, list]:
     """The settings, our model (seed 1) and ``iters`` training batches of a speed model."""
-    from modelwright_autograd.lm import models as M
-    from modelwright_autograd.training import language as L
+    from modelwright_autograd.lm import models
+    from modelwright_autograd.training import language
 
     changes = SPEED_CONFIGS[config]
     corpus = _corpus(changes["corpus"], changes.get("model", {}).get("block_size", 64))
@@ -116,8 +116,8 @@ def _speed_setup(config: str, smoke: bool, iters: int) -> tuple[Any, Any, list]:
     settings = replace(settings, batch_size=changes.get("batch_size", settings.batch_size))
     if smoke:
         settings = replace(settings, model=replace(settings.model, n_layer=1, n_head=4, n_embd=32))
-    model = M.build(settings.model, seed=1)
-    draw = L._batches(settings, corpus, np.random.default_rng(0))
+    model = models.build(settings.model, seed=1)
+    draw = language._batches(settings, corpus, np.random.default_rng(0))
     return settings, model, [next(draw) for _ in range(iters)]
 
 
@@ -126,13 +126,13 @@ def _stepper(side: str, model: Any, settings: Any) -> Any:
     clipping if the run clips, AdamW (ours on ``model``, torch's on its twin)."""
     import torch
 
-    from benchmarks import lm_torch as LT
+    from benchmarks import lm_torch
     from modelwright_autograd.optim import clip_grad_norm_
-    from modelwright_autograd.training import language as L
+    from modelwright_autograd.training import language
 
     clip = settings.grad_clip
     if side == "ours":
-        optimizer, params = L.make_optimizer(model, settings), model.parameters()
+        optimizer, params = language.make_optimizer(model, settings), model.parameters()
 
         def ours(x: np.ndarray, y: np.ndarray) -> None:
             loss = model.loss(x, y)
@@ -144,11 +144,11 @@ def _stepper(side: str, model: Any, settings: Any) -> Any:
             optimizer.step()
 
         return ours
-    twin = LT.from_ours(model, torch.float32)
+    twin = lm_torch.from_ours(model, torch.float32)
     twin_optimizer = _torch_optimizer(twin, settings)
 
     def theirs(x: np.ndarray, y: np.ndarray) -> None:
-        loss = LT.loss(twin, x, y)
+        loss = lm_torch.loss(twin, x, y)
         twin_optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if clip:
@@ -277,13 +277,13 @@ def _train_both(settings: Any, corpus: Any, seed: int, sides: tuple[str, ...]) -
     the same random validation batches."""
     import torch
 
-    from benchmarks import lm_torch as LT
-    from modelwright_autograd.lm import models as M
+    from benchmarks import lm_torch
+    from modelwright_autograd.lm import models
     from modelwright_autograd.lm.corpus import text_batch
-    from modelwright_autograd.training import language as L
+    from modelwright_autograd.training import language
 
-    model = M.build(settings.model, seed=seed)
-    twin = LT.from_ours(model, torch.float32)
+    model = models.build(settings.model, seed=seed)
+    twin = lm_torch.from_ours(model, torch.float32)
     found: dict[str, Any] = {"seed": seed}
     rng = np.random.default_rng(EVAL_SEED)
     eval_batches = [
@@ -292,7 +292,7 @@ def _train_both(settings: Any, corpus: Any, seed: int, sides: tuple[str, ...]) -
     ]
     if "ours" in sides:
         start = time.perf_counter()
-        history = L.fit_lm(model, settings, corpus, _Progress(f"ours seed {seed}"))
+        history = language.fit_lm(model, settings, corpus, _Progress(f"ours seed {seed}"))
         model.eval()
         losses = [_no_grad_loss(model, x, y) for x, y in eval_batches]
         found["ours"] = _scores(losses, time.perf_counter() - start, history.loss)
@@ -301,7 +301,7 @@ def _train_both(settings: Any, corpus: Any, seed: int, sides: tuple[str, ...]) -
         curve = _train_torch(twin, settings, corpus)
         twin.eval()
         with torch.no_grad():
-            losses = [LT.loss(twin, x, y).item() for x, y in eval_batches]
+            losses = [lm_torch.loss(twin, x, y).item() for x, y in eval_batches]
         found["torch"] = _scores(losses, time.perf_counter() - start, curve)
     return found
 
@@ -326,7 +326,7 @@ def _torch_text_loss(twin: Any, data: np.ndarray, settings: Any, seed: int) -> f
     """lm.scoring.text_loss for the torch model: the same seeded random batches."""
     import torch
 
-    from benchmarks import lm_torch as LT
+    from benchmarks import lm_torch
     from modelwright_autograd.lm.corpus import text_batch
 
     rng = np.random.default_rng(seed)
@@ -334,7 +334,7 @@ def _torch_text_loss(twin: Any, data: np.ndarray, settings: Any, seed: int) -> f
     twin.eval()
     with torch.no_grad():
         losses = [
-            LT.loss(twin, *text_batch(data, block, batch, rng)).item()
+            lm_torch.loss(twin, *text_batch(data, block, batch, rng)).item()
             for _ in range(settings.eval_iters)
         ]
     twin.train()
@@ -347,10 +347,10 @@ def _train_torch(twin: Any, settings: Any, corpus: Any, evals: list | None = Non
     too (train and val loss at step 0, every eval_interval and the end, the same batches)."""
     import torch
 
-    from benchmarks import lm_torch as LT
-    from modelwright_autograd.training import language as L
+    from benchmarks import lm_torch
+    from modelwright_autograd.training import language
 
-    batches = L._batches(settings, corpus, np.random.default_rng([settings.seed, 1]))
+    batches = language._batches(settings, corpus, np.random.default_rng([settings.seed, 1]))
     optimizer = _torch_optimizer(twin, settings)
     progress = _Progress("torch")
     curve: list[float] = []
@@ -369,7 +369,7 @@ def _train_torch(twin: Any, settings: Any, corpus: Any, evals: list | None = Non
         for group in optimizer.param_groups:
             group["lr"] = settings.lr_at(step)
         x, y = next(batches)
-        loss = LT.loss(twin, x, y)
+        loss = lm_torch.loss(twin, x, y)
         curve.append(loss.item())
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -403,12 +403,12 @@ def torch_curve(seed: int, steps: int | None) -> dict[str, Any]:
     --seed SEED`` makes (its metrics.json "evals"), to set beside ours step by step."""
     import torch
 
-    from benchmarks import lm_torch as LT
-    from modelwright_autograd.lm import models as M
+    from benchmarks import lm_torch
+    from modelwright_autograd.lm import models
 
     corpus = _corpus("shakespeare")
     settings = _settings("gpt", corpus, seed=seed, steps=steps)
-    twin = LT.from_ours(M.build(settings.model, seed=seed), torch.float32)
+    twin = lm_torch.from_ours(models.build(settings.model, seed=seed), torch.float32)
     evals: list[dict[str, float]] = []
     start = time.perf_counter()
     curve = _train_torch(twin, settings, corpus, evals)
@@ -440,9 +440,9 @@ def gpt_quality(seeds: list[int], steps: int | None, smoke: bool) -> dict[str, A
 def names_quality(
     seed: int, smoke: bool, kinds: list[str], steps: dict[str, int]
 ) -> dict[str, Any]:
-    from modelwright_autograd.lm import models as M
+    from modelwright_autograd.lm import models
     from modelwright_autograd.lm.scoring import counting_bigram_loss, names_loss
-    from modelwright_autograd.training import language as L
+    from modelwright_autograd.training import language
 
     corpus = _corpus("names")
     found: dict[str, Any] = {
@@ -451,9 +451,9 @@ def names_quality(
     for kind in kinds:
         settings = _settings(kind, corpus, seed=seed, steps=20 if smoke else steps.get(kind))
         log(f"names: {kind}, {settings.steps} steps")
-        model = M.build(settings.model, seed=seed)
+        model = models.build(settings.model, seed=seed)
         start = time.perf_counter()
-        history = L.fit_lm(model, settings, corpus, _Progress(kind))
+        history = language.fit_lm(model, settings, corpus, _Progress(kind))
         found[kind] = {
             "steps": settings.steps,
             "test_loss": names_loss(model, corpus, corpus.test),
