@@ -82,26 +82,15 @@ def _corpus(name: str, block: int = 64) -> Any:
 
 
 def _settings(kind: str, corpus: Any, seed: int, steps: int | None = None, **model: Any) -> Any:
-    """The CLI's defaults for ``kind`` (training.language.resolve_lm) for this corpus."""
-    from modelwright_autograd.lm.corpus import Names
+    """The CLI's defaults for ``kind`` (language.default_model, default_settings) for this
+    corpus, with ``model``'s changes."""
+    from modelwright_autograd.lm.corpus import Names, read_source
     from modelwright_autograd.training import language
 
-    ns = argparse.Namespace(
-        dataset="names" if isinstance(corpus, Names) else "shakespeare",
-        data=None,
-        model=kind,
-        seed=seed,
-        steps=steps,
-        batch_size=None,
-        lr=None,
-        **{name: None for name in language.LM_OPTIONS if name != "data"},
-        **{name: None for name in ("samples", "noise", "hidden", "activation", "loss")},
-        **{name: None for name in ("optimizer", "l2", "engine")},
-    )
-    settings, _ = language.resolve_lm(ns)
-    if model:
-        settings = replace(settings, model=replace(settings.model, **model))
-    return settings
+    names = isinstance(corpus, Names)
+    _, source = read_source("names" if names else "shakespeare", None)
+    config = language.default_model(kind, corpus.vocab.size, corpus.block_size() if names else 64)
+    return language.default_settings(replace(config, **model), source, seed, steps)
 
 
 # ---------------------------------------------------------------------- speed

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from modelwright_autograd import cli
+from modelwright_autograd.cli import train as cli_train
 from modelwright_autograd.lm import models as M
 from modelwright_autograd.optim import clip_grad_norm_
 from modelwright_autograd.training import language as L
@@ -20,7 +21,7 @@ SHAKESPEARE = ["--n-layer", "6", "--n-head", "6", "--n-embd", "384", "--block-si
 
 
 def _settings(argv):
-    return L.resolve_lm(cli.build_parser().parse_args(["train", *argv]))[0]
+    return cli_train.resolve_lm(cli.build_parser().parse_args(["train", *argv]))[0]
 
 
 @pytest.mark.parametrize(

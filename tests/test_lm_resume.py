@@ -18,6 +18,7 @@ import pytest
 
 from modelwright_autograd import cli
 from modelwright_autograd.checkpoint import load_checkpoint, save_checkpoint
+from modelwright_autograd.cli import train as cli_train
 from modelwright_autograd.lm import corpus as C
 from modelwright_autograd.lm import models as M
 from modelwright_autograd.training import language as L
@@ -236,11 +237,11 @@ def test_nanogpts_options_set_the_schedule_and_threads(tmp_path):
     assert config["threads"] == 2
     defaults = L.TRAINING_DEFAULTS["gpt"]
     args = cli.build_parser().parse_args(["train", "--dataset", "shakespeare"])
-    settings, _ = L.resolve_lm(args)
+    settings, _ = cli_train.resolve_lm(args)
     assert settings.warmup == 100 and settings.steps == defaults["steps"]
     assert settings.min_lr == pytest.approx(defaults["lr"] / 10)
     args = cli.build_parser().parse_args(["train", "--dataset", "shakespeare", "--steps", "400"])
-    assert L.resolve_lm(args)[0].warmup == 20  # min(100, steps // 20)
+    assert cli_train.resolve_lm(args)[0].warmup == 20  # min(100, steps // 20)
 
 
 @pytest.mark.slow

@@ -4,30 +4,47 @@ the run, written to a run folder that is complete or absent."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 from ..checkpoint import ENGINES, MAX_PARAMETERS
-from ..checks import MAX_LM_BLOCK, MAX_LM_VOCAB, shown_path
-from ..lm.corpus import MAX_DATA_BYTES, MAX_WORD_LENGTH
+from ..checks import MAX_LM_BLOCK, MAX_LM_VOCAB, check_lm_sizes, shown_path
+from ..lm import models
+from ..lm.corpus import (
+    MAX_DATA_BYTES,
+    MAX_WORD_LENGTH,
+    CorpusError,
+    Names,
+    Text,
+    read_source,
+    split_names,
+    split_text,
+)
 from ..printing import emit
 from ..scalar.nn import ACTIVATIONS
 from ..training import language
 from ..training.loop import run_training
 from ..training.outputs import OutputError, RunFolder
-from ..training.resume import resolve_resume
+from ..training.resume import prepare_resume
+from ..training.run_state import ResumePoint
 from ..training.settings import (
+    BINARY_LOSS_NAMES,
     CNN_CHANNELS,
     CNN_STEPS,
+    DEFAULT_L2,
     LOSS_NAMES,
     MAX_STEPS,
     MODELS,
     OPTIMIZERS,
     WORK_LIMITS,
+    TrainConfig,
     TrainingDiverged,
     UsageError,
-    resolve_config,
+    check_work,
+    default_lr,
 )
 from .options import Subparsers, add_data_options, file_path, layer_sizes, real_number, whole_number
 from .signals import EXIT_INTERRUPTED, Terminated, interrupts_raise, interrupts_raise_once
@@ -260,13 +277,13 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Train, write the outputs, print the summary: 0; 1 if training diverged or the
     outputs cannot be written; 2 for a bad option or --out; 130 after Ctrl-C (SIGINT) and
     143 after SIGTERM. Whatever the ending, the run folder is complete or absent."""
-    if language.wants_language_model(args) or args.resume is not None:
+    if wants_language_model(args) or args.resume is not None:
         return run_train_lm(args, parser)
     run: RunFolder | None = None
     with interrupts_raise():
         try:
             try:
-                language.refuse_lm_options(args)
+                refuse_lm_options(args)
                 config = resolve_config(args)
                 run = RunFolder.claim(args.out, config.dataset, args.overwrite)
             except UsageError as e:
@@ -301,7 +318,7 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
                     settings, corpus, model, point = resolve_resume(args)
                     resume = (model, point)
                 else:
-                    settings, corpus = language.resolve_lm(args)
+                    settings, corpus = resolve_lm(args)
                 run = RunFolder.claim(args.out, settings.label, args.overwrite)
             except UsageError as e:
                 parser.error(str(e))
@@ -346,6 +363,262 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
             emit(lines)
             return EXIT_INTERRUPTED[stopped]
         return emit(lines)
+
+
+# ---------------------------------------------------------------------- options to settings
+def resolve_config(args: argparse.Namespace) -> TrainConfig:
+    """Fill in the defaults that depend on the dataset and check the options together."""
+    digits = args.dataset == "digits"
+    model = args.model or "mlp"
+    if model not in MODELS:
+        raise UsageError(
+            "--model",
+            f"{model} is a language model: use it with --dataset names, --dataset "
+            "shakespeare or --data PATH",
+        )
+    cnn = model == "cnn"
+    if cnn:
+        if not digits:
+            raise UsageError("--model", "cnn needs images: use it with --dataset digits")
+        if args.hidden is not None and len(args.hidden) != 2:
+            raise UsageError("--hidden", "--model cnn takes two sizes, the conv layers' channels")
+        if args.activation not in (None, "relu"):
+            raise UsageError("--activation", "--model cnn uses relu")
+    if digits:
+        for option, value in (("--samples", args.samples), ("--noise", args.noise)):
+            if value is not None:
+                raise UsageError(option, "does not apply to --dataset digits (1,797 images)")
+        if args.engine == "scalar":
+            raise UsageError("--engine", "--dataset digits needs the tensor engine")
+        if args.loss not in (None, "ce"):
+            raise UsageError("--loss", "--dataset digits has 10 classes: use ce")
+    elif args.loss == "ce":
+        binary = ", ".join(BINARY_LOSS_NAMES)
+        raise UsageError(
+            "--loss", f"ce is for digits; {args.dataset} has two classes (use {binary})"
+        )
+    if args.compile:
+        _check_compile(args, digits)
+    optimizer = args.optimizer or ("adam" if digits else "sgd")
+    loss = args.loss or ("ce" if digits else "svm")
+    config = TrainConfig(
+        dataset=args.dataset,
+        samples=None if digits else (args.samples if args.samples is not None else 100),
+        noise=None if digits else (args.noise if args.noise is not None else 0.1),
+        hidden=args.hidden or (CNN_CHANNELS if cnn else (128, 64) if digits else (16, 16)),
+        activation=args.activation or "relu",
+        loss=loss,
+        optimizer=optimizer,
+        lr=args.lr if args.lr is not None else default_lr(args.dataset, loss, model, optimizer),
+        steps=args.steps
+        if args.steps is not None
+        else (CNN_STEPS if cnn else 1000 if digits else 100),
+        batch_size=args.batch_size if args.batch_size is not None else (32 if digits else None),
+        l2=args.l2 if args.l2 is not None else DEFAULT_L2,
+        seed=args.seed,
+        engine=args.engine or ("tensor" if digits else "scalar"),
+        model=model,
+        compile=bool(args.compile),
+    )
+    check_work(config)
+    return config
+
+
+def _check_compile(args: argparse.Namespace, digits: bool) -> None:
+    """--compile writes out the scalar engine's one full-batch graph (scalar/compiler.py)."""
+    if digits or args.engine == "tensor":
+        raise UsageError("--compile", "compiles the scalar engine's graph: use --engine scalar")
+    if args.batch_size is not None:
+        raise UsageError("--compile", "compiles one full-batch graph: drop --batch-size")
+    if args.loss == "bce":
+        raise UsageError(
+            "--compile", "bce reads the scores' numbers to choose its formula: use svm or mse"
+        )
+
+
+#: The train options that only the 2-D and digits models take.
+_CLASSIC_OPTIONS = (
+    "samples",
+    "noise",
+    "hidden",
+    "activation",
+    "loss",
+    "optimizer",
+    "l2",
+    "engine",
+    "compile",
+)
+#: The train options that only the language models take.
+LM_OPTIONS = (
+    "data",
+    "block_size",
+    "n_layer",
+    "n_head",
+    "n_embd",
+    "dropout",
+    "bias",
+    "eval_interval",
+    "eval_iters",
+    "weight_decay",
+    "dtype",
+    "warmup_iters",
+    "min_lr",
+    "max_iters",
+    "threads",
+)
+#: The size options a model does not have.
+_NOT_FOR = {
+    "bigram": ("n_layer", "n_head", "n_embd", "dropout", "bias"),
+    "mlp": ("n_layer", "n_head", "dropout", "bias"),
+}
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def refuse_lm_options(args: argparse.Namespace) -> None:
+    """A UsageError for a language-model option given to a 2-D or digits run."""
+    for name in LM_OPTIONS:
+        if getattr(args, name, None) is not None:
+            raise UsageError(
+                _option(name),
+                "is for the language models (--dataset names or shakespeare, or --data)",
+            )
+
+
+def wants_language_model(args: argparse.Namespace) -> bool:
+    """Whether ``train``'s options ask for a language model: a text dataset or --data."""
+    return args.dataset in language.LM_DATASETS or getattr(args, "data", None) is not None
+
+
+def steps_option(args: argparse.Namespace) -> int | None:
+    """--steps, or its nanoGPT name --max-iters (the same number: the steps the run takes
+    in all); a UsageError for both."""
+    if args.steps is not None and getattr(args, "max_iters", None) is not None:
+        raise UsageError("--max-iters", "is nanoGPT's name for --steps: give one of them")
+    return args.steps if args.steps is not None else getattr(args, "max_iters", None)
+
+
+def resolve_lm(args: argparse.Namespace) -> tuple[language.LMSettings, Names | Text]:
+    """The settings of a language-model run and its corpus, read and split: a UsageError
+    (exit code 2) for anything wrong, before any model is built."""
+    given_dataset = args.dataset if args.dataset in language.LM_DATASETS else None
+    if args.data is not None and given_dataset is not None:
+        raise UsageError("--data", f"give --data or --dataset {given_dataset}, not both")
+    for name in _CLASSIC_OPTIONS:
+        if getattr(args, name, None) is not None:
+            raise UsageError(_option(name), "does not apply to a language model")
+    kind = args.model or language.DEFAULT_MODEL[given_dataset]
+    if kind not in language.LM_MODELS:
+        raise UsageError(
+            "--model", f"{kind} is not a language model; choose from {language.LM_MODELS}"
+        )
+    for name in _NOT_FOR.get(kind, ()):
+        if getattr(args, name) is not None:
+            raise UsageError(_option(name), f"does not apply to --model {kind}")
+    try:
+        text, source = read_source(given_dataset, args.data)
+        if kind in language.NAMES_MODELS:
+            corpus: Names | Text = split_names(text, args.seed, source.label)
+            block = corpus.block_size()
+            if args.block_size is not None and kind != "mlp":
+                raise UsageError(
+                    "--block-size",
+                    f"--model {kind} sees a whole name: its context is the longest name + 1 "
+                    f"({block})",
+                )
+            block = args.block_size or block
+        else:
+            block = args.block_size or 64
+            corpus = split_text(text, block, source.label)
+    except CorpusError as e:
+        raise UsageError("--data" if args.data is not None else "--dataset", str(e)) from None
+    changes = {
+        name: getattr(args, name)
+        for name in ("n_layer", "n_head", "n_embd", "dropout", "bias", "dtype")
+        if getattr(args, name) is not None
+    }
+    try:
+        config = replace(language.default_model(kind, corpus.vocab.size, block), **changes)
+        config = models.check_config(config)
+        check_lm_sizes(config.block_size, config.vocab_size)
+    except ValueError as e:
+        raise UsageError("--n-embd" if "n_embd" in str(e) else "--model", str(e)) from None
+    settings = language.default_settings(config, source, args.seed, steps_option(args), args.lr)
+    warmup = args.warmup_iters if args.warmup_iters is not None else settings.warmup
+    if warmup >= settings.steps:
+        raise UsageError("--warmup-iters", f"must be less than the run's {settings.steps:,} steps")
+    min_lr = args.min_lr if args.min_lr is not None else settings.min_lr
+    if min_lr > settings.lr:
+        raise UsageError("--min-lr", f"must be at most the learning rate ({settings.lr:g})")
+    given = {
+        "batch_size": args.batch_size,
+        "weight_decay": args.weight_decay,
+        "eval_interval": args.eval_interval,
+        "eval_iters": args.eval_iters,
+        "threads": args.threads,
+    }
+    settings = replace(
+        settings,
+        warmup=warmup,
+        min_lr=min_lr,
+        **{name: value for name, value in given.items() if value is not None},
+    )
+    language.check_lm_work(settings)
+    return settings, corpus
+
+
+#: The options a resumed run may change; every other one is the checkpoint's.
+RESUME_OPTIONS = ("steps", "max_iters", "eval_interval", "eval_iters", "threads")
+#: Options with a default that --resume ignores (train's own, not the run's).
+_ALWAYS = {"resume", "out", "overwrite", "quiet", "func", "command", "dataset", "seed"}
+
+
+def _refuse_out_of_source(resume: Path, out: Path | None) -> None:
+    """A UsageError for an ``--out`` that is the folder ``--resume`` reads (by device and
+    inode, so a symbolic link, ``..`` or another spelling is seen through): the resumed run
+    would replace the run it continues, with or without --overwrite."""
+    if out is None:
+        return
+    source = resume if resume.is_dir() else resume.parent
+    try:
+        same = os.path.samefile(out, source)
+    except (OSError, ValueError):  # --out does not exist yet
+        same = os.path.realpath(out) == os.path.realpath(source)
+    if same:
+        raise UsageError(
+            "--out",
+            f"{shown_path(out)} is the run --resume continues, which it only reads: "
+            "name a new folder",
+        )
+
+
+def resolve_resume(
+    args: argparse.Namespace,
+) -> tuple[language.LMSettings, Names | Text, models.LanguageModel, ResumePoint]:
+    """The settings, corpus, model and resume point of ``--resume``: a UsageError (exit
+    code 2) for an option that would change the run, a checkpoint that cannot be
+    resumed, or data that has changed since."""
+    given = [
+        name
+        for name, value in vars(args).items()
+        if value is not None and value is not False and name not in _ALWAYS
+    ]
+    if args.dataset != "moons" or args.seed != 1337 or any(n not in RESUME_OPTIONS for n in given):
+        name = next((n for n in given if n not in RESUME_OPTIONS), None)
+        option = "--" + (name or ("dataset" if args.dataset != "moons" else "seed")).replace(
+            "_", "-"
+        )
+        raise UsageError(
+            option,
+            "does not apply with --resume: the run keeps its settings (it may change "
+            "--steps, --eval-interval, --eval-iters and --threads)",
+        )
+    _refuse_out_of_source(args.resume, args.out)
+    return prepare_resume(
+        args.resume, steps_option(args), args.eval_interval, args.eval_iters, args.threads
+    )
 
 
 #: How a run can end before its summary: each is one line saying what was kept.

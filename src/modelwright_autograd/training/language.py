@@ -10,7 +10,6 @@ GPT; docs/language-models.md lists them and the figures they reach.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import sys
@@ -25,7 +24,6 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..checkpoint import MAX_LM_PARAMETERS, save_checkpoint, tensors_file
-from ..checks import check_lm_sizes
 from ..collector import collection_paused
 from ..files import write_json
 from ..lm import models
@@ -33,13 +31,9 @@ from ..lm.corpus import (
     BUILTIN,
     MAX_WORD_LENGTH,
     NAMES_TEST_WORDS,
-    CorpusError,
     Names,
     Source,
     Text,
-    read_source,
-    split_names,
-    split_text,
     text_batch,
 )
 from ..lm.sampling import sample_model
@@ -159,154 +153,38 @@ def default_training(
     )
 
 
-#: The train options that only the 2-D and digits models take.
-_CLASSIC_OPTIONS = (
-    "samples",
-    "noise",
-    "hidden",
-    "activation",
-    "loss",
-    "optimizer",
-    "l2",
-    "engine",
-    "compile",
-)
-#: The train options that only the language models take.
-LM_OPTIONS = (
-    "data",
-    "block_size",
-    "n_layer",
-    "n_head",
-    "n_embd",
-    "dropout",
-    "bias",
-    "eval_interval",
-    "eval_iters",
-    "weight_decay",
-    "dtype",
-    "warmup_iters",
-    "min_lr",
-    "max_iters",
-    "threads",
-)
 #: The BLAS threads a language-model run uses unless --threads says otherwise: one per core,
 #: the fastest on an idle machine (a busy one runs faster on one: docs/training.md).
 DEFAULT_THREADS = os.cpu_count() or 1
 
 
-#: The size options a model does not have.
-_NOT_FOR = {
-    "bigram": ("n_layer", "n_head", "n_embd", "dropout", "bias"),
-    "mlp": ("n_layer", "n_head", "dropout", "bias"),
-}
-
-
-def _option(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def refuse_lm_options(args: argparse.Namespace) -> None:
-    """A UsageError for a language-model option given to a 2-D or digits run."""
-    for name in LM_OPTIONS:
-        if getattr(args, name, None) is not None:
-            raise UsageError(
-                _option(name),
-                "is for the language models (--dataset names or shakespeare, or --data)",
-            )
-
-
-def wants_language_model(args: argparse.Namespace) -> bool:
-    """Whether ``train``'s options ask for a language model: a text dataset or --data."""
-    return args.dataset in LM_DATASETS or getattr(args, "data", None) is not None
-
-
-def steps_option(args: argparse.Namespace) -> int | None:
-    """--steps, or its nanoGPT name --max-iters (the same number: the steps the run takes
-    in all); a UsageError for both."""
-    if args.steps is not None and getattr(args, "max_iters", None) is not None:
-        raise UsageError("--max-iters", "is nanoGPT's name for --steps: give one of them")
-    return args.steps if args.steps is not None else getattr(args, "max_iters", None)
-
-
-def resolve_lm(args: argparse.Namespace) -> tuple[LMSettings, Names | Text]:
-    """The settings of a language-model run and its corpus, read and split: a UsageError
-    (exit code 2) for anything wrong, before any model is built."""
-    given_dataset = args.dataset if args.dataset in LM_DATASETS else None
-    if args.data is not None and given_dataset is not None:
-        raise UsageError("--data", f"give --data or --dataset {given_dataset}, not both")
-    for name in _CLASSIC_OPTIONS:
-        if getattr(args, name, None) is not None:
-            raise UsageError(_option(name), "does not apply to a language model")
-    kind = args.model or DEFAULT_MODEL[given_dataset]
-    if kind not in LM_MODELS:
-        raise UsageError("--model", f"{kind} is not a language model; choose from {LM_MODELS}")
-    for name in _NOT_FOR.get(kind, ()):
-        if getattr(args, name) is not None:
-            raise UsageError(_option(name), f"does not apply to --model {kind}")
-    seed = args.seed
-    try:
-        text, source = read_source(given_dataset, args.data)
-        if kind in NAMES_MODELS:
-            corpus: Names | Text = split_names(text, seed, source.label)
-            block = corpus.block_size()
-            if args.block_size is not None and kind != "mlp":
-                raise UsageError(
-                    "--block-size",
-                    f"--model {kind} sees a whole name: its context is the longest name + 1 "
-                    f"({block})",
-                )
-            block = args.block_size or block
-        else:
-            block = args.block_size or 64
-            corpus = split_text(text, block, source.label)
-    except CorpusError as e:
-        raise UsageError("--data" if args.data is not None else "--dataset", str(e)) from None
-    vocab = corpus.vocab.size
+def default_model(kind: str, vocab_size: int, block_size: int) -> models.LMConfig:
+    """The ``kind`` model train builds unless told otherwise: makemore's transformer and
+    MLP (64 wide, 64 hidden), the bigram, nanoGPT's CPU GPT."""
     if kind == "transformer":
-        config = models.makemore_transformer(vocab, block)
-    else:
-        config = models.LMConfig(kind, vocab, block)
-        if kind == "mlp":
-            config = replace(config, n_embd=64, n_hidden=64)
-    changes = {
-        name: getattr(args, name)
-        for name in ("n_layer", "n_head", "n_embd", "dropout", "bias", "dtype")
-        if getattr(args, name) is not None
-    }
-    try:
-        config = models.check_config(replace(config, **changes))
-        check_lm_sizes(config.block_size, config.vocab_size)
-    except ValueError as e:
-        raise UsageError("--n-embd" if "n_embd" in str(e) else "--model", str(e)) from None
-    base = default_training(kind, steps_option(args), args.lr)
-    lr, steps = base["lr"], base["steps"]
-    warmup = args.warmup_iters if args.warmup_iters is not None else base["warmup"]
-    if warmup >= steps:
-        raise UsageError("--warmup-iters", f"must be less than the run's {steps:,} steps")
-    min_lr = args.min_lr if args.min_lr is not None else base["min_lr"]
-    if min_lr > lr:
-        raise UsageError("--min-lr", f"must be at most the learning rate ({lr:g})")
-    settings = LMSettings(
-        model=config,
-        dataset=given_dataset,
+        return models.makemore_transformer(vocab_size, block_size)
+    config = models.LMConfig(kind, vocab_size, block_size)
+    return replace(config, n_embd=64, n_hidden=64) if kind == "mlp" else config
+
+
+def default_settings(
+    model: models.LMConfig,
+    source: Source,
+    seed: int,
+    steps: int | None = None,
+    lr: float | None = None,
+) -> LMSettings:
+    """The settings train gives a run of ``model`` on ``source``'s text unless told
+    otherwise: ``default_training``'s for its kind, DEFAULT_THREADS."""
+    return LMSettings(
+        model=model,
+        dataset=source.dataset,
         data=source.path,
-        steps=steps,
-        batch_size=args.batch_size if args.batch_size is not None else base["batch_size"],
-        lr=lr,
-        min_lr=min_lr,
-        warmup=warmup,
-        weight_decay=(args.weight_decay if args.weight_decay is not None else base["weight_decay"]),
-        decay_all=base["decay_all"],
-        betas=base["betas"],
-        grad_clip=base["grad_clip"],
-        eval_interval=args.eval_interval or base["eval_interval"],
-        eval_iters=args.eval_iters or base["eval_iters"],
-        threads=args.threads or DEFAULT_THREADS,
+        threads=DEFAULT_THREADS,
         seed=seed,
         source=source,
+        **default_training(model.kind, steps, lr),
     )
-    check_lm_work(settings)
-    return settings, corpus
 
 
 #: What a run needs besides its arrays: the interpreter, NumPy and the corpus.

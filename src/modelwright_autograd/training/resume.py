@@ -11,9 +11,7 @@ or the default ``runs/<dataset>-<time>/``), whose metrics.json names the checkpo
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from ..checkpoint import CheckpointError
-from ..checks import shown_path
 from ..lm import models
 from ..lm.corpus import Names, Source, Text
 from .language import (
@@ -29,16 +26,10 @@ from .language import (
     LMSettings,
     check_lm_work,
     make_optimizer,
-    steps_option,
 )
 from .lm_run import NotALanguageModel, load_lm_run
 from .run_state import LAST, ResumePoint
 from .settings import UsageError
-
-#: The options a resumed run may change; every other one is the checkpoint's.
-RESUME_OPTIONS = ("steps", "max_iters", "eval_interval", "eval_iters", "threads")
-#: Options with a default that --resume ignores (train's own, not the run's).
-_ALWAYS = {"resume", "out", "overwrite", "quiet", "func", "command", "dataset", "seed"}
 
 #: The settings a checkpoint's "training" entry must hold: whole numbers with their least
 #: value, and finite numbers (lr above 0, the others at least 0).
@@ -92,77 +83,50 @@ def _settings(
     )
 
 
-def _refuse_out_of_source(resume: Path, out: Path | None) -> None:
-    """A UsageError for an ``--out`` that is the folder ``--resume`` reads (by device and
-    inode, so a symbolic link, ``..`` or another spelling is seen through): the resumed run
-    would replace the run it continues, with or without --overwrite."""
-    if out is None:
-        return
-    source = resume if resume.is_dir() else resume.parent
-    try:
-        same = os.path.samefile(out, source)
-    except (OSError, ValueError):  # --out does not exist yet
-        same = os.path.realpath(out) == os.path.realpath(source)
-    if same:
-        raise UsageError(
-            "--out",
-            f"{shown_path(out)} is the run --resume continues, which it only reads: "
-            "name a new folder",
-        )
-
-
-def resolve_resume(
-    args: argparse.Namespace,
+def prepare_resume(
+    run: Path,
+    steps: int | None = None,
+    eval_interval: int | None = None,
+    eval_iters: int | None = None,
+    threads: int | None = None,
 ) -> tuple[LMSettings, Names | Text, models.LanguageModel, ResumePoint]:
-    """The settings, corpus, model and resume point of ``--resume``: a UsageError (exit
-    code 2) for an option that would change the run, a checkpoint that cannot be
-    resumed, or data that has changed since."""
-    given = [
-        name
-        for name, value in vars(args).items()
-        if value is not None and value is not False and name not in _ALWAYS
-    ]
-    if args.dataset != "moons" or args.seed != 1337 or any(n not in RESUME_OPTIONS for n in given):
-        name = next((n for n in given if n not in RESUME_OPTIONS), None)
-        option = "--" + (name or ("dataset" if args.dataset != "moons" else "seed")).replace(
-            "_", "-"
-        )
-        raise UsageError(
-            option,
-            "does not apply with --resume: the run keeps its settings (it may change "
-            "--steps, --eval-interval, --eval-iters and --threads)",
-        )
-    _refuse_out_of_source(args.resume, args.out)
-    path = resume_file(args.resume)
+    """The settings, corpus, model and resume point to continue ``run`` (a run folder or a
+    checkpoint, as --resume takes), with the settings a resumed run may change: a
+    UsageError (exit code 2) for a checkpoint that cannot be resumed, or data that has
+    changed since."""
+    path = resume_file(run)
     no_last = UsageError(
         "--resume",
-        f"{args.resume} has no {LAST} to resume from: language-model runs write one (an "
+        f"{run} has no {LAST} to resume from: language-model runs write one (an "
         "MLP run is quick to train again)",
     )
-    imported_only = args.resume.is_dir() and not path.exists()
+    imported_only = run.is_dir() and not path.exists()
     if imported_only:  # an imported run's one checkpoint is its model.json
-        path = args.resume / "model.json"
+        path = run / "model.json"
         if not path.exists():
             raise no_last
     try:
-        run = load_lm_run(path)
-        if imported_only and "imported" not in run.checkpoint.metadata:
+        saved = load_lm_run(path)
+        if imported_only and "imported" not in saved.checkpoint.metadata:
             raise no_last
-        point = ResumePoint.read(path, run.checkpoint.metadata)
+        point = ResumePoint.read(path, saved.checkpoint.metadata)
         settings = _settings(
-            path, run.training, run.checkpoint.architecture.config, run.checkpoint.metadata["data"]
+            path,
+            saved.training,
+            saved.checkpoint.architecture.config,
+            saved.checkpoint.metadata["data"],
         )
     except NotALanguageModel as e:
         raise no_last if imported_only else UsageError("--resume", str(e)) from None
     except CheckpointError as e:
         raise UsageError("--resume", str(e)) from None
-    if run.corpus is None:
-        raise UsageError("--resume", f"cannot resume {path}: {run.missing}")
+    if saved.corpus is None:
+        raise UsageError("--resume", f"cannot resume {path}: {saved.missing}")
     changes = {
-        "steps": steps_option(args),
-        "eval_interval": args.eval_interval,
-        "eval_iters": args.eval_iters,
-        "threads": args.threads,
+        "steps": steps,
+        "eval_interval": eval_interval,
+        "eval_iters": eval_iters,
+        "threads": threads,
     }
     settings = replace(settings, **{k: v for k, v in changes.items() if v is not None})
     if point.step >= settings.steps:
@@ -173,7 +137,7 @@ def resolve_resume(
         )
     check_lm_work(settings)
     try:  # every saved state is checked now, into a spare optimiser, before any run starts
-        point.restore(run.model, make_optimizer(run.model, settings), np.random.default_rng())
+        point.restore(saved.model, make_optimizer(saved.model, settings), np.random.default_rng())
     except CheckpointError as e:
         raise UsageError("--resume", str(e)) from None
-    return settings, run.corpus, run.model, point
+    return settings, saved.corpus, saved.model, point

@@ -1,12 +1,12 @@
-"""A run's settings: ``TrainConfig``, the per-dataset defaults and ``resolve_config``.
+"""A run's settings: ``TrainConfig``, the per-dataset defaults and the bounds on its work.
 
-With no options a run is micrograd's demo exactly (see docs/training.md); a bad option or
-combination is a ``UsageError`` (exit code 2) raised before anything is trained or written.
+With no options a run is micrograd's demo exactly (see docs/training.md); cli/train.py turns
+the options into a ``TrainConfig``, and a bad option or combination is a ``UsageError``
+(exit code 2) raised before anything is trained or written.
 """
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -81,7 +81,8 @@ DIGITS_IMAGES, DIGITS_FEATURES, DIGITS_CLASSES = 1797, 64, 10
 
 
 class UsageError(Exception):
-    """An option that makes no sense, alone or with the others: argparse's exit code 2."""
+    """An option that makes no sense, alone or with the others: the exit code 2 of a usage
+    error."""
 
     def __init__(self, option: str, message: str) -> None:
         self.option = option
@@ -140,83 +141,13 @@ class TrainConfig:
         return d
 
 
-def resolve_config(args: argparse.Namespace) -> TrainConfig:
-    """Fill in the defaults that depend on the dataset and check the options together."""
-    digits = args.dataset == "digits"
-    model = args.model or "mlp"
-    if model not in MODELS:
-        raise UsageError(
-            "--model",
-            f"{model} is a language model: use it with --dataset names, --dataset "
-            "shakespeare or --data PATH",
-        )
-    cnn = model == "cnn"
-    if cnn:
-        if not digits:
-            raise UsageError("--model", "cnn needs images: use it with --dataset digits")
-        if args.hidden is not None and len(args.hidden) != 2:
-            raise UsageError("--hidden", "--model cnn takes two sizes, the conv layers' channels")
-        if args.activation not in (None, "relu"):
-            raise UsageError("--activation", "--model cnn uses relu")
-    if digits:
-        for option, value in (("--samples", args.samples), ("--noise", args.noise)):
-            if value is not None:
-                raise UsageError(option, "does not apply to --dataset digits (1,797 images)")
-        if args.engine == "scalar":
-            raise UsageError("--engine", "--dataset digits needs the tensor engine")
-        if args.loss not in (None, "ce"):
-            raise UsageError("--loss", "--dataset digits has 10 classes: use ce")
-    elif args.loss == "ce":
-        binary = ", ".join(BINARY_LOSS_NAMES)
-        raise UsageError(
-            "--loss", f"ce is for digits; {args.dataset} has two classes (use {binary})"
-        )
-    if args.compile:
-        _check_compile(args, digits)
-    optimizer = args.optimizer or ("adam" if digits else "sgd")
-    loss = args.loss or ("ce" if digits else "svm")
-    config = TrainConfig(
-        dataset=args.dataset,
-        samples=None if digits else (args.samples if args.samples is not None else 100),
-        noise=None if digits else (args.noise if args.noise is not None else 0.1),
-        hidden=args.hidden or (CNN_CHANNELS if cnn else (128, 64) if digits else (16, 16)),
-        activation=args.activation or "relu",
-        loss=loss,
-        optimizer=optimizer,
-        lr=args.lr
-        if args.lr is not None
-        else DEFAULT_LR[_lr_family(args.dataset, loss, model), optimizer],
-        steps=args.steps
-        if args.steps is not None
-        else (CNN_STEPS if cnn else 1000 if digits else 100),
-        batch_size=args.batch_size if args.batch_size is not None else (32 if digits else None),
-        l2=args.l2 if args.l2 is not None else DEFAULT_L2,
-        seed=args.seed,
-        engine=args.engine or ("tensor" if digits else "scalar"),
-        model=model,
-        compile=bool(args.compile),
-    )
-    check_work(config)
-    return config
-
-
-def _check_compile(args: argparse.Namespace, digits: bool) -> None:
-    """--compile writes out the scalar engine's one full-batch graph (scalar/compiler.py)."""
-    if digits or args.engine == "tensor":
-        raise UsageError("--compile", "compiles the scalar engine's graph: use --engine scalar")
-    if args.batch_size is not None:
-        raise UsageError("--compile", "compiles one full-batch graph: drop --batch-size")
-    if args.loss == "bce":
-        raise UsageError(
-            "--compile", "bce reads the scores' numbers to choose its formula: use svm or mse"
-        )
-
-
-def _lr_family(dataset: str, loss: str, model: str) -> str:
-    """Which row of DEFAULT_LR a run's default learning rate comes from."""
+def default_lr(dataset: str, loss: str, model: str, optimizer: str) -> float:
+    """A run's learning rate when --lr is not given: its row of DEFAULT_LR."""
     if dataset == "digits":
-        return "digits-cnn" if model == "cnn" else "digits"
-    return "2d-mse" if loss == "mse" else "2d"
+        family = "digits-cnn" if model == "cnn" else "digits"
+    else:
+        family = "2d-mse" if loss == "mse" else "2d"
+    return DEFAULT_LR[family, optimizer]
 
 
 def check_work(config: TrainConfig) -> None:
@@ -294,10 +225,10 @@ UNUSUAL_NOISE, UNUSUAL_L2, UNUSUAL_LR_FACTOR = 1.0, 1.0, 10.0
 def divergence_advice(config: TrainConfig) -> str:
     """What to change after the loss became non-finite: the settings that are unusually
     large, or, when none is, every setting that can cause it."""
-    default_lr = DEFAULT_LR[_lr_family(config.dataset, config.loss, config.model), config.optimizer]
+    usual_lr = default_lr(config.dataset, config.loss, config.model, config.optimizer)
     settings = {"--lr": config.lr, "--noise": config.noise, "--l2": config.l2}
     unusual = {
-        "--lr": config.lr > UNUSUAL_LR_FACTOR * default_lr,
+        "--lr": config.lr > UNUSUAL_LR_FACTOR * usual_lr,
         "--noise": config.noise is not None and config.noise > UNUSUAL_NOISE,
         "--l2": config.l2 > UNUSUAL_L2,
     }
