@@ -92,4 +92,13 @@ def run_explain(args: argparse.Namespace) -> int:
     output file cannot be written."""
     from ..explain.command import run
 
-    return run(args)
+    return run(
+        args.expression,
+        args.assignments,
+        graph=args.graph,
+        html=args.html,
+        as_json=args.json,
+        with_torch=args.torch,
+        as_compiled=args.compiled,
+        broken=args.broken,
+    )

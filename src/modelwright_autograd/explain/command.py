@@ -3,7 +3,6 @@ parse, trace, print, draw."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 import warnings
 from collections.abc import Callable
@@ -24,28 +23,40 @@ from .torch_view import torch_view
 _PROG = "modelwright-autograd explain: error:"
 
 
-def run(args: argparse.Namespace) -> int:
-    """The ``explain`` subcommand: 0 on success, 2 for a refused expression or argument,
-    1 when an output file cannot be written (checked before the work where it can be) or
-    Graphviz's layout of a PNG or PDF takes longer than ``picture.DOT_SECONDS``."""
-    if args.graph is not None and Path(args.graph).suffix.lower().lstrip(".") not in FORMATS:
-        print(f"{_PROG} --graph {args.graph!r}: use a .svg, .png, .pdf or .dot file name",
+def run(
+    expression: str,
+    assignments: list[str],
+    *,
+    graph: str | None = None,
+    html: str | None = None,
+    as_json: bool = False,
+    with_torch: bool = False,
+    as_compiled: bool = False,
+    broken: str | None = None,
+) -> int:
+    """The ``explain`` subcommand, its options typed (--json is ``as_json``, --torch
+    ``with_torch``, --compiled ``as_compiled``, --break ``broken``): 0 on success, 2 for a
+    refused expression or argument, 1 when an output file cannot be written (checked
+    before the work where it can be) or Graphviz's layout of a PNG or PDF takes longer
+    than ``picture.DOT_SECONDS``."""
+    if graph is not None and Path(graph).suffix.lower().lstrip(".") not in FORMATS:
+        print(f"{_PROG} --graph {graph!r}: use a .svg, .png, .pdf or .dot file name",
               file=sys.stderr)  # fmt: skip
         return 2
-    if args.html is not None and Path(args.html).suffix.lower() not in (".html", ".htm"):
-        print(f"{_PROG} --html {args.html!r}: use a file name ending in .html", file=sys.stderr)
+    if html is not None and Path(html).suffix.lower() not in (".html", ".htm"):
+        print(f"{_PROG} --html {html!r}: use a file name ending in .html", file=sys.stderr)
         return 2
-    if args.torch and args.json:
+    if with_torch and as_json:
         print(f"{_PROG} --torch prints text; use it without --json", file=sys.stderr)
         return 2
-    if args.compiled and args.broken is not None:
+    if as_compiled and broken is not None:
         print(f"{_PROG} --compiled prints code; use --break without it", file=sys.stderr)
         return 2
-    if args.compiled and (args.json or args.torch):
+    if as_compiled and (as_json or with_torch):
         print(f"{_PROG} --compiled prints code; use it without --json and --torch",
               file=sys.stderr)  # fmt: skip
         return 2
-    if args.torch:
+    if with_torch:
         try:
             import torch  # noqa: F401  (only to know it is there, before any work)
         except ImportError:
@@ -54,28 +65,28 @@ def run(args: argparse.Namespace) -> int:
             print(f"{_PROG} --torch: {TORCH_MISSING}", file=sys.stderr)
             return 1
     try:
-        for path in (args.graph, args.html):
+        for path in (graph, html):
             if path is not None:
                 check_writable(path)
     except OSError as e:  # a path that cannot be written, before any work: a usage error
         print(f"{_PROG} {e}", file=sys.stderr)
         return 2
     try:
-        variables = parse_assignments(args.assignments)
-        out = parse_expression(args.expression, variables)
+        variables = parse_assignments(assignments)
+        out = parse_expression(expression, variables)
     except ExpressionError as e:
         print(f"{_PROG} {e}", file=sys.stderr)
         return 2
-    trace = explain(out, variables, broken=args.broken)
-    if args.compiled:
+    trace = explain(out, variables, broken=broken)
+    if as_compiled:
         try:
-            texts = [compiled_source(args.expression, variables)]
+            texts = [compiled_source(expression, variables)]
         except CompileError as e:
             print(f"{_PROG} {e}", file=sys.stderr)
             return 2
     else:
-        texts = [trace.to_json() if args.json else trace.to_text()]
-    if args.torch:
+        texts = [trace.to_json() if as_json else trace.to_text()]
+    if with_torch:
         texts.append("\n" + torch_view(trace))
     if emit(texts):
         return 1  # the reader went away (``| head``)
@@ -83,23 +94,23 @@ def run(args: argparse.Namespace) -> int:
     for name, v in variables.items():
         if v not in used:
             print(f"note: {name} is given but not used, so its gradient is 0", file=sys.stderr)
-    if args.graph is not None:
+    if graph is not None:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", GraphvizMissingWarning)
             try:
-                written = _write(lambda: Graph(trace).save(args.graph), args.graph)
+                written = _write(lambda: Graph(trace).save(graph), graph)
             except GraphvizTooSlow as e:
-                print(f"{_PROG} --graph {shown_path(args.graph)}: {e}", file=sys.stderr)
+                print(f"{_PROG} --graph {shown_path(graph)}: {e}", file=sys.stderr)
                 return 1
         for w in caught:
             print(f"note: {w.message}", file=sys.stderr)
         if written is None:
             return 1
         print(f"graph written to {shown_path(written)}", file=sys.stderr)
-    if args.html is not None:
-        if _write(lambda: write_page(trace, args.html), args.html) is None:
+    if html is not None:
+        if _write(lambda: write_page(trace, html), html) is None:
             return 1
-        print(f"page written to {shown_path(args.html)}", file=sys.stderr)
+        print(f"page written to {shown_path(html)}", file=sys.stderr)
     return 0
 
 
