@@ -364,3 +364,44 @@ def test_private_checker_sees_imports_module_attributes_and_class_attributes(tmp
         "explain.trace uses graph's _short",
         "tensor uses tensor.core's _lift",
     ]
+
+
+# ---------------------------------------------------------------------- argparse
+def argparse_readers(root: Path) -> list[str]:
+    """Every module outside cli/ that imports argparse (at the top or in a function)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).parts
+        if parts[0] == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            else:
+                continue
+            if any(n == "argparse" or n.startswith("argparse.") for n in names):
+                found.append("/".join(parts))
+                break
+    return found
+
+
+def test_only_the_command_line_reads_argparse():
+    """docs/design.md: cli/ turns options into typed settings; the layers below take
+    those, never an argparse Namespace."""
+    root = Path(modelwright_autograd.__file__).parent
+    assert argparse_readers(root) == []
+
+
+def test_argparse_checker_sees_top_level_and_lazy_imports(tmp_path):
+    root = _package(
+        tmp_path,
+        {
+            "cli/train.py": "import argparse\n",
+            "training/settings.py": "def f(args):\n    from argparse import Namespace\n",
+            "explain/command.py": "import sys, argparse as ap\n",
+            "graph.py": "import argparser_not\nfrom types import SimpleNamespace\n",
+        },
+    )
+    assert argparse_readers(root) == ["explain/command.py", "training/settings.py"]
