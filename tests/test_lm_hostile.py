@@ -8,7 +8,6 @@ import json
 import math
 import re
 import tracemalloc
-import types
 
 import numpy as np
 import pytest
@@ -310,11 +309,12 @@ def test_a_names_file_costs_a_few_bytes_a_byte(tmp_path):
     size = data.stat().st_size
     tracemalloc.start()
     try:
-        text, _ = C.read_corpus(data)
+        text, digest = C.read_corpus(data)
         names = C.split_names(text, 0, "short")
         del text
-        batch = types.SimpleNamespace(batch_size=32)
-        x, y = next(L._batches(batch, names, np.random.default_rng(0)))
+        model = L.default_model("transformer", names.vocab.size, names.block_size())
+        settings = L.default_settings(model, C.Source(None, str(data), digest), seed=0)
+        x, y = next(L._batches(settings, names, np.random.default_rng(0)))
         counted = counting_bigram_loss(names, names.train, names.test)
         _, peak = tracemalloc.get_traced_memory()
     finally:
