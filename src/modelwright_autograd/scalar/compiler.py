@@ -31,7 +31,8 @@ from .tracing import CompileError, Trace, dependent, outside, refuse
 
 #: Statements per emitted function: a very long graph becomes several functions, values
 #: crossing a boundary going through the list ``x``. A crossing costs a store and a load,
-#: so parts are large: the size sweep's graphs (up to 30,000 nodes) are one function.
+#: so parts are large: the size sweep's graphs (up to 30,000 nodes) are one function (with
+#: 10,000-statement parts its bigger graphs grew as nodes^1.13 against the floor's 1.05).
 CHUNK = 200_000
 #: Terms per statement in a long sum (a fused sum or dot, a gradient with many uses):
 #: longer sums continue on the next line, so no expression nests deeply. An input's
@@ -373,7 +374,8 @@ class _Writer:
     def _backward(self, loss: Value, inputs: list[Value], varying: set[int]) -> list[str]:
         """Each node's gradient as one sum of its contributions, written when its rule
         runs, and each input's added up in place as its uses come: in ``backward()``'s
-        order, so in its order of addition."""
+        order, so in its order of addition. (One sum per input at the end kept every value
+        it reads alive and out of the cache: time grew faster than the floor's.)"""
         self.statements.append(("# backward", None, []))
         terms: dict[int, list[str]] = {id(loss): ["1.0"]}
         input_grads = {id(v): self._new("g") for v in inputs}  # added up in place
@@ -524,9 +526,10 @@ def _registers(
     for the last time, its name goes to the next value of its kind (``v`` a value, ``g`` a
     gradient, ``d`` a gradient through a ReLU, ``t`` a pre-activation). The code then keeps
     as many variables as values are alive at once, not one per node, which keeps it small
-    (a name costs about 60 bytes) and its floats few: a dead one is freed when its name is
-    reused, and the next float takes its place, still in the cache. The inputs
-    ``v0``..``v{n_inputs - 1}`` keep their names."""
+    (a name costs about 60 bytes; the demo's fused and unfused graphs keep 4,970 and 4,969,
+    not 65,045) and its floats few: a dead one is freed when its name is reused, and the
+    next float takes its place, still in the cache. The inputs ``v0``..``v{n_inputs - 1}``
+    keep their names."""
     last: dict[str, int] = {}
     for i, (_, _, reads) in enumerate(statements):
         for name in reads:
