@@ -359,7 +359,7 @@ def state_dict_doc(torch: Any, model: LanguageModel) -> dict[str, Any]:
     its state_dict under nanoGPT's (and makemore's) names, its config, and for the GPT
     nanoGPT's ``model_args`` (GPTConfig's fields), so that
     ``GPT(GPTConfig(**doc["model_args"])).load_state_dict(doc["state_dict"])`` rebuilds it
-    in nanoGPT's model.py (docs/language-models.md)."""
+    in nanoGPT's model.py (docs/checkpoints.md)."""
     arch = LMArchitecture(model.config)
     doc: dict[str, Any] = {
         "format": "modelwright-autograd torch export",
