@@ -191,7 +191,8 @@ def rules_of_engines() -> dict[str, set[str]]:
 
 def doc_rows() -> dict[str, dict[str, tuple[list[str], list[str]]]]:
     """{engine: {rule: (torch's node names, quoted formulas)}} from docs/pytorch.md's two
-    tables (a row: | op | our rule | torch's grad_fn | derivatives.yaml | what differs |)."""
+    tables (a row: | op | our rule | torch's grad_fn | derivatives.yaml | what differs |);
+    a tensor row whose rule is marked "(both engines)" is the scalar engine's row too."""
     rows: dict[str, dict[str, tuple[list[str], list[str]]]] = {"scalar": {}, "tensor": {}}
     engine = None
     for line in DOC.read_text("utf-8").splitlines():
@@ -212,6 +213,8 @@ def doc_rows() -> dict[str, dict[str, tuple[list[str], list[str]]]]:
         nodes = re.findall(r"`(\w+Backward\d+)`", cells[2])
         formulas = re.findall(r"`([^`]+)`", cells[3])
         rows[engine][rule[0]] = (nodes, formulas)
+        if engine == "tensor" and "(both engines)" in cells[1]:  # Value's rule of that name
+            rows["scalar"][rule[0]] = (nodes, formulas)
     return rows
 
 
