@@ -147,12 +147,14 @@ def share_buffer(tensors: Sequence[Any]) -> None:
 
 def array_norm(a: np.ndarray, p: float) -> float:
     """The p-norm of an array's elements (p > 0, or inf for the largest magnitude),
-    computed in the array's dtype: one gradient's part of ``clip_grad_norm_``'s total."""
-    a = np.abs(np.asarray(a)).reshape(-1)
+    computed in the array's dtype: one gradient's part of ``clip_grad_norm_``'s total. The
+    2-norm squares the elements themselves (a * a is |a| * |a|), so it needs no copy."""
+    a = np.asarray(a).reshape(-1)
     if not a.size:
         return 0.0
-    if p == np.inf:
-        return float(a.max())
     if p == 2.0:
         return float(np.sqrt(np.dot(a, a)))
+    a = np.abs(a)
+    if p == np.inf:
+        return float(a.max())
     return float(np.sum(a**p) ** (1.0 / p))
