@@ -255,7 +255,8 @@ def test_the_counts_of_one_bug_engines_are_the_tests():
 
     text = " ".join((ROOT / "docs" / "build-your-own.md").read_text("utf-8").split())
     engines, network, total = map(int, re.search(
-        r"one of (\d+) scalar engines in `tests/learner_engines/` with one classic bug each; "
+        r"one of (\d+) scalar engines in `tests/learner_engines/variants.py` with one classic "
+        r"bug each; "
         r"the tests plant (\d+) network bugs in the solved `nn.py`, and each of the (\d+)", text
     ).groups())  # fmt: skip
     assert engines == len(test_learner.ONE_BUG) and network == len(test_learner.NETWORK_BUGS)

@@ -1,9 +1,10 @@
 """`modelwright-autograd init` and `check`: the starter, and the grader on real engines.
 
-Each engine in tests/learner_engines/ is the solved starter with one classic bug (or an
-engine that hangs, crashes, recurses or does not import); each must fail with its own
-diagnosis. micrograd 0.1.0, this project's own Value and the solved starter must pass.
-The engines are graded in parallel (each in its own child process) once per session.
+Each engine of tests/learner_engines/variants.py is the solved starter with one classic bug
+(beside it, files of engines that hang, crash, recurse or do not import); each, written out
+as a file, must fail with its own diagnosis. micrograd 0.1.0, this project's own Value and
+the solved starter must pass. The engines are graded in parallel (each in its own child
+process) once per session.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import difflib
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -40,6 +42,8 @@ from modelwright_autograd.learner.scalar.oracle import (
 )
 from modelwright_autograd.learner.scalar.programs import OPS, random_programs
 from modelwright_autograd.learner.starter import ENTRIES, project_names, write_starter
+from tests.learner_engines import variants
+from tests.learner_engines.write import source, write
 
 ENGINES = Path(__file__).parent / "learner_engines"
 SOLVED = ENGINES / "solved_starter.py"  # the starter's engine.py with every TODO filled in
@@ -47,94 +51,19 @@ TIMEOUT = 2.0  # seconds per check for the hanging engine: stopped twice, then g
 CALM = 15.0  # seconds per check for every other engine: room for a loaded machine
 
 
-def _at(engine: str, text: str) -> str:
-    """``engine.py:N``: where in tests/learner_engines/ENGINE.py the line holding ``text`` is."""
-    lines = (ENGINES / f"{engine}.py").read_text().splitlines()
-    return f"{engine}.py:{next(i for i, line in enumerate(lines, 1) if text in line)}"
+def _words(words: str, path: Path) -> str:
+    """``words`` with each {at:TEXT} made NAME.py:N, the line of the engine at ``path``
+    holding TEXT."""
+    lines = path.read_text().splitlines()
+    return re.sub(
+        r"\{at:(.+?)\}",
+        lambda at: f"{path.name}:{next(i for i, line in enumerate(lines, 1) if at[1] in line)}",
+        words,
+    )
 
 
-# engine file -> (the row that must fail, words its diagnosis must contain)
-BROKEN = {
-    "overwrite_mul": (
-        "reuse",
-        "overwritten, not accumulated: `=` where `+=` belongs in the backward of *.",
-    ),
-    "overwrite_add": ("reuse", "`=` where `+=` belongs in the backward of +."),
-    "breadth_first": ("order", "before all of its users had pushed theirs"),
-    "forward_order": ("order", "the walk goes through the topological order forwards"),
-    "no_seed": ("seed", "backward() forgets to seed 1.0"),
-    "seed_after_walk": (
-        "seed",
-        "the output's _backward was called while out.grad was still 0: the seed is set after "
-        f"the walk, so every rule pushed 0. Set self.grad = 1.0 first; look at "
-        f"{_at('seed_after_walk', 'def backward')} (backward)",
-    ),
-    "output_skipped": (
-        "seed",
-        "backward() never called the output's own _backward (the watched walk recorded no call "
-        "to it)",
-    ),
-    "topo_default": (
-        "two backward() calls",
-        "(a+b).backward() added 4, expected 1; then (c*d).backward(), a graph without a, moved "
-        "a.grad to 11. The graph's list survives between calls: a default argument is made "
-        "once, when def runs, and every call adds to it: backward "
-        f"({_at('topo_default', 'def backward')}): topo=[]",
-    ),
-    "build_topo_default": (
-        "two backward() calls",
-        f"build_topo ({_at('build_topo_default', 'def build_topo')}): topo=[], visited=set()",
-    ),
-    "global_topo": ("two backward() calls", "Something keeps the nodes between calls"),
-    "eq_by_data": (
-        "order",
-        "v3 and v5 are two nodes, but == calls them equal and they hash alike (Value.__eq__, "
-        f"{_at('eq_by_data', 'def __eq__')}), so the visited set took them for one",
-    ),
-    "log_sign": ("log", "sign: d(log a)/da = 1/a"),
-    "log_from_output": ("log", "log's derivative was taken from the output instead of the input"),
-    "no_visited": ("order", "counted 2 times: backward() ran a node's _backward 2 times"),
-    "prev_copies": ("order", "_prev holds copies of the children"),
-    "preorder_sort": ("order", "appends a node before its children (pre-order)"),
-    "mul_square_twice": ("reuse", "counted 2 times: a value used twice in * gets 2 times"),
-    "exp_rule_twice": ("exp", "counted 2 times: every gradient of exp is 2 times"),
-    "late_bound": ("tanh", "(late binding)"),
-    "pow_not_lowered": ("a ** n", "the exponent was not lowered"),
-    "tanh_square_missing": ("tanh", "the square is missing"),
-    "add_one_input": ("a + b", "only one input received the gradient"),
-    "mul_like_add": ("a * b", "treated like +"),
-    "relu_no_mask": ("relu", "relu passes gradient where its output is 0 (at a = -1.5 and a = 0)"),
-    "exp_from_input": ("exp", "not the input a"),
-    "tanh_from_input": ("tanh", "taken from the input instead of the output"),
-    "pow_missing_n": ("a ** n", "the power rule is missing its factor n"),
-    "div_sign": ("a / b", "division's sign"),
-    "sub_sign": ("a - b", "the sign of the second input"),
-    "missing_rmul": ("numbers with Values", "2 * a raised TypeError"),
-    "leaf_backward": ("leaf _backward", "a leaf's _backward is not a no-op"),
-    "relu_at_zero": ("relu", "relu passes gradient where its output is 0 (at a = 0)"),
-    "mul_own_value": ("a * b", "each input received its own value"),
-    "exp_ignores_upstream": ("exp", "the backward ignores out.grad"),
-    "rsub_swapped": ("numbers with Values", "the operands are swapped"),
-    # held out for issue 30: written without looking at the grader's words
-    "pow_rule_from_output": ("a ** n", "backward raised ZeroDivisionError: float division by zero"),
-    "pow_rule_by_logs": ("a ** n", "backward raised ValueError: math domain error"),
-    "div_square_missing": ("a / b", "wrong gradient at a = 3, b = -2: got -0.5, 1.5, expected"),
-    "rpow_log_of_exponent": ("2 ** a", "wrong gradient at a = 1.5: got 1.14683, expected 1.96052"),
-    "sigmoid_from_input": ("sigmoid", "sigmoid's derivative was taken from the input"),
-    "backward_zeroes_graph": (
-        "two backward() calls",
-        "the second call did not add to it (PyTorch's leaves hold 4)",
-    ),
-    # issue 39: causes named elsewhere or nowhere
-    "pow_ignores_upstream": ("a ** n", "the backward ignores out.grad"),
-    "add_pushes_self_grad": (
-        "a + b",
-        "b.grad received a.grad (after its update), not its own share of out.grad",
-    ),
-    "topo_lists_twice": (
-        "order",
-        "counted 2 times: backward() ran a node's _backward 2 times, once per path to it",
-    ),
+# engines of their own, files in tests/learner_engines/ -> (the row that must fail, words)
+HOSTILE = {
     "hangs": ("seed", f"did not finish in {TIMEOUT:g} s"),
     "recurses_forever": ("a * b", "RecursionError"),
     "crashes": ("seed", "killed by SIGSEGV"),
@@ -143,9 +72,9 @@ BROKEN = {
     "no_value": ("engine loads", "has no class Value"),
     "exits_on_import": ("engine loads", "sys.exit(0)"),
 }
-ONE_BUG = [
-    name for name in BROKEN if (ENGINES / f"{name}.py").read_text().startswith('"""The solved')
-]
+# engine -> (the row that must fail, words its diagnosis must contain)
+BROKEN = {name: (row, words) for name, (_, row, words) in variants.BUGS.items()} | HOSTILE
+ONE_BUG = list(variants.BUGS)
 SOLVED_NN = ENGINES / "solved_nn.py"  # the starter's nn.py with every TODO filled in
 
 
@@ -303,7 +232,15 @@ def network_bug(folder: Path, name: str) -> Path:
 
 
 @pytest.fixture(scope="session")
-def broken_reports(oracle, tmp_path_factory):
+def engine_files(tmp_path_factory):
+    """Every engine of tests/learner_engines/ the grader is run on, as files in one folder."""
+    folder = tmp_path_factory.mktemp("engines")
+    names = [*BROKEN, *variants.NOTED, *variants.WRITTEN_DIFFERENTLY]
+    return {name: write(name, folder) for name in names}
+
+
+@pytest.fixture(scope="session")
+def broken_reports(oracle, tmp_path_factory, engine_files):
     """Every broken engine, the untouched starter, the starter with engine.py solved and
     nn.py untouched, and every network bug, graded once."""
     starter = tmp_path_factory.mktemp("starter")
@@ -322,8 +259,7 @@ def broken_reports(oracle, tmp_path_factory):
     folders = {"starter": starter, "todo_1_done": first, "engine_done": half}
     for name in NETWORK_BUGS:
         folders[name] = network_bug(tmp_path_factory.mktemp("bug"), name)  # a short package
-    names = [*BROKEN, "recursive_topo", "solved_differently", "solved_own_rules"]
-    paths = [ENGINES / f"{name}.py" for name in names] + list(folders.values())
+    paths = list(engine_files.values()) + list(folders.values())
     reports = _grade_all(paths, oracle)
     stems = {folder: name for name, folder in folders.items()}
     return {stems.get(path, path.stem): r for path, r in reports.items()}
@@ -334,12 +270,12 @@ def _row(report, name):
 
 
 @pytest.mark.parametrize("engine", list(BROKEN))
-def test_each_broken_engine_fails_with_its_own_diagnosis(broken_reports, engine):
+def test_each_broken_engine_fails_with_its_own_diagnosis(broken_reports, engine_files, engine):
     report = broken_reports[engine]
     row_name, words = BROKEN[engine]
     row = _row(report, row_name)
     assert row.status == FAIL, report.to_text()
-    assert words in row.diagnosis, report.to_text()
+    assert _words(words, engine_files[engine]) in row.diagnosis, report.to_text()
     assert not report.passed and report.verdict.startswith("not yet:")
 
 
@@ -379,7 +315,7 @@ def test_a_correct_engine_written_differently_passes_every_check(broken_reports)
 def test_each_broken_engine_is_the_solved_starter_with_one_small_change():
     solved = SOLVED.read_text().splitlines()
     for name in ONE_BUG:
-        broken = (ENGINES / f"{name}.py").read_text().splitlines()
+        broken = source(name).splitlines()
         changed = [
             line
             for line in difflib.unified_diff(solved, broken, lineterm="", n=0)
@@ -559,9 +495,7 @@ def test_micrograd_our_value_and_the_solved_starter_pass_the_gate(oracle, tmp_pa
     ours = Path(modelwright_autograd.__file__).parent
     solved = solved_starter(tmp_path / "solved")
     differently = solved_starter(tmp_path / "differently")  # _prev a list, int grads, own -
-    (package_of(differently) / "engine.py").write_text(
-        (ENGINES / "solved_differently.py").read_text()
-    )
+    (package_of(differently) / "engine.py").write_text(source("solved_differently"))
     reports = _grade_all([micrograd_dir, ours, solved, differently], oracle)
     for report in reports.values():
         assert report.passed, report.to_text()
@@ -590,8 +524,8 @@ def test_a_network_only_its_last_layer_bends_does_not_reach_the_bar(oracle, tmp_
 @pytest.mark.slow
 def test_the_finite_difference_oracle_grades_the_same(tmp_path):
     fd = finite_difference_oracle()
-    solved = solved_starter(tmp_path)
-    paths = [solved, ENGINES / "tanh_from_input.py", ENGINES / "relu_at_zero.py"]
+    solved = solved_starter(tmp_path / "solved")
+    paths = [solved, *(write(name, tmp_path) for name in ("tanh_from_input", "relu_at_zero"))]
     reports = _grade_all(paths, fd)
     assert reports[solved].passed and "finite differences" in reports[solved].oracle
     assert "input instead of the output" in _row(reports[paths[1]], "tanh").diagnosis
@@ -633,8 +567,8 @@ def test_check_refuses_a_path_it_cannot_check(tmp_path, capsys):
     assert stopped.value.code == 2
 
 
-def test_check_json_says_the_same_as_the_text(capsys):
-    path = str(ENGINES / "div_sign.py")
+def test_check_json_says_the_same_as_the_text(tmp_path, capsys):
+    path = str(write("div_sign", tmp_path))
     assert main(["check", "--json", path]) == 1
     data = json.loads(capsys.readouterr().out)
     assert (
@@ -720,18 +654,20 @@ def test_the_starter_notebook_runs_on_the_solved_engine(tmp_path, monkeypatch):
     assert losses[-1] < losses[0] and max(accuracies) >= 95
 
 
-def _engine_class(name):
-    """The Value class of tests/learner_engines/NAME.py, imported in this process."""
-    spec = importlib.util.spec_from_file_location(f"learner_{name}", ENGINES / f"{name}.py")
+def _engine_class(name, folder):
+    """The Value class of the engine NAME, written to ``folder`` and imported in this
+    process."""
+    spec = importlib.util.spec_from_file_location(f"learner_{name}", write(name, folder))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.Value
 
 
-def test_exercise_6_checks_the_learner_s_own_value():
+def test_exercise_6_checks_the_learner_s_own_value(tmp_path):
     """gradcheck_random and gradcheck(value=...) judge the learner's class, not ours: the
     solved engine passes, a tanh taken from its input fails with the expression to paste."""
-    solved, tanh_bug = _engine_class("solved_starter"), _engine_class("tanh_from_input")
+    solved = _engine_class("solved_starter", tmp_path)
+    tanh_bug = _engine_class("tanh_from_input", tmp_path)
     assert gradcheck_random(solved, count=100) == 100
     assert gradcheck(lambda a, b: (a * b).tanh() + a**2, [0.3, -1.2], value=solved)
     with pytest.raises(GradcheckError, match="random expressions disagree") as raised:

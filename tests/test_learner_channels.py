@@ -12,6 +12,7 @@ import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from modelwright_autograd.cli import main
 from modelwright_autograd.learner import child, supervise
 from modelwright_autograd.learner.child import well_formed
 from modelwright_autograd.learner.locate import locate
+from tests.learner_engines.write import source, write
 
 needs_namespaces = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="PID namespaces are Linux's"
@@ -48,10 +50,11 @@ def _kill_leftovers(folder: Path) -> None:
 
 def _isolated() -> bool:
     """True when the engine here gets the namespaces (Linux with user namespaces, as CI)."""
-    target = locate(ENGINES / "div_sign.py")
-    with child.EngineProcess(target.load_request(), str(target.sys_path), 30.0) as process:
-        process.load()
-        return process.isolation.startswith("PID, mount and user namespaces")
+    with tempfile.TemporaryDirectory() as folder:
+        target = locate(write("div_sign", Path(folder)))
+        with child.EngineProcess(target.load_request(), str(target.sys_path), 30.0) as process:
+            process.load()
+            return process.isolation.startswith("PID, mount and user namespaces")
 
 
 # ---------------------------------------------------------------------- every wait has a bound
@@ -144,7 +147,7 @@ def test_a_wait_status_that_would_stop_the_supervisor_ends_it_by_sigkill():
 def test_a_supervisor_that_never_ends_is_killed_not_waited_for(tmp_path, monkeypatch):
     """Whatever stops the supervisor, the grader waits STOP_GRACE for it at most."""
     monkeypatch.setattr(child, "STOP_GRACE", 0.5)
-    target = locate(ENGINES / "div_sign.py")
+    target = locate(write("div_sign", tmp_path))
     with child.EngineProcess(target.load_request(), str(target.sys_path), 30.0) as process:
         assert "mlp" in process.load()
         supervisor = process._proc
@@ -158,10 +161,10 @@ def test_a_supervisor_that_never_ends_is_killed_not_waited_for(tmp_path, monkeyp
 
 
 @needs_proc
-def test_a_probe_that_stops_reading_cannot_block_the_grader_s_request():
+def test_a_probe_that_stops_reading_cannot_block_the_grader_s_request(tmp_path):
     """A request larger than the pipe (the training data is) to a probe that no longer
     reads: the write waits no longer than the reply would."""
-    target = locate(ENGINES / "div_sign.py")
+    target = locate(write("div_sign", tmp_path))
     with child.EngineProcess(target.load_request(), str(target.sys_path), 30.0) as process:
         assert "mlp" in process.load()
         *_, probe = supervise.descendants(process._proc.pid)
@@ -363,8 +366,7 @@ def test_the_engine_cannot_write_to_the_user_s_terminal(tmp_path):
         pytest.skip("no mount namespace here: the report's isolation line says so")
     master, slave = pty.openpty()
     engine = tmp_path / "engine.py"
-    source = (ENGINES / "div_sign.py").read_text()
-    engine.write_text(f"PTY = {os.ttyname(slave)!r}\n" + TERMINAL + source)
+    engine.write_text(f"PTY = {os.ttyname(slave)!r}\n" + TERMINAL + source("div_sign"))
     command = [sys.executable, "-m", "modelwright_autograd", "check", "--oracle", "fd"]
     try:
         shown, code = _run_on_a_terminal(master, slave, [*command, str(engine)])

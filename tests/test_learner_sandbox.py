@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,7 @@ from modelwright_autograd.learner.base import MAX_HANGS
 from modelwright_autograd.learner.child import well_formed
 from modelwright_autograd.learner.report import TRUST, Report, Row
 from modelwright_autograd.learner.scalar.cases import CHAIN_LENGTH
+from tests.learner_engines.write import write
 
 SOLVED_NN = (ENGINES / "solved_nn.py").read_text()
 
@@ -71,10 +73,11 @@ def _isolated() -> bool:
 def _engine_isolation() -> str:
     from modelwright_autograd.learner.locate import locate
 
-    target = locate(ENGINES / "div_sign.py")
-    with child.EngineProcess(target.load_request(), target.sys_path, 30.0) as process:
-        process.load()
-        return process.isolation
+    with tempfile.TemporaryDirectory() as folder:
+        target = locate(write("div_sign", Path(folder)))
+        with child.EngineProcess(target.load_request(), target.sys_path, 30.0) as process:
+            process.load()
+            return process.isolation
 
 
 needs_namespaces = pytest.mark.skipif(
@@ -175,7 +178,7 @@ def test_an_engine_cannot_answer_for_the_probe_through_its_modules(tmp_path):
 
 # ---------------------------------------------------------------------- item 2
 def test_python_m_check_does_not_import_from_the_current_folder(tmp_path):
-    (tmp_path / "div_sign.py").write_text((ENGINES / "div_sign.py").read_text())
+    write("div_sign", tmp_path)
     (tmp_path / "torch.py").write_text(
         "import pathlib\npathlib.Path('imported').write_text('the grader imported me')\n"
         "from modelwright_autograd.learner import report\n"

@@ -1,5 +1,5 @@
 """The starter engine of `modelwright-autograd init` with every TODO filled in: it passes
-the build gate, and each broken engine beside it is this file with one classic bug.
+the build gate, and each engine of variants.py beside it is this file with a few lines changed.
 
 A scalar autograd engine: your Value.
 
