@@ -11,9 +11,9 @@ from typing import Any
 
 #: The most weights a model may hold, per engine: what a checkpoint loads and what
 #: ``nn.MLP`` builds. A Value costs ~110 bytes and ~4 us to build, so a million is ~0.1 GB
-#: and a few seconds; a tensor weight is ~29 bytes of JSON, so two million is a 56 MB file
-#: that loads in about 4 s at a peak of 0.35 GB (see docs/checkpoints.md). The largest
-#: model this project trains (the digits MLP) has 17,226.
+#: and a few seconds; a tensor weight is 4 bytes in model.safetensors (float32), so two
+#: million is an 8 MB file (docs/checkpoints.md). The largest model this project trains
+#: (the digits MLP) has 17,226.
 MAX_PARAMETERS = {"scalar": 1_000_000, "tensor": 2_000_000}
 #: The most weights a language model's checkpoint may hold: nanoGPT's Shakespeare GPT (6
 #: layers, 6 heads, 384 wide, block 256: 10.8M) with room to spare. Whether a model this
