@@ -270,3 +270,18 @@ def _t(*shape):
 def test_bad_calls_are_refused_clearly(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered")
+def test_rows_with_inf_or_nan_scores_give_torchs_nan_and_the_others_its_numbers():
+    """The softmax's row maxima (read at each row's argmax) keep nan and +inf: a row with
+    either gives nan, as torch's; the other rows, and a row with -inf, torch's numbers."""
+    q, k, v = _arrays(*QKV, seed=11)
+    mask = _float_mask()
+    mask[3, 4] = np.inf
+    mask[4, 0] = np.nan
+    mine = F.scaled_dot_product_attention(Tensor(q), Tensor(k), Tensor(v), attn_mask=mask)
+    theirs = TF.scaled_dot_product_attention(*map(torch.tensor, (q, k, v, mask)))
+    nan_rows = np.isnan(mine.data).all(axis=-1)
+    assert nan_rows[..., 3].all() and nan_rows[..., 4].all() and not nan_rows[..., :3].any()
+    np.testing.assert_allclose(mine.data, theirs.numpy(), rtol=TOL, atol=TOL)
