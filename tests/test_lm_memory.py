@@ -58,6 +58,7 @@ def test_the_estimate_bounds_what_two_training_steps_allocate(argv):
 
 def test_a_run_that_does_not_fit_is_refused_with_the_estimate(tmp_path, capsys, monkeypatch):
     argv = ["train", "--dataset", "shakespeare", *SHAKESPEARE, "--batch-size", "64"]
+    monkeypatch.setattr(L, "available_memory", lambda: None)  # the settings, on any machine
     need = L.memory_estimate(_settings(argv[1:]))
     monkeypatch.setattr(L, "available_memory", lambda: 2**30)
     with pytest.raises(SystemExit) as e:
