@@ -47,6 +47,8 @@ from benchmarks.machine import load_average, machine_facts
 EVAL_BATCHES = 200  # the torch figure in issue 20 came from 200 validation batches
 NANOGPT_EVAL_BATCHES = 20  # nanoGPT's CPU command line: --eval_iters=20
 EVAL_SEED = 1234
+#: The model changes ``--smoke`` makes (toy sizes: every section's plumbing in seconds).
+SMOKE_MODEL: dict[str, int] = dict(n_layer=1, n_head=4, n_embd=32)
 #: The models ``speed`` can time, as changes to the CLI's defaults for the corpus and kind:
 #: nanoGPT's CPU run (the CLI's defaults), its Shakespeare configuration
 #: (config/train_shakespeare_char.py) and makemore's names transformer; with issue 41's
@@ -104,7 +106,7 @@ def _speed_setup(config: str, smoke: bool, iters: int) -> tuple[Any, Any, list]:
     settings = _settings(changes["kind"], corpus, seed=1, **changes.get("model", {}))
     settings = replace(settings, batch_size=changes.get("batch_size", settings.batch_size))
     if smoke:
-        settings = replace(settings, model=replace(settings.model, n_layer=1, n_head=4, n_embd=32))
+        settings = replace(settings, model=replace(settings.model, **SMOKE_MODEL))
     model = models.build(settings.model, seed=1)
     draw = language._batches(settings, corpus, np.random.default_rng(0))
     return settings, model, [next(draw) for _ in range(iters)]
@@ -410,9 +412,7 @@ def gpt_quality(seeds: list[int], steps: int | None, smoke: bool) -> dict[str, A
     for seed in seeds:
         settings = _settings("gpt", corpus, seed=seed, steps=steps)
         if smoke:
-            settings = replace(
-                settings, model=replace(settings.model, n_layer=1, n_head=4, n_embd=32)
-            )
+            settings = replace(settings, model=replace(settings.model, **SMOKE_MODEL))
         log(f"gpt: seed {seed}, {settings.steps} steps")
         runs.append(_train_both(settings, corpus, seed, ("ours", "torch")))
         log(f"gpt: seed {seed}: {json.dumps(runs[-1])}")
@@ -439,6 +439,8 @@ def names_quality(
     }
     for kind in kinds:
         settings = _settings(kind, corpus, seed=seed, steps=20 if smoke else steps.get(kind))
+        if smoke and kind == "transformer":
+            settings = replace(settings, model=replace(settings.model, **SMOKE_MODEL))
         log(f"names: {kind}, {settings.steps} steps")
         model = models.build(settings.model, seed=seed)
         start = time.perf_counter()
@@ -588,7 +590,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown sections {sorted(unknown)}; choose from {', '.join(known)}")
     results: dict[str, Any] = {"machine": machine_facts()}
     if args.smoke:
-        args.iters, args.rounds, args.seeds = 3, 2, args.seeds[:1]
+        args.iters, args.rounds, args.seeds = 3, 1, args.seeds[:1]
         args.threads = args.threads[:1]
         args.steps = args.steps or 6
     limiter = _threads(args.threads[0])
