@@ -23,10 +23,10 @@ import pytest
 from modelwright_autograd import cli
 from modelwright_autograd.checkpoint import MAX_PARAMETERS
 from modelwright_autograd.cli import train as cli_train
+from modelwright_autograd.cli.budgets import WORK_LIMITS
 from modelwright_autograd.training import outputs
 from modelwright_autograd.training.settings import (
     MAX_STEPS,
-    WORK_LIMITS,
     TrainConfig,
     divergence_advice,
 )

@@ -16,6 +16,7 @@ from ..printing import emit
 from ..training import language, lm_run
 from ..training.evaluate import evaluate_checkpoint
 from ..training.settings import UsageError
+from .budgets import check_scoring_cost
 from .options import Subparsers, add_data_options, file_path, whole_number
 
 
@@ -64,7 +65,9 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
         checkpoint = load_checkpoint(path)
         if isinstance(checkpoint.architecture, LMArchitecture):
             return _evaluate_lm(args, parser, path, checkpoint)
-        result = evaluate_checkpoint(path, args.dataset, args.samples, args.noise, args.seed)
+        result = evaluate_checkpoint(
+            path, args.dataset, args.samples, args.noise, args.seed, check_scoring_cost
+        )
     except CheckpointError as e:  # a file that is not a checkpoint this takes: bad input
         print(f"modelwright-autograd evaluate: {e}", file=sys.stderr)
         return 2

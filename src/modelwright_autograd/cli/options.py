@@ -13,7 +13,8 @@ from typing import Any, NoReturn
 from ..checks import shown_path
 from ..data import DATASETS
 from ..training import language
-from ..training.settings import MAX_NOISE, MAX_SAMPLES, MIN_SAMPLES, WORK_LIMITS
+from ..training.settings import MAX_NOISE, MAX_SAMPLES, MIN_SAMPLES
+from .budgets import WORK_LIMITS
 
 Subparsers = Any  # argparse's _SubParsersAction, which it does not export
 

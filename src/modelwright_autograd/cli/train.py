@@ -10,8 +10,8 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from ..checkpoint import ENGINES, MAX_PARAMETERS
-from ..checks import MAX_LM_BLOCK, MAX_LM_VOCAB, check_lm_sizes, shown_path
+from ..checkpoint import ENGINES
+from ..checks import MAX_LM_BLOCK, MAX_LM_VOCAB, MAX_PARAMETERS, check_lm_sizes, shown_path
 from ..lm import models
 from ..lm.corpus import (
     MAX_DATA_BYTES,
@@ -39,13 +39,12 @@ from ..training.settings import (
     MAX_STEPS,
     MODELS,
     OPTIMIZERS,
-    WORK_LIMITS,
     TrainConfig,
     TrainingDiverged,
     UsageError,
-    check_work,
     default_lr,
 )
+from .budgets import WORK_LIMITS, check_lm_work, check_work
 from .options import Subparsers, add_data_options, file_path, layer_sizes, real_number, whole_number
 from .signals import EXIT_INTERRUPTED, Terminated, interrupts_raise, interrupts_raise_once
 
@@ -565,7 +564,7 @@ def resolve_lm(args: argparse.Namespace) -> tuple[language.LMSettings, Names | T
         min_lr=min_lr,
         **{name: value for name, value in given.items() if value is not None},
     )
-    language.check_lm_work(settings)
+    check_lm_work(settings)
     return settings, corpus
 
 
@@ -617,7 +616,12 @@ def resolve_resume(
         )
     _refuse_out_of_source(args.resume, args.out)
     return prepare_resume(
-        args.resume, steps_option(args), args.eval_interval, args.eval_iters, args.threads
+        args.resume,
+        steps_option(args),
+        args.eval_interval,
+        args.eval_iters,
+        args.threads,
+        check_work=check_lm_work,
     )
 
 

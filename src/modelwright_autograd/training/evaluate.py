@@ -6,7 +6,8 @@ so a hand-edited or corrupt file fails with a clear ``CheckpointError``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,6 @@ from .settings import (
     MIN_SAMPLES,
     TrainConfig,
     UsageError,
-    check_work,
 )
 
 
@@ -73,9 +73,12 @@ def evaluate_checkpoint(
     samples: int | None = None,
     noise: float | None = None,
     seed: int | None = None,
+    check_cost: Callable[[Path, TrainConfig, bool], None] | None = None,
 ) -> Evaluation:
     """Load a checkpoint and score it (training objective and accuracy) on the data it was
-    trained on, regenerated from its stored settings, or on data the arguments change."""
+    trained on, regenerated from its stored settings, or on data the arguments change.
+    ``check_cost(path, config, samples_given)``, the caller's budget (the command line's
+    ``budgets.check_scoring_cost``), may refuse the scoring pass before any data is made."""
     checkpoint = load_checkpoint(path)
     arch = checkpoint.architecture
     stored = _stored_data_config(path, checkpoint.metadata.get("data"))
@@ -105,7 +108,14 @@ def evaluate_checkpoint(
     for key, value in (("samples", samples), ("noise", noise), ("seed", seed)):
         if value is not None:
             wanted[key] = value
-    _check_cost(path, arch, loss_name, wanted, samples_given=samples is not None)
+    config = TrainConfig(
+        loss=loss_name, l2=float(l2), engine=arch.engine, model=arch.model, **wanted
+    )
+    if check_cost is not None:
+        one_pass = replace(
+            config, hidden=tuple(arch.nouts[:-1]), activation=arch.activation, steps=1
+        )
+        check_cost(path, one_pass, samples is not None)
     data = load_dataset(wanted["dataset"], wanted["samples"], wanted["noise"], wanted["seed"])
     outputs = data.num_classes if loss_name == "ce" else 1
     if (data.num_features, outputs) != (arch.nin, arch.nouts[-1]):
@@ -116,9 +126,6 @@ def evaluate_checkpoint(
         if wanted["dataset"] == stored["dataset"]:  # its own data settings do not fit its model
             raise CheckpointError(path, f"its data settings do not fit its model: {problem}")
         raise UsageError("--dataset", problem)
-    config = TrainConfig(
-        loss=loss_name, l2=float(l2), engine=arch.engine, model=arch.model, **wanted
-    )
     learner = make_learner(config, data, checkpoint.model)
     # Weights of inf or NaN, or a negative running variance, make NaN and infinities on the
     # way: the loss says so (run_evaluate adds a note), NumPy's warnings would only add
@@ -128,28 +135,3 @@ def evaluate_checkpoint(
         if data.X_test is not None:
             scores["test"] = score(learner, data.X_test, data.y_test)[0]
     return Evaluation(arch.describe(), wanted, wanted == stored, scores)
-
-
-def _check_cost(
-    path: Path, arch: Any, loss_name: str, wanted: dict[str, Any], samples_given: bool
-) -> None:
-    """Refuse, before any data is made, a scoring pass the training bounds would refuse
-    (``check_work``): --samples 1,000,000 through a scalar MLP is minutes and gigabytes.
-    A size the user gave is a usage error; one from the file is the checkpoint's fault."""
-    config = TrainConfig(
-        dataset=wanted["dataset"],
-        samples=wanted["samples"],
-        hidden=tuple(arch.nouts[:-1]),
-        activation=arch.activation,
-        loss=loss_name,
-        steps=1,
-        engine=arch.engine,
-        model=arch.model,
-    )
-    try:
-        check_work(config)
-    except UsageError as e:
-        cost = e.message.split(": use ")[0]  # the advice names train's options; keep the cost
-        if samples_given:
-            raise UsageError("--samples", f"{cost}: use fewer --samples") from None
-        raise CheckpointError(path, f"its data settings cost too much to score: {cost}") from None

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ..checkpoint import MAX_LM_PARAMETERS, save_checkpoint, tensors_file
+from ..checkpoint import save_checkpoint, tensors_file
 from ..collector import collection_paused
 from ..files import write_json
 from ..lm import models
@@ -42,7 +42,6 @@ from ..optim import AdamW, clip_grad_norm_, warmup_cosine_lr
 from .loop import progress_bar
 from .outputs import OutputError
 from .run_state import LAST, ResumePoint, rng_states, run_state, signals_deferred
-from .settings import MAX_STEPS, UsageError
 
 #: The datasets shipped for the language models, and which model each trains by default.
 LM_DATASETS = tuple(BUILTIN)
@@ -50,14 +49,10 @@ LM_MODELS = models.KINDS
 DEFAULT_MODEL = {"names": "transformer", "shakespeare": "gpt", None: "gpt"}
 #: Models that read one item a line (makemore's); the GPT reads running text.
 NAMES_MODELS = ("bigram", "mlp", "transformer")
-#: What one language-model run may cost, checked before anything is built: the tokens of
-#: one step (batch x block), and the multiply-adds of the whole run (steps x tokens x
-#: weights, about six per weight and token with the backward pass); nanoGPT's CPU run is
-#: 2,000 x 768 x 0.8M = 1.2e12, its Shakespeare run 5,000 x 16,384 x 10.8M = 5.3e15. A
-#: step holds the bigram's default batch (512) of the longest lines a names model takes
-#: (64 characters + the start token): 33,280 tokens.
+#: The most tokens (batch x block) a language-model step takes, from the options or a
+#: file's settings: the bigram's default batch (512) of the longest lines a names model
+#: takes (64 characters + the start token), 33,280.
 MAX_STEP_TOKENS = 512 * (MAX_WORD_LENGTH + 1)
-MAX_RUN_WORK = 10**16
 #: The longest --eval-iters (batches per split per evaluation).
 MAX_EVAL_ITERS = 10_000
 
@@ -221,44 +216,6 @@ def available_memory() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
-
-
-def check_lm_work(settings: LMSettings) -> None:
-    """Refuse a run beyond the stated limits (weights a checkpoint can hold, the memory a
-    step needs against what is available, tokens a step, work in all), naming the option
-    to change."""
-    config = settings.model
-    weights = models.num_parameters(config)
-    if weights > MAX_LM_PARAMETERS:
-        raise UsageError(
-            "--n-embd",
-            f"the {config.kind} would have {weights:,} weights; a checkpoint holds at most "
-            f"{MAX_LM_PARAMETERS:,}: use a smaller --n-embd or --n-layer",
-        )
-    need, free = memory_estimate(settings), available_memory()
-    if free is not None and need > free:
-        raise UsageError(
-            "--batch-size",
-            f"training the {config.kind} ({weights:,} weights, a batch of "
-            f"{settings.batch_size} x {config.block_size} tokens) needs about "
-            f"{need / 2**30:.1f} GiB (weights, gradients, AdamW state, activations) and "
-            f"{free / 2**30:.1f} GiB is available: use a smaller --batch-size, --block-size "
-            "or --n-embd",
-        )
-    tokens = settings.batch_size * config.block_size
-    if tokens > MAX_STEP_TOKENS:
-        raise UsageError(
-            "--batch-size",
-            f"{settings.batch_size} x a block of {config.block_size} is {tokens:,} tokens a "
-            f"step; at most {MAX_STEP_TOKENS:,}: use a smaller --batch-size",
-        )
-    work = 6 * settings.steps * tokens * weights
-    if work > MAX_RUN_WORK or settings.steps > MAX_STEPS:
-        raise UsageError(
-            "--steps",
-            f"{settings.steps:,} steps of {tokens:,} tokens through {weights:,} weights is "
-            f"{work:.1e} multiply-adds; at most {MAX_RUN_WORK:.0e}: use fewer --steps",
-        )
 
 
 # ---------------------------------------------------------------------- the optimiser

@@ -12,6 +12,7 @@ or the default ``runs/<dataset>-<time>/``), whose metrics.json names the checkpo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,6 @@ from ..lm.corpus import Names, Source, Text
 from .language import (
     DEFAULT_THREADS,
     LMSettings,
-    check_lm_work,
     make_optimizer,
 )
 from .lm_run import NotALanguageModel, load_lm_run
@@ -89,11 +89,13 @@ def prepare_resume(
     eval_interval: int | None = None,
     eval_iters: int | None = None,
     threads: int | None = None,
+    check_work: Callable[[LMSettings], None] | None = None,
 ) -> tuple[LMSettings, Names | Text, models.LanguageModel, ResumePoint]:
     """The settings, corpus, model and resume point to continue ``run`` (a run folder or a
     checkpoint, as --resume takes), with the settings a resumed run may change: a
     UsageError (exit code 2) for a checkpoint that cannot be resumed, or data that has
-    changed since."""
+    changed since. ``check_work``, the caller's budget (the command line's
+    ``budgets.check_lm_work``), may refuse the settings before any state is restored."""
     path = resume_file(run)
     no_last = UsageError(
         "--resume",
@@ -135,7 +137,8 @@ def prepare_resume(
             f"{path} is at step {point.step:,} of the run's {settings.steps:,}: give --steps "
             f"above {point.step:,} to train further",
         )
-    check_lm_work(settings)
+    if check_work is not None:
+        check_work(settings)
     try:  # every saved state is checked now, into a spare optimiser, before any run starts
         point.restore(saved.model, make_optimizer(saved.model, settings), np.random.default_rng())
     except CheckpointError as e:
