@@ -222,12 +222,57 @@ def test_a_tensor_engine_cannot_answer_for_the_probe_through_its_modules(tmp_pat
     assert status["seed"] == status["network gradients"] == "fail", report.to_text()
 
 
+# backward() computes nothing where the learner calls it, and a thread started at import
+# polls sys.modules for the grader's modules, catching any that is there for a moment.
+# Their functions, patched, would turn the real backward() on for the probe's calls alone.
+# It writes each module it catches to a file named "found".
+RACING_FORGER = """
+import sys, threading, time, types
+
+_real_backward = Tensor.backward
+_graded = [False]  # set once the probe has called a function of its modules
+def _backward(self, *args, **kwargs):
+    if _graded[0]:
+        return _real_backward(self, *args, **kwargs)
+    return None
+Tensor.backward = _backward
+
+def _patched(f):
+    def g(*args, **kwargs):
+        _graded[0] = True
+        return f(*args, **kwargs)
+    return g
+
+_caught = {}
+def _poll():
+    end = time.monotonic() + 20
+    while time.monotonic() < end:
+        for name in [n for n in list(sys.modules) if n.startswith("_grader")]:
+            if name not in _caught:
+                _caught[name] = sys.modules.get(name)
+                with open("found", "a") as f:
+                    f.write(name + "\\n")
+threading.Thread(target=_poll, daemon=True).start()
+
+_init = Tensor.__init__
+def _looking(self, *args, **kwargs):
+    _init(self, *args, **kwargs)
+    for module in list(_caught.values()):
+        if module is not None and not getattr(module, "_forged", False):
+            module._forged = True
+            for key, value in list(vars(module).items()):
+                if isinstance(value, types.FunctionType):
+                    setattr(module, key, _patched(value))
+Tensor.__init__ = _looking
+"""
+
+
 @pytest.mark.slow
 def test_an_engine_polling_sys_modules_from_a_thread_cannot_forge_a_pass(tmp_path):
     """The probe once put its programs module in sys.modules while loading it (dataclasses
     looked it up by name): a thread polling there caught it, now and then, and passed."""
     engine = tmp_path / "engine.py"
-    engine.write_text((TENSOR_ENGINES / "forges_through_modules_race.py").read_text())
+    engine.write_text((TENSOR_ENGINES / "solved_starter.py").read_text() + RACING_FORGER)
     report = _grade(engine)
     assert not (tmp_path / "found").exists(), (tmp_path / "found").read_text()
     assert not report.passed, report.to_text()

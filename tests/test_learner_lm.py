@@ -28,6 +28,7 @@ from modelwright_autograd.learner.report import FAIL, PASS
 from modelwright_autograd.learner.scalar.grader import grade
 from modelwright_autograd.learner.scalar.oracle import finite_difference_oracle, torch_oracle
 from modelwright_autograd.learner.starter import LM_MODULES, LM_TOP
+from tests.learner_engines.write import source
 
 HERE = Path(__file__).parent / "learner_engines"
 SOLVED = HERE / "lm" / "solved"
@@ -236,7 +237,7 @@ def lm_reports(tmp_path_factory):
     for name, edits in WRITTEN_DIFFERENTLY.items():
         folders[name] = edited(root / name, edits)
     summed = solved_copy(root / "cross_entropy_summed")
-    shutil.copyfile(HERE / "tensor" / "cross_entropy_not_mean.py", summed / "engine.py")
+    (summed / "engine.py").write_text(source("tensor/cross_entropy_not_mean"))
     folders["cross_entropy_summed"] = summed
     starter = root / "starter"
     main(["init", "--lm", str(starter)])

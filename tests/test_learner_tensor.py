@@ -1,11 +1,11 @@
 """`modelwright-autograd init --tensor` and `check` on tensor engines.
 
-Each engine in tests/learner_engines/tensor/ is the solved tensor starter with one classic
-bug (or an engine that hangs, crashes or eats memory, or a correct one written
-differently); each broken one must fail with its own diagnosis, the correct ones, the
-solved starter and this project's own Tensor must pass. The end-to-end grading of all of
-them runs once (in parallel) in the slow run; the default run grades one engine through
-the command line.
+Each engine of tests/learner_engines/tensor/variants.py is the solved tensor starter with
+one classic bug (or a correct one written differently; beside it, files of engines that
+hang, crash or eat memory); each broken one, written out as a file, must fail with its own
+diagnosis, the correct ones, the solved starter and this project's own Tensor must pass.
+The end-to-end grading of all of them runs once (in parallel) in the slow run; the default
+run grades one engine through the command line.
 """
 
 from __future__ import annotations
@@ -33,91 +33,23 @@ from modelwright_autograd.learner.tensor.cases import (
 )
 from modelwright_autograd.learner.tensor.grader import OP_SPECS
 from modelwright_autograd.learner.tensor.oracle import agree, tensor_oracle
+from tests.learner_engines.tensor import variants
+from tests.learner_engines.write import source, write
 
 ENGINES = Path(__file__).parent / "learner_engines" / "tensor"
 SOLVED = ENGINES / "solved_starter.py"  # engine.py and nn.py of the starter, solved, in one
 
-# engine file -> (the row that must fail, words its diagnosis must contain)
-BROKEN = {
-    "add_not_unbroadcast": ("a + b", "not summed back over the broadcast dimensions"),
-    "unbroadcast_leading_only": ("a * b", "but not over the axes of size 1 it stretched"),
-    "matmul_no_transpose": ("a @ b", "a transpose is missing in the backward of @"),
-    "matmul_dot_T": ("a @ b", ".T reverses every axis of a 3-D array"),
-    "matmul_batch_not_summed": ("a @ b", "b was used by every matrix of the batch"),
-    "matmul_2d_only": ("a @ b", "the 2-D rule does not cover a 1-D operand"),
-    "sum_no_expand": ("sum", "sum's backward does not put the reduced axis back"),
-    "mean_missing_n": ("mean", "mean's backward is missing the 1/n"),
-    "mean_divides_by_size": ("mean", "divides by every element of the input"),
-    "cross_entropy_no_onehot": ("cross_entropy", "off by the one-hot"),
-    "log_softmax_no_sum": ("log_softmax", "log_softmax's backward dropped the sum"),
-    "overwrite_mul": ("reuse", "`=` where `+=` belongs in the backward of *."),
-    "relu_passes_negative": ("relu", "relu passes gradient where its output is 0"),
-    "tanh_from_input": ("tanh", "taken from the input instead of the output"),
-    "mlp_no_activation": ("network bends", "is affine in its input"),
-    "zero_grad_noop": (
-        "network gradients",
-        "Linear(4, 3).zero_grad() left gradients that are not zero",
-    ),
-    "linear_no_bias": ("network gradients", "output is not x @ W + b"),
-    # issue 30: wrong gradients that passed before
-    "overwrite_sum": ("reuse", "`=` where `+=` belongs in the backward of sum."),
-    "overwrite_sub": ("reuse", "`=` where `+=` belongs in the backward of -."),
-    "overwrite_div": ("reuse", "`=` where `+=` belongs in the backward of /."),
-    "overwrite_transpose": ("reuse", "`=` where `+=` belongs in the backward of transpose."),
-    "overwrite_mean": ("reuse", "`=` where `+=` belongs in the backward of mean."),
-    "overwrite_log_softmax": ("reuse", "`=` where `+=` belongs in the backward of log_softmax."),
-    "shared_grad": ("a + b", "a.grad and b.grad are one array"),
-    "relu_in_place": ("relu", "relu's forward changed its input's data in place"),
-    "relu_mask_at_zero": ("relu", "relu's mask is wrong at exactly 0"),
-    "backward_resets_leaves": ("second backward", "replaced their gradients"),
-    "linear_bias_not_listed": (
-        "network gradients",
-        "Linear.b gets a gradient but parameters() does not return it",
-    ),
-    "mlp_first_layer_not_listed": (
-        "network gradients",
-        "MLP.layers[0].W and MLP.layers[0].b get a gradient but parameters() does not",
-    ),
-    "unbroadcast_no_keepdims": ("a * b", "were summed without keepdims=True, which drops them"),
-    # held out for issue 30: written without looking at the grader's words
-    "transpose_axes_not_inverted": ("transpose", "transpose's backward must undo the order"),
-    "unbroadcast_if_not_while": ("a * b", "only one of the axes broadcasting added on the left"),
-    "mean_axis_zero_falsy": ("mean", "treats axis=0 as no axis"),
-    "log_softmax_sum_all_axes": ("log_softmax", "sums g over every axis"),
-    "cross_entropy_not_mean": ("cross_entropy", "missing the 1/N of the mean over the batch"),
-    "mul_grad_in_place": ("a * b", "(look at mul_grad_in_place.py:"),
-    "matmul_vector_outer_swapped": (
-        "a @ b",
-        "only (3,) @ (3, 4) is wrong, the other 1-D cases pass",
-    ),
-    "zero_grad_first_layer": (
-        "network gradients",
-        "MLP(4, [5, 3]).zero_grad() left gradients that are not zero (those of "
-        "parameters()[2, 3], 2 of 4)",
-    ),
-    "parameters_first_layer_twice": (
-        "network gradients",
-        "MLP(4, [5, 3]).parameters() lists 2 tensor(s) twice",
-    ),
-    # issue 39: wrong engines that passed, and causes named elsewhere
-    "log_backward_in_place": ("log", "log's backward changed its input's data in place"),
-    "seed_float": ("seed", "backward() seeds the number 1.0 (self.grad = 1.0)"),
-    "float32_throughout": ("Tensor's parts", "Tensor(x).data is float32 for a float64 x"),
-    "unbroadcast_from_right": ("a * b", "(look at unbroadcast (unbroadcast_from_right.py:"),
-    "unbroadcast_loops_forever": ("a * b", "in unbroadcast: a loop there that never ends?"),
+# engines of their own, files in tests/learner_engines/tensor/ -> (the row that must fail, words)
+HOSTILE = {
     "hangs": ("seed", f"did not finish in {TIMEOUT:g} s"),
     "crashes": ("seed", "killed by SIGSEGV"),
     "eats_memory": ("seed", "MemoryError"),
 }
-ONE_BUG = [n for n in BROKEN if (ENGINES / f"{n}.py").read_text().startswith('"""The solved')]
-WRITTEN_DIFFERENTLY = [
-    "unbroadcast_by_loop",
-    "unbroadcast_by_add_reduce",
-    "matmul_by_einsum",
-    "linear_keeps_its_tensors",
-    "solved_by_broadcast_to",
-]
-NOTED = ["grads_float32"]  # right gradients, a note on how they are kept
+# engine -> (the row that must fail, words its diagnosis must contain)
+BROKEN = {name: (row, words) for name, (_, row, words) in variants.BUGS.items()} | HOSTILE
+ONE_BUG = list(variants.BUGS)
+WRITTEN_DIFFERENTLY = list(variants.WRITTEN_DIFFERENTLY)
+NOTED = list(variants.NOTED)  # right gradients, a note on how they are kept
 
 
 def solved_tensor_starter(folder: Path) -> Path:
@@ -227,7 +159,7 @@ def test_finite_differences_agree_with_torch_on_the_reuse_and_random_programs(or
 
 
 def test_check_names_a_tensor_bug_and_its_reproduce_lines_show_it(tmp_path, capsys):
-    path = str(ENGINES / "mean_missing_n.py")  # absolute: the lines run from any folder
+    path = str(write("tensor/mean_missing_n", tmp_path / "engines"))  # run from another folder
     assert main(["check", "--json", "--timeout", str(CALM), path]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["passed"] is False and data["verdict"].startswith("not yet:")
@@ -259,11 +191,13 @@ def tensor_reports(oracle, tmp_path_factory):
     solved = solved_tensor_starter(tmp_path_factory.mktemp("tensor_solved"))
     ours = Path(modelwright_autograd.__file__).parent / "tensor"  # the package of Tensor
     names = [*BROKEN, *WRITTEN_DIFFERENTLY, *NOTED]
-    paths = [ENGINES / f"{name}.py" for name in names] + [starter, solved, ours]
+    folder = tmp_path_factory.mktemp("tensor_engines")
+    engines = [write(f"tensor/{name}", folder) for name in names]
+    paths = [*engines, starter, solved, ours]
     value = tmp_path_factory.mktemp("value_of_arrays") / "engine.py"
     value.write_text(SOLVED.read_text().replace("Tensor", "Value"))  # a Value holding arrays
     reports = _grade_all([*paths, value], oracle)
-    named = dict(zip(names, (reports[ENGINES / f"{n}.py"] for n in names)))
+    named = dict(zip(names, (reports[path] for path in engines)))
     return named | {
         "starter": reports[starter],
         "solved": reports[solved],
@@ -341,7 +275,7 @@ def test_the_new_rows_pass_on_correct_engines(tensor_reports):
 def test_each_broken_tensor_engine_is_the_solved_starter_with_one_small_change():
     solved = SOLVED.read_text().splitlines()
     for name in [*ONE_BUG, *WRITTEN_DIFFERENTLY, *NOTED]:
-        broken = (ENGINES / f"{name}.py").read_text().splitlines()
+        broken = source(f"tensor/{name}").splitlines()
         changed = [
             line
             for line in difflib.unified_diff(solved, broken, lineterm="", n=0)
@@ -410,8 +344,9 @@ def test_a_hanging_tensor_engine_is_stopped_within_the_timeouts(tensor_reports):
 
 @pytest.mark.slow
 def test_the_finite_difference_oracle_grades_tensor_engines_the_same(tmp_path):
-    solved = solved_tensor_starter(tmp_path)
-    paths = [solved, ENGINES / "sum_no_expand.py", ENGINES / "cross_entropy_no_onehot.py"]
+    solved = solved_tensor_starter(tmp_path / "solved")
+    bugs = ("sum_no_expand", "cross_entropy_no_onehot")
+    paths = [solved, *(write(f"tensor/{name}", tmp_path) for name in bugs)]
     reports = _grade_all(paths, finite_difference_oracle())
     assert reports[solved].passed and "finite differences" in reports[solved].oracle
     assert "put the reduced axis back" in _row(reports[paths[1]], "sum").diagnosis

@@ -16,9 +16,10 @@ from functools import cache
 from pathlib import Path
 
 from . import variants
+from .tensor import variants as tensor_variants
 
 HERE = Path(__file__).parent
-TABLES = {"": variants}
+TABLES = {"": variants, "tensor": tensor_variants}
 
 
 def replaced(text: str, changes: list[tuple[str, str]]) -> str:

@@ -1,6 +1,6 @@
 """The tensor starter of `modelwright-autograd init --tensor` with every TODO filled in,
-engine.py and nn.py in one file: it passes the build gate, and each broken engine beside it
-is this file with one classic bug."""
+engine.py and nn.py in one file: it passes the build gate, and each engine of variants.py
+beside it is this file with a few lines changed."""
 
 import numpy as np
 
