@@ -128,6 +128,61 @@ def test_a_gradient_handed_on_unchanged_is_not_aliased():
     np.testing.assert_array_equal(r.grad, np.ones(4))
 
 
+def _graph(lib, arrays, requires_grad=True):
+    """a, b, c leaves; h = a @ b an interior node used twice; the loss and h2."""
+    if lib is torch:
+        a, b, c = (torch.tensor(x, requires_grad=requires_grad) for x in arrays)
+    else:
+        a, b, c = (Tensor(x, requires_grad=requires_grad) for x in arrays)
+    h = a @ b
+    h2 = (h * c).tanh()
+    return a, b, c, h, h2, (h2 * h2).sum() + h.sum()
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("chosen", [(0,), (1, 2), (3,), (0, 3)], ids=str)
+def test_backward_inputs_fills_only_their_grads_like_torch(chosen, create_graph):
+    """backward(inputs=...) as torch's: only the chosen tensors (a leaf or an interior
+    node) get a grad; the other leaves and the other interior nodes have none."""
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in ((3, 4), (4, 2), (3, 2))]
+    ours, theirs = _graph(Tensor, arrays), _graph(torch, arrays)
+    ours[-1].backward(inputs=[ours[i] for i in chosen], create_graph=create_graph)
+    theirs[-1].backward(inputs=[theirs[i] for i in chosen])
+    for i, (o, t) in enumerate(zip(ours, theirs)):
+        if i not in chosen:
+            assert o.grad is None, i
+            continue
+        mine = o.grad.data if create_graph else o.grad
+        np.testing.assert_allclose(mine, t.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_backward_inputs_accumulates_into_leaves_and_leaves_the_others_alone():
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(s) for s in ((3, 4), (4, 2), (3, 2))]
+    a, b, c, _, _, loss = _graph(Tensor, arrays)
+    ta, tb, tc, _, _, tloss = _graph(torch, arrays)
+    loss.backward()  # every leaf
+    tloss.backward(retain_graph=True)
+    before = c.grad.copy()
+    loss.backward(inputs=[a, b])  # adds to a's and b's only
+    tloss.backward(inputs=[ta, tb])
+    for o, t in ((a, ta), (b, tb), (c, tc)):
+        np.testing.assert_allclose(o.grad, t.grad.numpy(), rtol=1e-12, atol=1e-15)
+    np.testing.assert_array_equal(c.grad, before)
+
+
+def test_backward_inputs_errors():
+    a, b, _, _, _, loss = _graph(Tensor, [np.ones((2, 2))] * 3)
+    with pytest.raises(RuntimeError, match="inputs must be a Tensor or a non-empty list"):
+        loss.backward(inputs=[])
+    with pytest.raises(RuntimeError, match=re.escape("inputs[1] is not a Tensor")):
+        loss.backward(inputs=[a, np.ones(2)])
+    with pytest.raises(RuntimeError, match=re.escape("inputs[0] does not require grad")):
+        loss.backward(inputs=Tensor(1.0))
+    assert a.grad is None and b.grad is None  # checked before the walk
+
+
 def test_backward_with_an_explicit_gradient_like_torch():
     x0 = np.array([[1.0, -2.0], [0.5, 3.0]])
     g = np.array([[1.0, 2.0], [3.0, 4.0]])

@@ -436,7 +436,9 @@ class Tensor:
         return bool(self.data.reshape(()))
 
     # ------------------------------------------------------------------ the backward pass
-    def backward(self, gradient: Any = None, create_graph: bool = False) -> None:
+    def backward(
+        self, gradient: Any = None, create_graph: bool = False, inputs: Any = None
+    ) -> None:
         """Add d(self)/d(leaf) into the ``grad`` of every leaf self depends on.
 
         A one-element tensor is seeded with 1; any other needs ``gradient``, an array of
@@ -444,6 +446,11 @@ class Tensor:
         reverse topological order, so each node has its full gradient before passing it
         on; interior nodes are reset first so only leaves accumulate across calls. With
         ``create_graph=True`` the gradients are Tensors with history, differentiable again.
+
+        ``inputs`` (a Tensor or a sequence of them), as torch's: only these get a ``grad``
+        (other leaves keep theirs), and every other interior node's gradient is dropped as
+        soon as its rule has passed it on, as torch does, so a training step holds only
+        the gradients still in flight rather than one per node.
         """
         if not self.requires_grad:
             raise RuntimeError(
@@ -466,6 +473,7 @@ class Tensor:
             raise ValueError(
                 f"backward: gradient has shape {seed.shape} but the tensor has shape {self.shape}"
             )
+        keep = None if inputs is None else _input_ids(inputs)
         order = topological_order(self, leaves=False)  # a leaf has no rule to run
         for node in order:
             if node._prev:
@@ -474,9 +482,28 @@ class Tensor:
             if not isinstance(seed, Tensor):
                 seed = make_node(seed, (), "", None)
             with enable_grad():  # as torch: a create_graph pass records even under no_grad()
-                _backward_walk(self, order, seed, True)
+                _backward_walk(self, order, seed, True, keep)
             return
-        _backward_walk(self, order, seed, False)
+        _backward_walk(self, order, seed, False, keep)
+
+
+def _input_ids(inputs: Any) -> set[int]:
+    """The ids of ``backward(inputs=...)``: a Tensor or a non-empty sequence of Tensors,
+    each requiring grad (a RuntimeError otherwise, as torch's)."""
+    items = [inputs] if isinstance(inputs, Tensor) else inputs
+    if not isinstance(items, (list, tuple)) or not items:
+        raise RuntimeError(
+            f"backward: inputs must be a Tensor or a non-empty list of Tensors, got "
+            f"{describe(inputs)}"
+        )
+    for i, t in enumerate(items):
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"backward: inputs[{i}] is not a Tensor: {describe(t)}")
+        if not t.requires_grad:
+            raise RuntimeError(
+                f"backward: inputs[{i}] does not require grad, so it can have no gradient"
+            )
+    return {id(t) for t in items}
 
 
 #: Rules that can also add their one input's gradient into an array that input already owns,
@@ -485,21 +512,29 @@ class Tensor:
 ADD_INTO: dict[Callable[..., Grads], Callable[[np.ndarray, np.ndarray, Any], None]] = {}
 
 
-def _backward_walk(root: Tensor, order: list[Tensor], seed: Arr, create_graph: bool) -> None:
+def _backward_walk(
+    root: Tensor, order: list[Tensor], seed: Arr, create_graph: bool, keep: set[int] | None
+) -> None:
     """Run every node's rule in reverse topological order, accumulating into the inputs.
 
     An array gradient is shared, not copied, where it can be (see ``_accumulate``); a
     leaf still sharing one at the end gets its own copy, so an optimiser's or
-    ``clip_grad_norm_``'s in-place update of ``leaf.grad`` touches that leaf only."""
+    ``clip_grad_norm_``'s in-place update of ``leaf.grad`` touches that leaf only. With
+    ``keep`` (backward's ``inputs``, by id) a leaf outside it is not needed, and an interior
+    node outside it lets go of its gradient once its rule has it: every node that adds into
+    it comes earlier in the walk."""
     borrowed: dict[int, Tensor] = {}  # tensors whose grad is an array they do not own
-    _accumulate(root, seed, None, borrowed)
+    if keep is None or root._prev or id(root) in keep:
+        _accumulate(root, seed, None, borrowed)
     if create_graph:  # the same rules on the nodes: the gradients get history
         for node in reversed(order):
             rule, g = node._backward, node.grad
             if rule is None or g is None:
                 continue
             prev = node._prev
-            need = tuple([p.requires_grad for p in prev])
+            need = _needed(prev, keep)
+            if keep is not None and id(node) not in keep:
+                node.grad = None
             grads = rule(g, node, node._ctx, need, *prev)
             for p, gp, n in zip(prev, grads, need):
                 if n and gp is not None:
@@ -510,12 +545,17 @@ def _backward_walk(root: Tensor, order: list[Tensor], seed: Arr, create_graph: b
         if rule is None or g is None:
             continue
         prev = node._prev
+        if keep is None:
+            need = tuple([p.requires_grad for p in prev])  # a list first: faster than a generator
+        else:
+            need = _needed(prev, keep)
+            if id(node) not in keep:
+                node.grad = None
         if rule in ADD_INTO:
             p = prev[0]
-            if type(p.grad) is np.ndarray and id(p) not in borrowed and p.requires_grad:
+            if need[0] and type(p.grad) is np.ndarray and id(p) not in borrowed:
                 ADD_INTO[rule](p.grad, g, node._ctx)
                 continue
-        need = tuple([p.requires_grad for p in prev])  # a list first: faster than a generator
         grads = rule(g, node.data, node._ctx, need, *[p.data for p in prev])
         for p, gp, n in zip(prev, grads, need):
             if n and gp is not None:
@@ -538,3 +578,11 @@ def _backward_walk(root: Tensor, order: list[Tensor], seed: Arr, create_graph: b
     for t in borrowed.values():
         if not t._prev:
             t.grad = t.grad.copy()
+
+
+def _needed(prev: tuple[Tensor, ...], keep: set[int] | None) -> Need:
+    """Which of a node's inputs want a gradient: those that require grad, and with
+    ``keep`` only the interior ones and the leaves in it."""
+    if keep is None:
+        return tuple([p.requires_grad for p in prev])
+    return tuple([p.requires_grad and (bool(p._prev) or id(p) in keep) for p in prev])
