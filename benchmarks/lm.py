@@ -67,12 +67,15 @@ SPEED_CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _threads(n: int) -> Any:
-    """Limit NumPy's BLAS and torch to ``n`` threads (returns the BLAS limiter to keep)."""
-    import torch
+def _threads(n: int, torch_too: bool = True) -> Any:
+    """Limit NumPy's BLAS and torch to ``n`` threads (returns the BLAS limiter to keep);
+    ``torch_too=False`` leaves torch unloaded (our side's child: its memory is ours)."""
     from threadpoolctl import threadpool_limits
 
-    torch.set_num_threads(n)
+    if torch_too:
+        import torch
+
+        torch.set_num_threads(n)
     return threadpool_limits(n)
 
 
@@ -114,10 +117,9 @@ def _speed_setup(config: str, smoke: bool, iters: int) -> tuple[Any, Any, list]:
 
 def _stepper(side: str, model: Any, settings: Any) -> Any:
     """One training iteration of ``side`` as a function of the batch: forward, backward,
-    clipping if the run clips, AdamW (ours on ``model``, torch's on its twin)."""
-    import torch
-
-    from benchmarks import lm_torch
+    clipping if the run clips, AdamW (ours on ``model``, torch's on its twin). Ours
+    backpropagates into the parameters only (``inputs=``), as fit_lm does, so that, as in
+    torch, no interior node's gradient outlives its use."""
     from modelwright_autograd.optim import clip_grad_norm_
     from modelwright_autograd.training import language
 
@@ -128,13 +130,17 @@ def _stepper(side: str, model: Any, settings: Any) -> Any:
         def ours(x: np.ndarray, y: np.ndarray) -> None:
             loss = model.loss(x, y)
             optimizer.zero_grad()
-            loss.backward()
+            loss.backward(inputs=params)
             del loss
             if clip:
                 clip_grad_norm_(params, clip)
             optimizer.step()
 
         return ours
+    import torch
+
+    from benchmarks import lm_torch
+
     twin = lm_torch.from_ours(model, torch.float32)
     twin_optimizer = _torch_optimizer(twin, settings)
 
@@ -152,7 +158,7 @@ def _stepper(side: str, model: Any, settings: Any) -> Any:
 def _one_side(side: str, iters: int, threads: int, smoke: bool, config: str) -> dict[str, Any]:
     """Time ``iters`` training iterations of one side in this process (run as a child by
     ``speed``, so that its peak memory is its own)."""
-    limiter = _threads(threads)
+    limiter = _threads(threads, torch_too=side == "torch")
     baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     settings, model, batches = _speed_setup(config, smoke, iters)
     step = _stepper(side, model, settings)

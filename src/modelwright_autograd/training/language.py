@@ -356,7 +356,7 @@ def fit_lm(
                 value = loss.item()
                 stop_if_not_finite(step, value)
                 optimizer.zero_grad()
-                loss.backward()
+                loss.backward(inputs=params)  # no interior gradient outlives its use
                 del loss
                 if settings.grad_clip:
                     clip_grad_norm_(params, settings.grad_clip)
