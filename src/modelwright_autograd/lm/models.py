@@ -179,8 +179,11 @@ class CausalSelfAttention(Module):
     def forward(self, x: Tensor) -> Tensor:
         b, t, c = x.shape
         nh = self.n_head
-        qkv = self.c_attn(x).reshape(b, t, 3, nh, c // nh).permute(2, 0, 3, 1, 4)
-        q, k, v = qkv[0], qkv[1], qkv[2]  # each (B, nh, T, hs)
+        # q, k, v: each (B, nh, T, hs), views of the one projection; picked before they are
+        # transposed, so their gradients are written into one array of the projection's
+        # layout, which needs no copy to reach c_attn
+        qkv = self.c_attn(x).reshape(b, t, 3, nh, c // nh)
+        q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
         # softmax(q k^T / sqrt(hs), each position seeing itself and earlier ones) @ v, as
         # one node (its rule in docs/derivations.md)
         p = self.dropout if self.training else 0.0
