@@ -18,6 +18,7 @@ The kit's own ops, each forward above its rule:
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from typing import Any
@@ -186,17 +187,22 @@ def erf(x: Arr) -> Arr:
     return x.erf() if isinstance(x, Tensor) else erf_array(x)
 
 
-try:  # SciPy comes with scikit-learn, a dependency; the engine itself needs NumPy alone
-    from scipy.special import erf as _ERF
-except ImportError:  # test_package runs the engine with SciPy hidden
-    _ERF = np.vectorize(math.erf, otypes=[np.float64])
+@functools.cache
+def _erf_ufunc() -> Any:
+    """SciPy's erf, imported at the first call (it takes about half of a command's start-up);
+    SciPy comes with scikit-learn, a dependency, but the engine itself needs NumPy alone."""
+    try:
+        from scipy.special import erf
+    except ImportError:  # test_package runs the engine with SciPy hidden
+        return np.vectorize(math.erf, otypes=[np.float64])
+    return erf
 
 
 def erf_array(x: np.ndarray) -> np.ndarray:
     """erf elementwise. NumPy has none: SciPy's ufunc when SciPy is installed (Cephes,
     within an ulp or two, about 20 ns an element), else the C library's erf (``math.erf``)
     on each element (as accurate, about 150 ns an element)."""
-    return np.asarray(_ERF(x), dtype=x.dtype)
+    return np.asarray(_erf_ufunc()(x), dtype=x.dtype)
 
 
 def constant(x: np.ndarray, like: Arr) -> np.ndarray:
