@@ -1103,6 +1103,34 @@ def test_zero_where_selects_exactly(dtype):
         np.testing.assert_array_equal(np.signbit(ours), np.signbit(expected))
 
 
+def test_the_tanh_gelu_node_is_its_composition_and_torchs():
+    """The tanh GELU is one node whose backward reuses the forward's tanh: in float64
+    equal to 0.5 x (1 + tanh(k (x + 0.044715 x^3))) built from our ops, value and
+    gradient, to 1e-12; in float32 torch's to 1e-5, float32 kept."""
+    import math
+
+    x = np.random.default_rng(3).standard_normal((6, 7)) * 3.0
+    x[0, :4] = [0.0, -0.0, 12.0, -12.0]
+    upstream = np.random.default_rng(4).standard_normal(x.shape)
+    fused, composed = (Tensor(x, requires_grad=True) for _ in range(2))
+    out = F.gelu(fused, approximate="tanh")
+    out.backward(upstream)
+    c = composed
+    want = 0.5 * c * (1.0 + (math.sqrt(2.0 / math.pi) * (c + 0.044715 * c * c * c)).tanh())
+    want.backward(upstream)
+    np.testing.assert_allclose(out.data, want.data, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fused.grad, composed.grad, rtol=1e-12, atol=1e-12)
+    ours = Tensor(x, dtype=np.float32, requires_grad=True)
+    mine = F.gelu(ours, approximate="tanh")
+    mine.backward(upstream.astype(np.float32))
+    xt = torch.tensor(x, dtype=torch.float32, requires_grad=True)
+    theirs = TF.gelu(xt, approximate="tanh")
+    theirs.backward(torch.tensor(upstream, dtype=torch.float32))
+    assert mine.dtype == ours.grad.dtype == np.float32
+    np.testing.assert_allclose(mine.data, theirs.detach().numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours.grad, xt.grad.numpy(), rtol=1e-5, atol=1e-5)
+
+
 def test_the_float32_gelu_is_as_close_to_the_exact_one_as_torchs():
     """The float32 GELU computes Phi(x) as (1 + tanh(x S(x^2))) / 2, S a fitted polynomial
     (activations._gelu_float32). On every 4,096th float32 in [-9, 9], against the exact

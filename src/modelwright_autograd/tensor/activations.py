@@ -89,17 +89,27 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     x = input.data
-    cdf = None
     if approximate == "tanh":
-        data = 0.5 * x * (1.0 + np.tanh(_GELU_K * (x + _GELU_C * x * x * x)))
+        # t = tanh(k (x + 0.044715 x x x)) in place on one fresh array, kept for the
+        # backward (which would otherwise compute it again); then x (0.5 (1 + t)), the
+        # same bits as 0.5 x (1 + t), a halving being exact
+        saved = np.multiply(x, _GELU_C, out=np.empty_like(x))
+        saved *= x
+        saved *= x
+        saved += x
+        saved *= _GELU_K
+        np.tanh(saved, out=saved)
+        data = np.add(saved, 1.0, out=np.empty_like(x))
+        data *= 0.5
+        data *= x
     elif x.dtype == np.float32:
-        data, cdf = _gelu_float32(x)
+        data, saved = _gelu_float32(x)
     else:  # x * (0.5 (1 + erf)): the same bits as 0.5 x (1 + erf), a halving being exact
-        cdf = erf_array(x * math.sqrt(0.5))
-        cdf += 1.0  # in place: cdf is a fresh array (one temporary per step, not three)
-        cdf *= 0.5
-        data = x * cdf
-    return make_node(data, (input,), "gelu", _gelu_backward, (approximate, cdf))
+        saved = erf_array(x * math.sqrt(0.5))
+        saved += 1.0  # in place: a fresh array (one temporary per step, not three)
+        saved *= 0.5
+        data = x * saved
+    return make_node(data, (input,), "gelu", _gelu_backward, (approximate, saved))
 
 
 #: For float32, Phi(x) = (1 + tanh(x S(x^2))) / 2 with S fitted to artanh(erf(x/sqrt 2))/x
@@ -151,18 +161,32 @@ def _gelu_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return out.reshape(x.shape), cdf.reshape(x.shape)
 
 
-def _gelu_backward(
-    g: Arr, out: Arr, ctx: tuple[str, np.ndarray | None], need: Need, a: Arr
-) -> Grads:
+def _gelu_backward(g: Arr, out: Arr, ctx: tuple[str, np.ndarray], need: Need, a: Arr) -> Grads:
     """c = a Phi(a):  dc/da = Phi(a) + a phi(a), phi(a) = e^(-a^2/2) / sqrt(2 pi) (Phi
     kept from the forward pass: erf is the costliest ufunc here).
-    tanh form, t = tanh(u), u = k(a + 0.044715 a^3):
+    tanh form, t = tanh(u), u = k(a + 0.044715 a^3) (t kept from the forward pass):
     dc/da = 0.5 (1 + t) + 0.5 a (1 - t^2) k (1 + 3 * 0.044715 a^2)."""
-    approximate, cdf = ctx
+    approximate, saved = ctx  # t for the tanh form, else Phi
     if approximate == "tanh":
-        t = tanh((a + a * a * a * _GELU_C) * _GELU_K)
-        du = (a * a * (3.0 * _GELU_C) + 1.0) * _GELU_K
-        return (g * ((t + 1.0) * 0.5 + a * (1.0 - t * t) * du * 0.5),)
+        if isinstance(a, Tensor):  # create_graph: t as nodes, so its own derivative counts
+            t = tanh((a + a * a * a * _GELU_C) * _GELU_K)
+            du = (a * a * (3.0 * _GELU_C) + 1.0) * _GELU_K
+            return (g * ((t + 1.0) * 0.5 + a * (1.0 - t * t) * du * 0.5),)
+        t = saved
+        d = np.multiply(t, t, out=np.empty_like(t))  # the same arithmetic, on two arrays
+        np.subtract(1.0, d, out=d)
+        d *= a
+        du = np.multiply(a, a, out=np.empty_like(t))
+        du *= 3.0 * _GELU_C
+        du += 1.0
+        du *= _GELU_K
+        d *= du
+        d *= 0.5
+        np.add(t, 1.0, out=du)
+        du *= 0.5
+        d += du
+        d *= g
+        return (d,)
     if isinstance(a, Tensor):  # create_graph: Phi as nodes, so its own derivative counts
         cdf = (erf(a * math.sqrt(0.5)) + 1.0) * 0.5
         pdf = exp(a * a * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
@@ -172,6 +196,6 @@ def _gelu_backward(
     np.exp(d, out=d)
     d *= 1.0 / math.sqrt(2.0 * math.pi)
     d *= a
-    d += cdf
+    d += saved
     d *= g
     return (d,)
