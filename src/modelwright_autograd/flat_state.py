@@ -66,6 +66,15 @@ class FlatState:
             for a, shape in zip(arrays, self.shapes)
         )
 
+    def scratch(self) -> np.ndarray:
+        """Working space for ``adam_update``: one chunk."""
+        return np.empty(min(self.size, _CHUNK), dtype=self.dtype)
+
+    def add_scaled(self, out: np.ndarray, arrays: Sequence[np.ndarray], scale: float) -> None:
+        """``out += scale * (the arrays gathered)``, slice by slice, with no gathered copy."""
+        for s, a in zip(self.slices, arrays):
+            out[s] += scale * a.reshape(-1)
+
     @staticmethod
     def adam_update(
         g: np.ndarray,
@@ -78,28 +87,28 @@ class FlatState:
         correction2_sqrt: float,
     ) -> np.ndarray:
         """Adam's update on flat arrays: m and v are advanced in place and the step to
-        subtract is returned (in ``scratch``). The arithmetic of ``optim.Adam``'s
-        per-parameter step in its order, written into one kept scratch array (and into g,
-        once it is no longer needed) rather than a new array per operation, and a chunk at
-        a time, so that a chunk's four arrays stay in the cache through all ten steps
+        subtract is returned, written over g (the gradients, gathered for this step).
+        The arithmetic of ``optim.Adam``'s per-parameter step in its order, written into
+        a chunk of ``scratch`` and into g rather than a new array per operation, and a
+        chunk at a time, so that a chunk's arrays stay in the cache through all ten steps
         (elementwise, so the same numbers as on the whole arrays)."""
         beta1, beta2 = betas
         for i in range(0, g.size, _CHUNK):
             part = slice(i, i + _CHUNK)
-            gp, mp, vp, sp = g[part], m[part], v[part], scratch[part]
+            gp, mp, vp = g[part], m[part], v[part]
+            sp = scratch[: gp.size]
             mp *= beta1
             mp += np.multiply(gp, 1.0 - beta1, out=sp)
             vp *= beta2
-            np.multiply(gp, gp, out=gp)
-            gp *= 1.0 - beta2
-            vp += gp
-            denom = np.sqrt(vp, out=sp)  # what v**0.5 computes
+            np.multiply(gp, gp, out=sp)
+            sp *= 1.0 - beta2
+            vp += sp
+            denom = np.sqrt(vp, out=gp)  # what v**0.5 computes
             denom /= correction2_sqrt
             denom += eps
             np.divide(mp, denom, out=denom)
             denom *= step_size
-        update = scratch
-        return update
+        return g
 
     def tiled(self, arrays: Sequence[np.ndarray]) -> np.ndarray | None:
         """The one flat array that ``arrays`` are, in order, the consecutive slices of

@@ -257,7 +257,7 @@ class _AdamState(_GroupState):
         if self.flat is not None:
             self.m_flat, self.m = self.flat.zeros()
             self.v_flat, self.v = self.flat.zeros()
-            self.g_flat, self.scratch = self.flat.zeros()[0], self.flat.zeros()[0]
+            self.g_flat, self.scratch = self.flat.zeros()[0], self.flat.scratch()
 
     def unflatten(self) -> None:
         """From now on the parameters may take different numbers of steps: each gets its
@@ -387,11 +387,10 @@ class Adam(Optimizer):
         state.steps = [t] * len(state.params)
         buffer = state.shared_buffer()
         g = flat.gather([p.grad for p in state.params], state.g_flat)
-        if decay and not self.decoupled:
-            data = buffer
-            if data is None:
-                data = flat.gather([p.data for p in state.params], state.scratch)
-            g += decay * data
+        if decay and not self.decoupled and buffer is not None:
+            g += decay * buffer
+        elif decay and not self.decoupled:
+            flat.add_scaled(g, [p.data for p in state.params], decay)
         update = flat.adam_update(
             g,
             state.m_flat,
