@@ -491,3 +491,16 @@ def test_without_namespaces_or_cgroups_the_report_says_so(tmp_path, monkeypatch)
     assert fallback.splitlines()[2] == f"isolation: {words}"[: len(fallback.splitlines()[2])]
     complete = Report("engine.py", "fd", rows, isolation="all there", isolated=True).to_text()
     assert "isolation" not in complete
+
+
+def test_a_quick_probe_whose_two_lines_arrive_in_one_read_keeps_its_status():
+    """The inner process writes its mount line, then the probe's wait status; a probe that
+    ends at once (git status) can have both in the pipe before the outer process reads.
+    Read as one line, the status was lost and the command reported killed by SIGKILL."""
+    read, write = os.pipe()
+    os.write(write, b"proc\n256\n")  # mounted, then "exited with code 1"
+    os.close(write)
+    line, rest = supervise.read_line(read)
+    os.close(read)
+    assert line == b"proc" and rest == b"256\n"
+    assert os.waitstatus_to_exitcode(supervise.wait_status(rest)) == 1

@@ -388,7 +388,8 @@ def main() -> None:
                 group, cgroup_note = None, f"could not join the cgroup ({error.strerror})"
         os.write(go_write, b"g")
         os.close(go_write)
-        mounted = os.read(done_read, 4096).decode(errors="replace").split(" ", 1)
+        line, said = read_line(done_read)  # a quick probe's status may come in the same read
+        mounted = line.decode(errors="replace").split(" ", 1)
         if namespace and mounted[1:]:
             note = f"no /proc and /dev/pts of its own ({mounted[1].strip()})"
             namespace, namespace_note = False, note
@@ -403,7 +404,8 @@ def main() -> None:
                 break
         os.set_blocking(done_read, False)  # the inner process has ended: all it said is there
         with contextlib.suppress(BlockingIOError):
-            status = wait_status(os.read(done_read, 4096))
+            said += os.read(done_read, 4096)
+        status = wait_status(said)
     except Stop:
         status = signal.SIGKILL
     finally:
@@ -425,6 +427,20 @@ def main() -> None:
             signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     sys.exit(os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 1)
+
+
+def read_line(fd: int) -> tuple[bytes, bytes]:
+    """The first line written to ``fd`` (without its newline) and what came after it in the
+    same reads: the inner process's two lines can arrive together when the probe ends
+    before the outer process reads the first."""
+    said = b""
+    while b"\n" not in said:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        said += chunk
+    line, _, rest = said.partition(b"\n")
+    return line, rest
 
 
 def wait_status(said: bytes) -> int:
