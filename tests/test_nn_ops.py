@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwright_autograd.tensor.functional as F
-from modelwright_autograd import Tensor, gradcheck
+from modelwright_autograd import Tensor, autograd, gradcheck
 from modelwright_autograd.graph import topological_order
 from modelwright_autograd.tensor import conv, nn_ops
 
@@ -311,6 +311,26 @@ def test_dropout_masks_scales_and_is_reproducible():
     assert F.dropout(Tensor(np.ones(3), dtype=np.float32), 0.5).dtype == np.float32
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_dropout_is_one_node_whose_gradient_is_the_mask(dtype):
+    """dropout(x) = x * m, m = 1/(1-p) where kept, else 0: one node on x whose rule gives
+    dc * m, and under create_graph a gradient that differentiates again (d2/dx2 of
+    sum(dropout(x)^2) is 2 m^2)."""
+    rng = np.random.default_rng(0)
+    x0, g = rng.standard_normal((30, 20)).astype(dtype), rng.standard_normal((30, 20))
+    x = Tensor(x0, requires_grad=True)
+    out = F.dropout(x, 0.3, generator=5)
+    assert out._op == "dropout" and out._prev == (x,) and out.dtype == dtype
+    mask = (np.random.default_rng(5).random(x0.shape) >= 0.3) / dtype(0.7)
+    np.testing.assert_array_equal(out.data, x0 * mask.astype(dtype))
+    out.backward(g.astype(dtype))
+    np.testing.assert_array_equal(x.grad, g.astype(dtype) * mask.astype(dtype))
+    x.grad = None
+    (first,) = autograd.grad((F.dropout(x, 0.3, generator=5) ** 2).sum(), [x], create_graph=True)
+    first.sum().backward()
+    np.testing.assert_allclose(x.grad, 2 * mask**2, rtol=1e-6)
+
+
 # ---------------------------------------------------------------------- create_graph
 SECOND = {
     "conv2d": (
@@ -363,6 +383,11 @@ SECOND = {
         lambda w: F.embedding(np.array([0, 2, 2]), w) * w[1],
         lambda w: TF.embedding(torch.tensor([0, 2, 2]), w) * w[1],
         [(3, 3)],
+    ),
+    "dropout": (  # torch's twin: x times the same mask
+        lambda x: F.dropout(x, 0.4, generator=7),
+        lambda x: x * torch.tensor((np.random.default_rng(7).random((3, 4)) >= 0.4) / 0.6),
+        [(3, 4)],
     ),
     "scaled_dot_product_attention": (  # more rows in tests/test_attention.py
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),

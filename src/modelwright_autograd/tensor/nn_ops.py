@@ -38,10 +38,22 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, generator: Any
         raise ValueError(f"dropout: p must be a probability between 0 and 1, got {p!r}")
     if not training or p == 0.0:
         return input
-    keep = numpy_rng(generator).random(input.shape) >= p
+    kept = numpy_rng(generator).random(input.shape) >= p
     scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
-    mask = (keep * scale).astype(input.dtype)
-    return input * make_node(mask, (), "", None)
+    out = input.data * _dropout_mask(kept, scale, input.dtype)
+    return make_node(out, (input,), "dropout", _dropout_backward, (kept, scale))
+
+
+def _dropout_mask(kept: np.ndarray, scale: float, dtype: Any) -> np.ndarray:
+    """The mask as numbers: ``scale`` where an element is kept, else 0, in ``dtype``."""
+    return np.multiply(kept, scale, dtype=dtype)
+
+
+def _dropout_backward(g: Arr, out: Arr, ctx: tuple[np.ndarray, float], need: Need, a: Arr) -> Grads:
+    """c = a * m, m the mask (1/(1-p) where kept, else 0):  da = dc * m. The node keeps
+    the booleans, not the mask: a quarter of a float32 mask's memory."""
+    kept, scale = ctx
+    return (g * _dropout_mask(kept, scale, raw(g).dtype),)
 
 
 # ---------------------------------------------------------------------- attention
