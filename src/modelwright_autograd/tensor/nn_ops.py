@@ -115,20 +115,26 @@ def scaled_dot_product_attention(
             f"{np.shape(raw(attn_mask)) if attn_mask is not None else None} cannot broadcast"
         ) from None
     probs, dead = _safe_softmax(scores)
-    dropped = None
+    kept = None  # dropout's booleans: the node keeps these, not the mask (a quarter the size)
     if dropout_p:
         kept = numpy_rng(generator).random(probs.shape) >= dropout_p
-        dropped = (kept * (1.0 / (1.0 - dropout_p))).astype(probs.dtype)
     try:
-        out = np.matmul(probs if dropped is None else probs * dropped, value.data)
+        out = np.matmul(
+            probs if kept is None else probs * _dropped(kept, dropout_p, probs), value.data
+        )
     except ValueError:
         raise ValueError(
             f"{op}: the batch dims of query {query.shape}, key {key.shape} and value "
             f"{value.shape} cannot broadcast"
         ) from None
     prev = (query, key, value) if added is None else (query, key, value, added)
-    ctx = (probs, dropped, scale, keep, dead)
+    ctx = (probs, (kept, dropout_p), scale, keep, dead)
     return make_node(out, prev, op, _scaled_dot_product_attention_backward, ctx)
+
+
+def _dropped(kept: np.ndarray, p: float, like: np.ndarray) -> np.ndarray:
+    """Attention dropout's mask as numbers: 1/(1-p) where kept, else 0, in like's dtype."""
+    return _dropout_mask(kept, 1.0 / (1.0 - p), like.dtype)
 
 
 def _attention_mask(
@@ -206,7 +212,8 @@ def _scaled_dot_product_attention_backward(
     dK = dS^T Q * scale, dM = dS. The fast pass computes dS in place; under create_graph
     P is computed again from Q and K (and M) as nodes, so the second derivative sees how
     it depends on them."""
-    probs, dropped, scale, keep, dead = ctx
+    probs, (kept, dropout_p), scale, keep, dead = ctx
+    dropped = None if kept is None else _dropped(kept, dropout_p, raw(probs))
     if isinstance(g, Tensor):
         scores = (q @ swapaxes(k, -1, -2)) * scale
         if mask:
