@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Sequence
@@ -102,7 +103,8 @@ def scaled_dot_product_attention(
     try:
         scores = np.matmul(query.data, np.swapaxes(key.data, -1, -2))
         scores *= scale
-        for extra in (None if added is None else added.data, _minus_inf_where_not(keep)):
+        blocked = _causal(*lengths)[1] if is_causal else _minus_inf_where_not(keep)
+        for extra in (None if added is None else added.data, blocked):
             if extra is None:
                 continue
             if np.broadcast_shapes(scores.shape, extra.shape) == scores.shape:
@@ -144,7 +146,7 @@ def _attention_mask(
     if attn_mask is None:
         if not is_causal:
             return None, None
-        return np.tri(*lengths, dtype=bool), None  # row i: True at 0..i
+        return _causal(*lengths)[0], None
     if is_causal:
         raise ValueError(f"{op}: pass attn_mask or is_causal=True, not both")
     data = raw(attn_mask) if isinstance(attn_mask, Tensor) else np.asarray(attn_mask)
@@ -158,6 +160,16 @@ def _attention_mask(
     if not isinstance(attn_mask, Tensor):
         attn_mask = make_node(data, (), "", None)
     return None, attn_mask
+
+
+@functools.lru_cache(maxsize=4)
+def _causal(length: int, source_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """The causal mask of an (L, S) attention (row i: True at 0..i) and its scores to add
+    (0 there, -inf elsewhere), read-only: made once a shape, not at every call."""
+    keep = np.tri(length, source_length, dtype=bool)
+    blocked = _minus_inf_where_not(keep)
+    keep.flags.writeable = blocked.flags.writeable = False
+    return keep, blocked
 
 
 def _minus_inf_where_not(keep: np.ndarray | None) -> np.ndarray | None:
