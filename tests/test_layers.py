@@ -9,6 +9,7 @@ function (a lazy import) or under ``if TYPE_CHECKING``. Imports from outside the
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import modelwright_autograd
@@ -405,3 +406,59 @@ def test_argparse_checker_sees_top_level_and_lazy_imports(tmp_path):
         },
     )
     assert argparse_readers(root) == ["explain/command.py", "training/settings.py"]
+
+
+# ---------------------------------------------------------------------- option names
+def option_named_errors(root: Path) -> list[str]:
+    """Every error made outside cli/ with an option as its first argument
+    (``UsageError("--out", ...)``), and every class UsageError defined outside cli/: the
+    library names its settings (``SettingError("out", ...)``); cli/ maps them to options
+    and sets the budgets that refuse them."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).parts
+        if parts[0] == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef) and node.name == "UsageError":
+                found.append(f"{'/'.join(parts)}:{node.lineno} defines UsageError")
+            if not (isinstance(node, ast.Call) and node.args):
+                continue
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", "")
+            first = node.args[0]
+            if (
+                name.endswith("Error")
+                and isinstance(first, ast.Constant)
+                and isinstance(first.value, str)
+                and re.fullmatch(r"--[a-z][a-z0-9-]*", first.value)
+            ):
+                found.append(f"{'/'.join(parts)}:{node.lineno} {name}({first.value!r}, ...)")
+    return found
+
+
+def test_the_library_names_settings_not_options():
+    """docs/design.md: the library reports what is wrong in its own terms; cli/ names the
+    option and sets the exit code."""
+    root = Path(modelwright_autograd.__file__).parent
+    assert option_named_errors(root) == []
+
+
+def test_option_checker_sees_what_training_used_to_raise(tmp_path):
+    root = _package(
+        tmp_path,
+        {
+            "cli/train.py": 'raise UsageError("--steps", "too many")\n',
+            "training/settings.py": "class UsageError(Exception):\n    pass\n",
+            "training/outputs.py": (
+                'def claim():\n    raise UsageError("--out", "in use")\n'
+                'def fine():\n    raise SettingError("out", "in use --out")\n'
+            ),
+            "training/resume.py": 'no_last = settings.UsageError("--resume", "no last.json")\n',
+            "learner/oracle.py": 'raise OracleError("--oracle torch: no torch")\n',
+        },
+    )
+    assert option_named_errors(root) == [
+        "training/outputs.py:2 UsageError('--out', ...)",
+        "training/resume.py:1 UsageError('--resume', ...)",
+        "training/settings.py:1 defines UsageError",
+    ]

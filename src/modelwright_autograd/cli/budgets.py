@@ -21,8 +21,8 @@ from ..training.settings import (
     DIGITS_IMAGES,
     MAX_STEPS,
     TrainConfig,
-    UsageError,
 )
+from .options import UsageError
 
 #: What one MLP or CNN run may cost, checked with the options before anything is built
 #: (``check_work``; measured in docs/training.md, CPU times on the 2-core machine).

@@ -15,9 +15,9 @@ from ..lm.models import LMArchitecture
 from ..printing import emit
 from ..training import language, lm_run
 from ..training.evaluate import evaluate_checkpoint
-from ..training.settings import UsageError
+from ..training.settings import SettingError
 from .budgets import check_scoring_cost
-from .options import Subparsers, add_data_options, file_path, whole_number
+from .options import Subparsers, UsageError, add_data_options, file_path, whole_number
 
 
 def add_evaluate(subparsers: Subparsers) -> None:
@@ -71,8 +71,8 @@ def run_evaluate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
     except CheckpointError as e:  # a file that is not a checkpoint this takes: bad input
         print(f"modelwright-autograd evaluate: {e}", file=sys.stderr)
         return 2
-    except UsageError as e:
-        parser.error(str(e))
+    except (UsageError, SettingError) as e:
+        parser.error(str(UsageError.of(e)))
     settings = ", ".join(f"{k} {v}" for k, v in result.data.items() if v is not None)
     which = "the data it was trained on" if result.trained_on_it else "new data"
     lines = [f"{shown_path(path)}: {result.architecture}, evaluated on {which} ({settings})"]

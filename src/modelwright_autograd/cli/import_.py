@@ -12,8 +12,8 @@ from ..lm.corpus import CorpusError, read_source
 from ..lm.models import LMArchitecture
 from ..printing import emit
 from ..training import interchange, language
-from ..training.settings import UsageError
-from .options import Subparsers, file_path, nonempty_path, random_seed, whole_number
+from ..training.settings import SettingError
+from .options import Subparsers, UsageError, file_path, nonempty_path, random_seed, whole_number
 
 
 def add_import(subparsers: Subparsers) -> None:
@@ -89,8 +89,8 @@ def run_import(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
     except CheckpointError as e:  # a bad file: one line, no usage
         print(f"modelwright-autograd import: {e}", file=sys.stderr)
         return 2
-    except UsageError as e:
-        parser.error(str(e))
+    except SettingError as e:  # the run folder (--out)
+        parser.error(str(UsageError.of(e)))
     except ImportError:
         print(f"modelwright-autograd import: {TORCH_MISSING}", file=sys.stderr)
         return 1

@@ -1,5 +1,6 @@
 """The argument types and options the commands share: whole and real numbers, layer
-sizes, paths, seeds, the data options of train and evaluate."""
+sizes, paths, seeds, the data options of train and evaluate; and ``UsageError``, an option
+refused (exit code 2), which a library ``SettingError`` becomes."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from typing import Any, NoReturn
 from ..checks import shown_path
 from ..data import DATASETS
 from ..training import language
-from ..training.settings import MAX_NOISE, MAX_SAMPLES, MIN_SAMPLES
-from .budgets import WORK_LIMITS
+from ..training.settings import MAX_NOISE, MAX_SAMPLES, MIN_SAMPLES, SettingError
 
 Subparsers = Any  # argparse's _SubParsersAction, which it does not export
 
@@ -43,6 +43,26 @@ class Parser(argparse.ArgumentParser):
             command = self.commands.get(getattr(found, "command", None), self)
             command.error(f"unrecognized arguments: {' '.join(extras)}")
         return found
+
+
+class UsageError(Exception):
+    """An option that makes no sense, alone or with the others: the exit code 2 of a usage
+    error."""
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        self.message = message
+        super().__init__(f"argument {option}: {message}")
+
+    @classmethod
+    def of(cls, e: UsageError | SettingError) -> UsageError:
+        """``e`` as the option's error: a SettingError's setting named as its option."""
+        return e if isinstance(e, UsageError) else cls(option_name(e.setting), e.message)
+
+
+def option_name(setting: str) -> str:
+    """The option that gives ``setting``: ``--block-size`` for ``block_size``."""
+    return "--" + setting.replace("_", "-")
 
 
 def whole_number(option: str, minimum: int = 1, maximum: int | None = None) -> Callable[[str], int]:
@@ -144,7 +164,10 @@ def random_seed(text: str) -> int:
     return value
 
 
-def add_data_options(parser: argparse.ArgumentParser, for_evaluate: bool) -> None:
+def add_data_options(
+    parser: argparse.ArgumentParser, for_evaluate: bool, samples_budget: str = ""
+) -> None:
+    """--dataset, --samples (``samples_budget`` adds what a run allows), --noise, --seed."""
     default = "the checkpoint's" if for_evaluate else None
     parser.add_argument(
         "--dataset",
@@ -165,15 +188,7 @@ def add_data_options(parser: argparse.ArgumentParser, for_evaluate: bool) -> Non
         type=whole_number("--samples", MIN_SAMPLES, MAX_SAMPLES),
         metavar="N",
         help=f"points to generate for a 2-D dataset, {MIN_SAMPLES} to {MAX_SAMPLES:,} "
-        f"(default: {default or 100})"
-        + (
-            ""
-            if for_evaluate
-            else "; points x weights must stay within "
-            f"{WORK_LIMITS['scalar']['pass']:,} for the scalar engine and points x (sum of "
-            f"layer widths) within {WORK_LIMITS['tensor']['activations']:,} for the tensor "
-            "engine"
-        ),
+        f"(default: {default or 100}){samples_budget}",
     )
     parser.add_argument(
         "--noise",

@@ -39,13 +39,22 @@ from ..training.settings import (
     MAX_STEPS,
     MODELS,
     OPTIMIZERS,
+    SettingError,
     TrainConfig,
     TrainingDiverged,
-    UsageError,
     default_lr,
 )
 from .budgets import WORK_LIMITS, check_lm_work, check_work
-from .options import Subparsers, add_data_options, file_path, layer_sizes, real_number, whole_number
+from .options import (
+    Subparsers,
+    UsageError,
+    add_data_options,
+    file_path,
+    layer_sizes,
+    option_name,
+    real_number,
+    whole_number,
+)
 from .signals import EXIT_INTERRUPTED, Terminated, interrupts_raise, interrupts_raise_once
 
 
@@ -62,7 +71,13 @@ def add_train(subparsers: Subparsers) -> None:
         "and loss_curve.png, plus decision_boundary.png "
         "for the 2-D sets or confusion_matrix.png and misclassified.png for digits.",
     )
-    add_data_options(p, for_evaluate=False)
+    add_data_options(
+        p,
+        for_evaluate=False,
+        samples_budget="; points x weights must stay within "
+        f"{WORK_LIMITS['scalar']['pass']:,} for the scalar engine and points x (sum of layer "
+        f"widths) within {WORK_LIMITS['tensor']['activations']:,} for the tensor engine",
+    )
     p.add_argument(
         "--hidden",
         type=layer_sizes,
@@ -285,8 +300,8 @@ def run_train(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 refuse_lm_options(args)
                 config = resolve_config(args)
                 run = RunFolder.claim(args.out, config.dataset, args.overwrite)
-            except UsageError as e:
-                parser.error(str(e))  # exits with code 2
+            except (UsageError, SettingError) as e:
+                parser.error(str(UsageError.of(e)))  # exits with code 2
             with run:
                 result = run_training(config, run.staging, quiet=args.quiet)
                 run.commit()
@@ -319,8 +334,8 @@ def run_train_lm(args: argparse.Namespace, parser: argparse.ArgumentParser) -> i
                 else:
                     settings, corpus = resolve_lm(args)
                 run = RunFolder.claim(args.out, settings.label, args.overwrite)
-            except UsageError as e:
-                parser.error(str(e))
+            except (UsageError, SettingError) as e:
+                parser.error(str(UsageError.of(e)))
             with run:
                 result = language.run_lm_training(
                     settings,
@@ -472,16 +487,12 @@ _NOT_FOR = {
 }
 
 
-def _option(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
 def refuse_lm_options(args: argparse.Namespace) -> None:
     """A UsageError for a language-model option given to a 2-D or digits run."""
     for name in LM_OPTIONS:
         if getattr(args, name, None) is not None:
             raise UsageError(
-                _option(name),
+                option_name(name),
                 "is for the language models (--dataset names or shakespeare, or --data)",
             )
 
@@ -507,7 +518,7 @@ def resolve_lm(args: argparse.Namespace) -> tuple[language.LMSettings, Names | T
         raise UsageError("--data", f"give --data or --dataset {given_dataset}, not both")
     for name in _CLASSIC_OPTIONS:
         if getattr(args, name, None) is not None:
-            raise UsageError(_option(name), "does not apply to a language model")
+            raise UsageError(option_name(name), "does not apply to a language model")
     kind = args.model or language.DEFAULT_MODEL[given_dataset]
     if kind not in language.LM_MODELS:
         raise UsageError(
@@ -515,7 +526,7 @@ def resolve_lm(args: argparse.Namespace) -> tuple[language.LMSettings, Names | T
         )
     for name in _NOT_FOR.get(kind, ()):
         if getattr(args, name) is not None:
-            raise UsageError(_option(name), f"does not apply to --model {kind}")
+            raise UsageError(option_name(name), f"does not apply to --model {kind}")
     try:
         text, source = read_source(given_dataset, args.data)
         if kind in language.NAMES_MODELS:
@@ -597,8 +608,8 @@ def resolve_resume(
     args: argparse.Namespace,
 ) -> tuple[language.LMSettings, Names | Text, models.LanguageModel, ResumePoint]:
     """The settings, corpus, model and resume point of ``--resume``: a UsageError (exit
-    code 2) for an option that would change the run, a checkpoint that cannot be
-    resumed, or data that has changed since."""
+    code 2) for an option that would change the run, a SettingError for a checkpoint
+    that cannot be resumed, or data that has changed since."""
     given = [
         name
         for name, value in vars(args).items()

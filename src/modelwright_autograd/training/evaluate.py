@@ -24,8 +24,8 @@ from .settings import (
     MAX_NOISE,
     MAX_SAMPLES,
     MIN_SAMPLES,
+    SettingError,
     TrainConfig,
-    UsageError,
 )
 
 
@@ -101,9 +101,9 @@ def evaluate_checkpoint(
     if dataset is not None and dataset != stored["dataset"]:
         wanted.update(dataset=dataset, samples=100, noise=0.1)
     if wanted["dataset"] == "digits":
-        for option, value in (("--samples", samples), ("--noise", noise)):
+        for setting, value in (("samples", samples), ("noise", noise)):
             if value is not None:
-                raise UsageError(option, "does not apply to --dataset digits (1,797 images)")
+                raise SettingError(setting, "does not apply to --dataset digits (1,797 images)")
         wanted.update(samples=None, noise=None)
     for key, value in (("samples", samples), ("noise", noise), ("seed", seed)):
         if value is not None:
@@ -125,7 +125,7 @@ def evaluate_checkpoint(
         )
         if wanted["dataset"] == stored["dataset"]:  # its own data settings do not fit its model
             raise CheckpointError(path, f"its data settings do not fit its model: {problem}")
-        raise UsageError("--dataset", problem)
+        raise SettingError("dataset", problem)
     learner = make_learner(config, data, checkpoint.model)
     # Weights of inf or NaN, or a negative running variance, make NaN and infinities on the
     # way: the loss says so (run_evaluate adds a note), NumPy's warnings would only add

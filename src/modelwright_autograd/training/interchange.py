@@ -783,7 +783,7 @@ def write_run(
     """A run folder (claimed as train's are: new, or --overwrite of a run's) holding the
     imported model as model.json, with the vocabulary, the data given with it, the
     settings, the AdamW state and the step, so that sample, evaluate and train --resume
-    take it. A UsageError names a folder that cannot be had."""
+    take it. A SettingError of ``out`` names a folder that cannot be had."""
     data = (
         imported.source.to_dict()
         if imported.source

@@ -31,7 +31,7 @@ from ..data import DATASETS_2D, Dataset
 from ..files import folder_problem, write_json
 from .learners import Learner
 from .results import History, Score
-from .settings import TrainConfig, UsageError
+from .settings import SettingError, TrainConfig
 
 #: Every file a run may write; ``--overwrite`` removes a folder holding only these (and
 #: the temporary files ``files.atomic_write`` leaves if killed), never anything else.
@@ -115,7 +115,7 @@ class RunFolder:
     def claim(cls, out: Path | None, dataset: str, overwrite: bool = False) -> RunFolder:
         """Own ``out``, or a new runs/<dataset>-<timestamp>[-n] when it is None. A folder
         that cannot be made, is held by a live run, or holds files (without ``overwrite``,
-        or files no run writes) is a UsageError naming --out: nothing has been done yet."""
+        or files no run writes) is a SettingError of ``out``: nothing has been done yet."""
         run = None
         try:
             with signals_deferred():  # a signal held here acts when the block ends...
@@ -131,8 +131,8 @@ class RunFolder:
                 run.release()
             if isinstance(e, OSError):
                 where = run.path if run is not None else out or "runs"
-                raise UsageError(
-                    "--out", f"cannot write in {shown_path(where)}: {e.strerror}"
+                raise SettingError(
+                    "out", f"cannot write in {shown_path(where)}: {e.strerror}"
                 ) from None
             raise
         return run
@@ -145,8 +145,8 @@ class RunFolder:
         for kind in ("partial", "old"):
             for leftover in self._real.parent.glob(f".{glob.escape(self._real.name)}.{kind}-*"):
                 if (leftover / "model.json").is_file():
-                    raise UsageError(
-                        "--out",
+                    raise SettingError(
+                        "out",
                         f"{shown_path(leftover)} holds the checkpoint of a run into "
                         f"{self.shown} that was killed; move its model.json out or remove it",
                     )
@@ -264,11 +264,11 @@ def _new_default_folder(dataset: str) -> Path:
     try:
         base.parent.mkdir(exist_ok=True)
     except OSError as e:
-        raise UsageError("--out", f"cannot create {base.parent}: {e.strerror}") from None
+        raise SettingError("out", f"cannot create {base.parent}: {e.strerror}") from None
     try:
         return _unique_folder(base)
     except OSError as e:
-        raise UsageError("--out", f"cannot create {shown_path(e.filename)}: {e.strerror}") from None
+        raise SettingError("out", f"cannot create {shown_path(e.filename)}: {e.strerror}") from None
 
 
 def _unique_folder(base: Path) -> Path:
@@ -287,19 +287,19 @@ def _unique_folder(base: Path) -> Path:
 def _claim_given(out: Path, overwrite: bool) -> RunFolder:
     """Create or take the folder the user named, and lock it."""
     if str(out) == "":
-        raise UsageError("--out", "the output folder must not be empty")
+        raise SettingError("out", "the output folder must not be empty")
     shown = shown_path(out)
     real = out.resolve()
     if real == Path.cwd().resolve() or real in Path.cwd().resolve().parents:
-        raise UsageError("--out", f"{shown} is the current folder or holds it: name a subfolder")
+        raise SettingError("out", f"{shown} is the current folder or holds it: name a subfolder")
     if out.exists() and not out.is_dir():
-        raise UsageError("--out", f"{shown} exists and is not a folder")
+        raise SettingError("out", f"{shown} exists and is not a folder")
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         file_on_the_way = isinstance(e, (FileExistsError, NotADirectoryError))
         why = (file_on_the_way and folder_problem(real.parent)) or e.strerror
-        raise UsageError("--out", f"cannot create {shown}: {why}") from None
+        raise SettingError("out", f"cannot create {shown}: {why}") from None
     for _ in range(3):  # the folder may vanish between mkdir and lock (a run giving it up)
         try:
             os.mkdir(real)
@@ -307,16 +307,16 @@ def _claim_given(out: Path, overwrite: bool) -> RunFolder:
         except FileExistsError:
             created = False
         except OSError as e:
-            raise UsageError("--out", f"cannot create {shown}: {e.strerror}") from None
+            raise SettingError("out", f"cannot create {shown}: {e.strerror}") from None
         try:
             fd = _locked(real)
         except FileNotFoundError:
             continue
         except OSError as e:
-            raise UsageError("--out", f"cannot use {shown}: {e.strerror}") from None
+            raise SettingError("out", f"cannot use {shown}: {e.strerror}") from None
         break
     else:
-        raise UsageError("--out", f"{shown} keeps disappearing: is another run using it?")
+        raise SettingError("out", f"{shown} keeps disappearing: is another run using it?")
     entries = sorted(os.listdir(real))
     foreign = [e for e in entries if e not in OUTPUT_NAMES and not _TEMPORARY.fullmatch(e)]
     problem = None
@@ -328,19 +328,19 @@ def _claim_given(out: Path, overwrite: bool) -> RunFolder:
         )
     if problem is not None:
         os.close(fd)
-        raise UsageError("--out", problem)
+        raise SettingError("out", problem)
     return RunFolder(out, fd, created, previous=bool(entries))
 
 
 def _locked(path: Path) -> int:
     """An open descriptor of the folder ``path`` holding its exclusive lock, or a
-    UsageError when another run holds it. FileNotFoundError: it was removed meanwhile."""
+    SettingError when another run holds it. FileNotFoundError: it was removed meanwhile."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise UsageError("--out", f"{shown_path(path)} is in use by another run") from None
+        raise SettingError("out", f"{shown_path(path)} is in use by another run") from None
     try:
         same = os.path.samestat(os.fstat(fd), os.stat(path))
     except FileNotFoundError:

@@ -29,7 +29,7 @@ from .language import (
 )
 from .lm_run import NotALanguageModel, load_lm_run
 from .run_state import LAST, ResumePoint
-from .settings import UsageError
+from .settings import SettingError
 
 #: The settings a checkpoint's "training" entry must hold: whole numbers with their least
 #: value, and finite numbers (lr above 0, the others at least 0).
@@ -93,12 +93,13 @@ def prepare_resume(
 ) -> tuple[LMSettings, Names | Text, models.LanguageModel, ResumePoint]:
     """The settings, corpus, model and resume point to continue ``run`` (a run folder or a
     checkpoint, as --resume takes), with the settings a resumed run may change: a
-    UsageError (exit code 2) for a checkpoint that cannot be resumed, or data that has
-    changed since. ``check_work``, the caller's budget (the command line's
-    ``budgets.check_lm_work``), may refuse the settings before any state is restored."""
+    SettingError of ``resume`` for a checkpoint that cannot be resumed, or data that has
+    changed since, of ``steps`` for a run already at its last step. ``check_work``, the
+    caller's budget (the command line's ``budgets.check_lm_work``), may refuse the
+    settings before any state is restored."""
     path = resume_file(run)
-    no_last = UsageError(
-        "--resume",
+    no_last = SettingError(
+        "resume",
         f"{run} has no {LAST} to resume from: language-model runs write one (an "
         "MLP run is quick to train again)",
     )
@@ -119,11 +120,11 @@ def prepare_resume(
             saved.checkpoint.metadata["data"],
         )
     except NotALanguageModel as e:
-        raise no_last if imported_only else UsageError("--resume", str(e)) from None
+        raise no_last if imported_only else SettingError("resume", str(e)) from None
     except CheckpointError as e:
-        raise UsageError("--resume", str(e)) from None
+        raise SettingError("resume", str(e)) from None
     if saved.corpus is None:
-        raise UsageError("--resume", f"cannot resume {path}: {saved.missing}")
+        raise SettingError("resume", f"cannot resume {path}: {saved.missing}")
     changes = {
         "steps": steps,
         "eval_interval": eval_interval,
@@ -132,8 +133,8 @@ def prepare_resume(
     }
     settings = replace(settings, **{k: v for k, v in changes.items() if v is not None})
     if point.step >= settings.steps:
-        raise UsageError(
-            "--steps",
+        raise SettingError(
+            "steps",
             f"{path} is at step {point.step:,} of the run's {settings.steps:,}: give --steps "
             f"above {point.step:,} to train further",
         )
@@ -142,5 +143,5 @@ def prepare_resume(
     try:  # every saved state is checked now, into a spare optimiser, before any run starts
         point.restore(saved.model, make_optimizer(saved.model, settings), np.random.default_rng())
     except CheckpointError as e:
-        raise UsageError("--resume", str(e)) from None
+        raise SettingError("resume", str(e)) from None
     return settings, saved.corpus, saved.model, point

@@ -1,8 +1,8 @@
 """A run's settings: ``TrainConfig``, the per-dataset defaults and the bounds on its data.
 
 With no options a run is micrograd's demo exactly (see docs/training.md); cli/train.py turns
-the options into a ``TrainConfig``, and a bad option or combination is a ``UsageError``
-(exit code 2) raised before anything is trained or written.
+the options into a ``TrainConfig``, and a setting that cannot be used is a
+``SettingError`` raised before anything is trained or written.
 """
 
 from __future__ import annotations
@@ -64,14 +64,15 @@ MAX_NOISE = 1e6
 DIGITS_IMAGES, DIGITS_FEATURES, DIGITS_CLASSES = 1797, 64, 10
 
 
-class UsageError(Exception):
-    """An option that makes no sense, alone or with the others: the exit code 2 of a usage
-    error."""
+class SettingError(ValueError):
+    """A setting that cannot be used, alone or with the others: ``setting`` names it as the
+    settings do (``steps``; ``out``, the run folder; ``resume``, the run to continue) and
+    ``message`` says why. The command line names the option instead (exit code 2)."""
 
-    def __init__(self, option: str, message: str) -> None:
-        self.option = option
+    def __init__(self, setting: str, message: str) -> None:
+        self.setting = setting
         self.message = message
-        super().__init__(f"argument {option}: {message}")
+        super().__init__(f"{setting}: {message}")
 
 
 class TrainingDiverged(RuntimeError):
