@@ -254,7 +254,8 @@ class BackpropGrader:
         text = failure_text(reply, f"{function}(f, d)")
         wrong = [f"d{s.out}" for s in consumers(name) if self.status.get(f"d{s.out}") == FAIL]
         if wrong and "error" in reply:
-            return f"{text} (probably because {' and '.join(wrong)} above is wrong)"
+            verb = "is" if len(wrong) == 1 else "are"
+            return f"{text} (probably because {' and '.join(wrong)} above {verb} wrong)"
         return text + diagnose.error_hint(name)
 
     def judge(self, function: str, name: str, got: np.ndarray) -> None:
@@ -272,7 +273,9 @@ class BackpropGrader:
         if diagnose.agree(got, local):
             wrong = [out for out in parts if self.status.get(f"d{out}") == FAIL]
             because = " and ".join(f"d{out}" for out in wrong) or "an upstream gradient"
-            self.add(function, FAIL, f"right given {because} above, which is wrong: fix that first")
+            verb = "are" if len(wrong) > 1 else "is"
+            text = f"right given {because} above, which {verb} wrong: fix that first"
+            self.add(function, FAIL, text)
             return
         self.add(function, FAIL, diagnose.wrong_text(name, got, local, parts, BATCH, self.Xb))
 

@@ -194,6 +194,11 @@ OP_CHECKS = [
                 lambda a: [1 - math.tanh(a)],
             ),
             (
+                "tanh's derivative is 1 - t**2, t squared alone: (1 - t)**2 squares the "
+                "difference. self.grad += (1 - out.data**2) * out.grad",
+                lambda a: [(1 - math.tanh(a)) ** 2],
+            ),
+            (
                 "tanh's rule gives out.data, exp's derivative: a rule made in a loop reads the "
                 "loop's variables when it runs, so every rule gets the last one's (late "
                 "binding). Bind them when the rule is made, as default arguments",

@@ -146,6 +146,15 @@ class OpChecks(GraderBase):
         for words, bug in check.bugs:
             if all(bug_matches(bug, p, r) for p, r in alone):
                 return words, alone[0][0]
+        flipped = [(p, r, w) for p, r, w in wrong if len(p["steps"]) == 1]
+        if all(close(g, -x) for _, r, w in flipped for g, x in zip(r["grads"], w)):
+            rule = self.where_rule(flipped[0][0])
+            return (
+                f"the sign is flipped: {generic.removeprefix('wrong gradient ')}: each input's "
+                "grad gains its local derivative times out.grad (+=, not -=; is a minus in the "
+                "derivative?)" + (f"; look at {rule}" if rule else ""),
+                flipped[0][0],
+            )
         return generic, program
 
     def _rule_diagnosis(self, check: OpCheck, program: Program) -> tuple[str, list[str]]:

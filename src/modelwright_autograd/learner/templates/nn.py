@@ -24,6 +24,7 @@ class Neuron(Module):
     """sum(w_i * x_i) + b, then tanh unless nonlin is False."""
 
     def __init__(self, nin, nonlin=True):
+        self.nonlin = nonlin  # False for the MLP's last layer: see __call__
         # TODO 9: self.w, nin weights, each its own Value(random.uniform(-1, 1)), and
         # self.b, a bias Value(0.0). ([Value(...)] * nin would be one Value nin times.)
         raise NotImplementedError("TODO 9: Neuron.__init__: the weights and the bias")

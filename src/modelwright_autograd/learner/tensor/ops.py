@@ -165,9 +165,13 @@ class TensorOpChecks(TensorBase):
             named = self.formula_bug(spec, wrong)
         if named is None:
             named = self.upstream_bug(wrong)
-        if named is not None:
-            return named
-        return self.generic(case, result), case.program
+        if named is None:
+            return self.generic(case, result), case.program
+        text, program = named
+        raised = next((r["error"] for c, r in wrong if c.program is program and "error" in r), None)
+        if raised is not None and "raised" not in text:  # the pattern named; say what it did
+            text += f"; there the backward raised {error_text(raised)}"
+        return text, program
 
     def generic(self, case: Case, result: dict[str, Any]) -> str:
         program = case.program
@@ -287,6 +291,12 @@ class TensorOpChecks(TensorBase):
                 "d/da = out.grad @ b.T and d/db = np.outer(a, out.grad); for a 1-D b, d/da = "
                 "np.outer(out.grad, b) and d/db = a.T @ out.grad"
             )
+            if all(len(x["shape"]) == 1 for x in case.program["inputs"]):
+                text = (
+                    f"only {self._shapes(wrong)} is wrong, the other 1-D cases pass: two 1-D "
+                    "operands make a number, out.grad has shape (), so d/da = out.grad * b "
+                    "and d/db = out.grad * a"
+                )
             return text + look_at(result), case.program
         if kinds <= {"1-D"}:
             text = (

@@ -1,0 +1,143 @@
+"""What a new learner walking init/check met: slips the reports did not name, and starter
+texts that led to an error. Each engine is a solved one with one slip a learner made on
+the walk; its row must fail with words naming that slip (the numbers are PyTorch's, the
+grader's oracle)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from modelwright_autograd.learner.backprop.grader import find_exercise, grade_backprop
+from modelwright_autograd.learner.locate import locate
+from modelwright_autograd.learner.report import FAIL, PASS, Report
+from modelwright_autograd.learner.scalar.grader import grade
+from modelwright_autograd.learner.scalar.oracle import torch_oracle
+
+ENGINES = Path(__file__).parent / "learner_engines"
+TEMPLATES = Path(__file__).parents[1] / "src" / "modelwright_autograd" / "learner" / "templates"
+CALM = 30.0  # seconds per check: room for a loaded machine
+
+
+def _slipped(source: Path, folder: Path, old: str, new: str, name: str = "engine.py") -> Path:
+    """``source`` with ``old`` (there exactly once) replaced by ``new``, written to
+    folder/name."""
+    text = source.read_text()
+    assert text.count(old) == 1, old
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def _row(report: Report, name: str):
+    return next(row for row in report.rows if name in row.name.split(", "))
+
+
+@pytest.mark.parametrize(
+    ("op", "old", "new", "words"),
+    [
+        (  # the square taken of the difference, not of t
+            "tanh",
+            "self.grad += (1 - out.data**2) * out.grad",
+            "self.grad += (1 - out.data) ** 2 * out.grad",
+            "(1 - t)**2 squares the difference",
+        ),
+        (  # -= for +=: every gradient of exp comes out negated
+            "exp",
+            "self.grad += out.data * out.grad",
+            "self.grad -= out.data * out.grad",
+            "the sign is flipped",
+        ),
+    ],
+)
+def test_a_scalar_rule_slip_is_named(tmp_path, op, old, new, words):
+    path = _slipped(ENGINES / "solved_starter.py", tmp_path, old, new)
+    report = grade(locate(path), torch_oracle(), CALM, 120.0)
+    row = _row(report, op)
+    assert row.status == FAIL and words in row.diagnosis, report.to_text()
+    assert not report.passed
+
+
+def test_the_starter_neuron_keeps_nonlin_for_its_call(tmp_path):
+    """TODO 9's and TODO 10's comments followed word for word: TODO 10 reads self.nonlin,
+    which the given part of __init__ must set (TODO 9 asks only for w and b), and the
+    MLP's last layer comes out linear."""
+    text = (TEMPLATES / "nn.py").read_text()
+    bodies = {
+        "9": "self.w = [Value(random.uniform(-1, 1)) for _ in range(nin)]\n"
+        "        self.b = Value(0.0)",
+        "10": "act = sum((wi * xi for wi, xi in zip(self.w, x)), self.b)\n"
+        "        return act.tanh() if self.nonlin else act",
+        "11": "return self.w + [self.b]",
+        "12": "self.neurons = [Neuron(nin, **kwargs) for _ in range(nout)]",
+        "13": "return [p for part in self.PARTS for p in part.parameters()]",
+        "14": "for p in self.parameters():\n            p.grad = 0.0",
+    }
+
+    def fill(match: re.Match[str]) -> str:
+        body = bodies[match[2]]
+        if "PARTS" in body:
+            body = body.replace("PARTS", "neurons" if "Layer" in match[3] else "layers")
+        return match[1] + body
+
+    text = re.sub(r'( +)raise NotImplementedError\("TODO (\d+): ([^"]*)"\)', fill, text)
+    package = tmp_path / "walkpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "engine.py").write_text((ENGINES / "solved_starter.py").read_text())
+    (package / "nn.py").write_text(text)
+    sys.path.insert(0, str(tmp_path))
+    try:
+        spec = importlib.util.find_spec("walkpkg.nn")
+        nn = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(nn)
+        model = nn.MLP(2, [3, 1])
+        assert model.layers[0].neurons[0].nonlin and not model.layers[-1].neurons[0].nonlin
+        assert len(model.parameters()) == 3 * 3 + 4
+        out = model([0.5, -0.25])
+        out.backward()
+        assert all(p.grad != 0.0 for p in model.layers[-1].parameters())
+    finally:
+        sys.path.remove(str(tmp_path))
+        for name in [m for m in sys.modules if m == "walkpkg" or m.startswith("walkpkg.")]:
+            del sys.modules[name]
+
+
+def test_a_dot_product_backward_that_raises_says_what_it_raised(tmp_path):
+    """(3,) @ (3,) makes a number, so out.grad has shape (); a rule treating the 1-D a as
+    a row first raises AxisError. The row names the case, the right rule for it, and what
+    was raised."""
+    old = (
+        "            if a.ndim == 1 and b.ndim == 1:  # a dot product: out is a number\n"
+        "                self.grad += g * b\n"
+        "                other.grad += g * a\n"
+        "                return\n"
+    )
+    path = _slipped(ENGINES / "tensor" / "solved_starter.py", tmp_path, old, "")
+    report = grade(locate(path), torch_oracle(), CALM, 120.0)
+    row = _row(report, "a @ b")
+    assert row.status == FAIL, report.to_text()
+    assert "d/da = out.grad * b and d/db = out.grad * a" in row.diagnosis
+    assert "raised AxisError" in row.diagnosis
+    assert _row(report, "a * b").status == PASS
+
+
+def test_backprop_names_two_wrong_gradients_above_in_the_plural(tmp_path):
+    """dcounts missing its path through counts_sum: dnorm_logits and dlogit_maxes are
+    right given it, and dlogits right given both of them."""
+    solved = ENGINES / "backprop" / "solved" / "backprop.py"
+    text = solved.read_text()
+    start = text.index("def dcounts(f, d):")
+    end = text.index("\ndef ", start + 1)
+    wrong = "def dcounts(f, d):\n    return f.counts_sum_inv * d.probs\n\n"  # one path of two
+    (tmp_path / "backprop.py").write_text(text[:start] + wrong + text[end + 1 :])
+    report = grade_backprop(find_exercise(tmp_path), CALM, 120.0)
+    dlogits = _row(report, "dlogits")
+    assert dlogits.status == FAIL, report.to_text()
+    assert "dlogit_maxes and dnorm_logits above, which are wrong" in dlogits.diagnosis
+    assert _row(report, "dlogit_maxes").diagnosis.endswith("which is wrong: fix that first")
