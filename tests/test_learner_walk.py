@@ -63,6 +63,24 @@ def test_a_scalar_rule_slip_is_named(tmp_path, op, old, new, words):
     assert not report.passed
 
 
+def test_the_order_reproduce_says_which_todo_it_waits_for(tmp_path):
+    """The walk is judged before the rules: a sort with no visited set fails while TODO 3
+    is still open, and its reproduce block (which multiplies) says it needs TODO 3."""
+    path = _slipped(
+        ENGINES / "solved_starter.py",
+        tmp_path,
+        "            self.grad += other.data * out.grad\n"
+        "            other.grad += self.data * out.grad\n",
+        '            raise NotImplementedError("TODO 3: the backward of a * b")\n',
+    )
+    path.write_text(path.read_text().replace("elif node not in visited:", "else:"))
+    report = grade(locate(path), torch_oracle(), CALM, 120.0)
+    order = _row(report, "order")
+    assert order.status == FAIL and "counted 2 times" in order.diagnosis, report.to_text()
+    assert order.reproduce[-1].endswith("TODO 3: the backward of a * b")
+    assert "not done yet: TODO 3" in _row(report, "a * b").diagnosis
+
+
 def test_the_starter_neuron_keeps_nonlin_for_its_call(tmp_path):
     """TODO 9's and TODO 10's comments followed word for word: TODO 10 reads self.nonlin,
     which the given part of __init__ must set (TODO 9 asks only for w and b), and the

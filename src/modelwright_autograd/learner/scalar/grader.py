@@ -252,11 +252,21 @@ class Grader(OpChecks, NetworkChecks):
         if text and self.failed("seed") and output not in reply["calls"]:
             self.because(name, "seed")  # the walk leaves out the node it starts from
         elif text:
-            self.add(Row(name, FAIL, text, self.code(ORDER_PROGRAM)))
+            self.add(Row(name, FAIL, text, self._order_lines()))
         elif ladder := self._ladder_diagnosis():
             self.add(Row(name, FAIL, ladder, self._ladder_lines()))
         else:
             self.add(Row(name, PASS, "every node once, after all its users (diamond, ladder)"))
+
+    def _order_lines(self) -> list[str]:
+        """ORDER_PROGRAM's reproduce block; while a rule it runs is still a TODO (the walk
+        is judged before the rules are), a last line says which, as pasting it raises."""
+        lines = self.code(ORDER_PROGRAM)
+        results = self.run_programs([ORDER_PROGRAM])
+        error = results[0].get("error", {}) if isinstance(results, list) else {}
+        if error.get("type") == "NotImplementedError" and error.get("message"):
+            lines.append(f"# runs once the rules it uses are filled in: {error['message']}")
+        return lines
 
     def _ladder_diagnosis(self) -> str:
         """The walk watched on LADDER_PROGRAM, where each node has two users, one the
