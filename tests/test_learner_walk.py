@@ -145,6 +145,31 @@ def test_a_dot_product_backward_that_raises_says_what_it_raised(tmp_path):
     assert _row(report, "a * b").status == PASS
 
 
+@pytest.mark.parametrize(
+    ("old", "symbol"),
+    [
+        ("self.grad += unbroadcast(other.data * out.grad, self.shape)", "*"),
+        (
+            "self.grad += unbroadcast(out.grad, self.shape)\n"
+            "            other.grad += unbroadcast(-out.grad",
+            "-",
+        ),
+    ],
+)
+def test_a_tensor_rule_assigning_only_its_first_input_is_named_by_reuse(tmp_path, old, symbol):
+    """self.grad = ..., other.grad += ...: right on `a op a` (the second use adds back what
+    the first overwrote), wrong once `+ a` has given a its share first. The reuse row
+    names the op; before, reuse passed and 'order' blamed the sort."""
+    new = old.replace("self.grad +=", "self.grad =")
+    path = _slipped(ENGINES / "tensor" / "solved_starter.py", tmp_path, old, new)
+    report = grade(locate(path), torch_oracle(), CALM, 120.0)
+    reuse = _row(report, "reuse")
+    words = f"`=` where `+=` belongs in the backward of {symbol}."
+    assert reuse.status == FAIL and words in reuse.diagnosis, report.to_text()
+    assert "sort topologically" not in _row(report, "order").diagnosis
+    assert not report.passed
+
+
 def test_backprop_names_two_wrong_gradients_above_in_the_plural(tmp_path):
     """dcounts missing its path through counts_sum: dnorm_logits and dlogit_maxes are
     right given it, and dlogits right given both of them."""

@@ -311,13 +311,16 @@ OP_SPECS = [
 ]
 # A tensor used twice, one row per op whose rule it exercises: (the op, the ops it needs
 # passing on their own, the input's shape, the steps). Each rule must add (+=) into its
-# inputs' gradients; one that assigns (=) loses the other path's share.
+# inputs' gradients; one that assigns (=) loses the other path's share. `(a op a) + a`, not
+# `a op a` alone: a rule assigning its first input's grad and adding its second's is right
+# on `a op a` (the second use adds back what the first overwrote), not after `+ a` has
+# given a its share first. Every row goes through +, so a wrong + is named alone.
 REUSES: list[tuple[str, tuple[str, ...], Shape, list[list[Any]]]] = [
-    ("add", ("add",), (3, 3), [["add", 0, 0]]),
-    ("sub", ("sub",), (3, 3), [["sub", 0, 0]]),
-    ("mul", ("mul",), (3, 3), [["mul", 0, 0]]),
-    ("div", ("div",), (3, 3), [["div", 0, 0]]),
-    ("matmul", ("matmul",), (3, 3), [["matmul", 0, 0]]),
+    ("add", ("add",), (3, 3), [["add", 0, 0], ["add", 1, 0]]),
+    ("sub", ("sub", "add"), (3, 3), [["sub", 0, 0], ["add", 1, 0]]),
+    ("mul", ("mul", "add"), (3, 3), [["mul", 0, 0], ["add", 1, 0]]),
+    ("div", ("div", "add"), (3, 3), [["div", 0, 0], ["add", 1, 0]]),
+    ("matmul", ("matmul", "add"), (3, 3), [["matmul", 0, 0], ["add", 1, 0]]),
     ("transpose", ("transpose", "matmul"), (2, 3), [["transpose", 0], ["matmul", 1, 0]]),
     ("sum", ("sum", "add"), (2, 3), [["sum", 0, 0, False], ["add", 0, 1]]),
     ("mean", ("mean", "add"), (2, 3), [["mean", 0, 1, True], ["add", 0, 1]]),
@@ -328,7 +331,7 @@ REUSES: list[tuple[str, tuple[str, ...], Shape, list[list[Any]]]] = [
     ("relu", ("relu", "add"), (2, 3), [["relu", 0], ["add", 1, 0]]),
     ("log_softmax", ("log_softmax", "add"), (2, 3), [["log_softmax", 0], ["add", 1, 0]]),
 ]
-REUSE_BASIC = ("add", "sub", "mul", "div", "matmul")  # `a op a`: the op's own rule alone
+REUSE_BASIC = ("add", "sub", "mul", "div", "matmul")  # `(a op a) + a`: its rule and +'s
 
 
 def reuse_programs(passing: set[str]) -> list[tuple[str, Program]]:

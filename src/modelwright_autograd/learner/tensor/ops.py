@@ -534,10 +534,11 @@ class TensorOpChecks(TensorBase):
             text = f"a tensor used twice adds up, through {len(cases)} ops (a + a, a.T @ a, ...)"
             self.g.add(Row(name, PASS, text))
             return
+        if "add" in overwritten:  # every program goes through +: its = is the cause
+            overwritten = ["add"]
         text = overwritten_text(overwritten, REUSE_BASIC, _symbol, "tensor")
         program, result = first
-        step = len(program["steps"]) - 1 if overwritten[0] in REUSE_BASIC else 0
-        look = self._cause() or look_at(result, step)
+        look = self._cause() or look_at(result, 0)  # step 0 is the op the row is for
         self.g.add(Row(name, FAIL, text + look, self.code(program)))
 
     def changed_text(self, program: Program, result: dict[str, Any], op: str = "") -> str:
