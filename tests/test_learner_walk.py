@@ -47,6 +47,20 @@ def _row(report: Report, name: str):
             "self.grad += (1 - out.data) ** 2 * out.grad",
             "(1 - t)**2 squares the difference",
         ),
+        (  # .grad read where .data belongs: each input gains 0 * out.grad
+            "a * b",
+            "            self.grad += other.data * out.grad\n"
+            "            other.grad += self.data * out.grad\n",
+            "            self.grad += other.grad * out.grad\n"
+            "            other.grad += self.grad * out.grad\n",
+            "does the rule read other.grad where other.data belongs?",
+        ),
+        (  # the exponent's parentheses left out
+            "a ** n",
+            "self.grad += other * self.data ** (other - 1) * out.grad",
+            "self.grad += (other * self.data**other - 1) * out.grad",
+            "** binds before - and *",
+        ),
         (  # -= for +=: every gradient of exp comes out negated
             "exp",
             "self.grad += out.data * out.grad",

@@ -121,6 +121,11 @@ OP_CHECKS = [
                 lambda a, b: [a, b],
             ),
             ("treated like +: d(a*b)/da = b, not 1", lambda a, b: [1.0, 1.0]),
+            (
+                "both gradients stayed 0: does the rule read other.grad where other.data "
+                "belongs? d(a*b)/da is b's value: self.grad += other.data * out.grad",
+                lambda a, b: [0.0, 0.0],
+            ),
         ],
     ),
     OpCheck(
@@ -148,6 +153,11 @@ OP_CHECKS = [
             (
                 "the exponent was not lowered: d(a**n)/da = n * a**(n-1), not n * a**n",
                 lambda a, n: [n * a**n],
+            ),
+            (
+                "n * a**n - 1 is (n * a**n) - 1: ** binds before - and *, so the exponent "
+                "needs its parentheses: n * a**(n - 1)",
+                lambda a, n: [n * a**n - 1],
             ),
         ],
     ),
