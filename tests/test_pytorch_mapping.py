@@ -128,6 +128,7 @@ TENSOR: dict[str, Callable[[], torch.Tensor]] = {
     "_svm_loss_backward": lambda: (
         (1 - _a()[:, 0] * torch.tensor([1.0, -1.0], dtype=torch.float64)).relu().mean()
     ),
+    "_dropout_backward": lambda: TF.dropout(_a(), 0.5, True),
     "_batch_norm_backward": lambda: TF.batch_norm(_t(4, 3), None, None, _t(3), _t(3), True),
     "_layer_norm_backward": lambda: TF.layer_norm(_t(4, 3), (3,), _t(3), _t(3)),
     "_conv2d_backward": lambda: TF.conv2d(_t(1, 2, 5, 5), _t(3, 2, 3, 3), _t(3)),
