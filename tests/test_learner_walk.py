@@ -95,6 +95,23 @@ def test_the_order_reproduce_says_which_todo_it_waits_for(tmp_path):
     assert "not done yet: TODO 3" in _row(report, "a * b").diagnosis
 
 
+def test_a_rule_checked_through_an_unfinished_product_waits_for_it(tmp_path):
+    """Each rule is also run times 3 (upstream gradient 3, through *): with + done and
+    TODO 3 open, a + b fails because a * b does, not under TODO 3's words as if + were
+    the product."""
+    path = _slipped(
+        ENGINES / "solved_starter.py",
+        tmp_path,
+        "            self.grad += other.data * out.grad\n"
+        "            other.grad += self.data * out.grad\n",
+        '            raise NotImplementedError("TODO 3: the backward of a * b")\n',
+    )
+    report = grade(locate(path), torch_oracle(), CALM, 120.0)
+    assert _row(report, "a * b").diagnosis == "not done yet: TODO 3: the backward of a * b"
+    for op in ("a + b", "tanh", "exp"):
+        assert _row(report, op).diagnosis == "fails because 'a * b' fails", report.to_text()
+
+
 def test_the_starter_neuron_keeps_nonlin_for_its_call(tmp_path):
     """TODO 9's and TODO 10's comments followed word for word: TODO 10 reads self.nonlin,
     which the given part of __init__ must set (TODO 9 asks only for w and b), and the

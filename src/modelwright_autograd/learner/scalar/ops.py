@@ -88,6 +88,9 @@ class OpChecks(GraderBase):
         for program, result in zip(programs, results):
             if "error" in result and basis:  # a / b raising in the ** it is built from
                 return BECAUSE + self.causes.get(op_label(basis[0]), op_label(basis[0])), program
+            chained = program is programs[-1] and check.op != "mul"  # times 3: through *
+            if "error" in result and chained and self.status.get("mul") == FAIL:
+                return BECAUSE + self.causes.get("a * b", "a * b"), program
             if "error" in result:
                 return result_error(result, self.oracle, program), program
             out, grads = self.oracle.evaluate(program)
