@@ -29,6 +29,7 @@ class Sizes:
     sweep_samples: tuple[int, ...] = (50, 100, 200, 400)
     sweep_widths: tuple[int, ...] = (8, 16, 32)
     sweep_rounds: int = 15  # interleaved steps of ours and the floor per sweep point
+    memory_samples: int | None = None  # the compiled section's bytes per node (None: all)
     dtype: str = "float64"
     smoke: bool = False
 
@@ -48,6 +49,7 @@ class Sizes:
             sweep_samples=(20, 40),
             sweep_widths=(4, 8),
             sweep_rounds=2,
+            memory_samples=10,
             smoke=True,
         )
 

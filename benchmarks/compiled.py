@@ -96,9 +96,10 @@ def run(sizes: Sizes) -> dict[str, Any]:
     y_list = [float(v) for v in y]
 
     log("compiled: bytes kept per node")
+    X_mem, y_mem = X_list[: sizes.memory_samples], y_list[: sizes.memory_samples]
     memory = {  # first, while no other compiled code holds names these could share
-        "fused": _bytes_per_node(ours_model(weights, True), X_list, y_list),
-        "unfused": _bytes_per_node(ours_model(weights, False), X_list, y_list),
+        "fused": _bytes_per_node(ours_model(weights, True), X_mem, y_mem),
+        "unfused": _bytes_per_node(ours_model(weights, False), X_mem, y_mem),
     }
     interp_model = ours_model(weights, True)
     compiled_model = ours_model(weights, True)
