@@ -6,7 +6,9 @@ grader's oracle)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from modelwright_autograd.learner.locate import locate
 from modelwright_autograd.learner.report import FAIL, PASS, Report
 from modelwright_autograd.learner.scalar.grader import grade
 from modelwright_autograd.learner.scalar.oracle import torch_oracle
+from modelwright_autograd.learner.starter import write_starter
 
 ENGINES = Path(__file__).parent / "learner_engines"
 TEMPLATES = Path(__file__).parents[1] / "src" / "modelwright_autograd" / "learner" / "templates"
@@ -215,3 +218,22 @@ def test_backprop_names_two_wrong_gradients_above_in_the_plural(tmp_path):
     assert dlogits.status == FAIL, report.to_text()
     assert "dlogit_maxes and dnorm_logits above, which are wrong" in dlogits.diagnosis
     assert _row(report, "dlogit_maxes").diagnosis.endswith("which is wrong: fix that first")
+
+
+@pytest.mark.parametrize("tensor", [False, True])
+def test_train_py_finds_the_package_without_an_install(tmp_path, tensor):
+    """README step 3 says `python train.py`; after `uv sync` that python is not the
+    .venv's, so the package is not installed for it. train.py finds it in src/ (as pytest
+    and the notebook do): the untouched starter stops at a TODO of its network."""
+    write_starter(tmp_path / "repo", tensor=tensor)
+    environment = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ran = subprocess.run(
+        [sys.executable, "train.py"],
+        cwd=tmp_path / "repo",
+        env={**environment, "MPLBACKEND": "Agg"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ran.returncode != 0 and "ModuleNotFoundError" not in ran.stderr, ran.stderr
+    assert "NotImplementedError: TODO" in ran.stderr, ran.stderr

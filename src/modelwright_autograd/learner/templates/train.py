@@ -9,7 +9,10 @@ results/decision_boundary.png.
 
 import csv
 import random
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "src"))  # the package, installed or not
 
 import matplotlib
 

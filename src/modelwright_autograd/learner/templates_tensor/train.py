@@ -7,7 +7,10 @@ after each epoch), results/loss_curve.png and results/decision_boundary.png.
 """
 
 import csv
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "src"))  # the package, installed or not
 
 import matplotlib
 
