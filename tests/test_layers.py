@@ -277,8 +277,9 @@ def test_checker_reports_a_module_in_no_layer(tmp_path):
 
 # ---------------------------------------------------------------------- private names
 # (module, name) pairs a module may reach in another module though the name is private,
-# each argued in docs/design.md ("Private names"). Attributes of objects (``node._prev``,
-# ``v._data``) are their classes' business and not read here: only a module's own names.
+# each argued in docs/design.md ("Internal API between modules"). Attributes of objects
+# (``node._prev``, ``v._data``) are their classes' business and not read here: only a
+# module's own names.
 PRIVATE_ALLOWED: set[tuple[str, str]] = set()
 
 

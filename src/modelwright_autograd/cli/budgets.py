@@ -25,14 +25,11 @@ from ..training.settings import (
 from .options import UsageError
 
 #: What one MLP or CNN run may cost, checked with the options before anything is built
-#: (``check_work``; measured in docs/training.md, CPU times on the 2-core machine).
-#: Multiply-adds ("MACs") count points x weights. "pass": MACs of one forward pass over the
-#: training set (scoring does one, a full-batch step one and its backward); at the scalar
-#: limit, 14,836 points through 16,16, a step took 5.5 s and the run peaked at 0.6 GB.
-#: "activations": floats the tensor engine holds for a pass, points x the sum of the layer
-#: widths; a million points through 2-16-16-1 (35 million) took 1.7 s a step and peaked at
-#: 1.9 GB. "run" and "run activations": the same summed over all the steps, about a quarter
-#: of an hour (scalar) and four minutes (tensor) at those rates.
+#: (``check_work``). Multiply-adds ("MACs") count points x weights. "pass": MACs of one
+#: forward pass over the training set (scoring does one, a full-batch step one and its
+#: backward). "activations": floats the tensor engine holds for a pass, points x the sum of
+#: the layer widths. "run" and "run activations": the same summed over all the steps. What
+#: a step at these limits costs in time and memory is measured in docs/training.md.
 WORK_LIMITS = {
     "scalar": {"pass": 5_000_000, "run": 10**9},
     "tensor": {
