@@ -22,18 +22,25 @@ from modelwright_autograd.learner.done import (
     check_tests,
     check_unit_tests,
     defined_ops,
+    grade_done,
     is_repository,
     ops_named,
     read_git,
 )
 from modelwright_autograd.learner.locate import LocateError, locate
-from modelwright_autograd.learner.report import ABSENT, FAIL, NOTE, PASS, Report, Row
+from modelwright_autograd.learner.report import ABSENT, FAIL, NOTE, PASS, WAIT, Report, Row
 from modelwright_autograd.learner.scalar.cases import OP_CHECKS
 from modelwright_autograd.learner.starter import project_names, write_starter
 
 ENGINES = Path(__file__).parent / "learner_engines"
 SOLVED = ENGINES / "solved_starter.py"
 SOLVED_NN = ENGINES / "solved_nn.py"
+WAITS = "waits for the build gate: run check again once it passes"
+# A learner's test leaving a mark beside tests/ when it runs.
+MARKS = (
+    "from pathlib import Path\n\n\n"
+    "def test_marks():\n    (Path(__file__).parents[1] / 'ran').touch()\n"
+)
 
 
 def _git(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -470,6 +477,36 @@ def test_the_report_ends_with_the_definition_of_done(tmp_path):
     assert report.to_text().splitlines()[-1] == "DEFINITION OF DONE: met"
     report.rows[-1] = Row("network trains", FAIL, "")
     assert report.done_verdict == "DEFINITION OF DONE: not yet: the build gate"
+    passing = gate_report()  # a row that waits is not a pass, whatever else passes
+    passing.done = [Row("tests pass", WAIT, WAITS), Row("README", PASS, "says how")]
+    assert passing.passed and not passing.done_met
+
+
+def test_the_learner_s_tests_wait_for_the_build_gate(tmp_path):
+    """While the gate fails, the learner's tests do not run: the rows about the engine wait
+    (one line), README and git are graded, and the definition of done is not met. Once the
+    gate passes, the tests run."""
+    repo = _small_repository(tmp_path / "marks", MARKS)
+    failing = gate_report()
+    failing.rows[-1] = Row("network trains", FAIL, "not done yet: TODO 14: train")
+    failing.done = grade_done(repo, failing, 60.0, read_git(repo))
+    assert not (repo / "ran").exists()
+    waiting = [row.name for row in failing.done if (row.status, row.diagnosis) == (WAIT, WAITS)]
+    assert waiting == ["tests pass", "unit tests", "REPORT.md", "loss curve"]
+    assert [(row.name, row.status) for row in failing.done[4:]] == [
+        ("README", FAIL),
+        ("git history", FAIL),
+    ]
+    assert not failing.done_met
+    verdict = "DEFINITION OF DONE: not yet: the build gate, README, git history"
+    assert failing.to_text().splitlines()[-1] == verdict
+    shown = f"wait  tests pass, unit tests, REPORT.md, loss curve\n      {WAITS}\n"
+    assert shown in failing.to_text()
+    passing = gate_report()
+    passing.done = grade_done(repo, passing, 60.0, read_git(repo))
+    assert (repo / "ran").exists()
+    assert passing.done[0].status == PASS and passing.done[0].diagnosis.startswith("1 passed")
+    assert WAIT not in {row.status for row in passing.done}
 
 
 @pytest.mark.slow
@@ -486,17 +523,17 @@ def test_a_solved_repository_is_done_and_an_untouched_one_names_every_piece(tmp_
     assert any(line.startswith(tests) for line in text), text
     untouched = tmp_path / "untouched"
     write_starter(untouched)
+    (untouched / "tests" / "test_marks.py").write_text(MARKS)
     assert main(["check", "--json", str(untouched)]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["verdict"].startswith("not yet: ")  # the gate's words, as before
     done = data["definition_of_done"]
-    assert done["verdict"] == (
-        "DEFINITION OF DONE: not yet: the build gate, tests pass, unit tests, REPORT.md, "
-        "loss curve, README, git history"
-    )
-    rows = {row["name"]: row["diagnosis"] for row in done["checks"]}
-    assert "NotImplementedError" in rows["tests pass"] or "failed" in rows["tests pass"]
-    assert rows["git history"] == "no commits yet: commit your work"
+    assert done["verdict"] == "DEFINITION OF DONE: not yet: the build gate, README, git history"
+    rows = {row["name"]: (row["status"], row["diagnosis"]) for row in done["checks"]}
+    for name in ("tests pass", "unit tests", "REPORT.md", "loss curve"):
+        assert rows[name] == (WAIT, WAITS)
+    assert not (untouched / "ran").exists()  # the learner's tests waited for the gate
+    assert rows["git history"] == (FAIL, "no commits yet: commit your work")
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ import argparse
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from ..printing import emit
@@ -103,6 +104,7 @@ def run_check(args: argparse.Namespace) -> int:
     passes (and the definition of done is met), 1 when not, 2 for a PATH that
     cannot be checked, 128 + the signal's number on SIGINT, SIGTERM or SIGHUP (the
     engine's processes are killed on the way out)."""
+    started = time.monotonic()  # the verdict line's time is the whole check's
     from ..learner.backprop.grader import find_exercise
     from ..learner.done import grade_done, is_repository, read_git
     from ..learner.locate import LocateError, locate
@@ -117,6 +119,7 @@ def run_check(args: argparse.Namespace) -> int:
         exercise = find_exercise(args.path)  # backprop by hand (init --backprop), or None
         if exercise is not None:
             report = grade_backprop_exercise(exercise, args)
+            report.seconds = time.monotonic() - started
             return emit([report.to_json() if args.json else report.to_text()]) or (
                 0 if report.passed else 1
             )
@@ -140,5 +143,6 @@ def run_check(args: argparse.Namespace) -> int:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    report.seconds = time.monotonic() - started
     status = emit([report.to_json() if args.json else report.to_text()])
     return status or (0 if report.done_met else 1)

@@ -7,8 +7,8 @@ import textwrap
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 
-PASS, FAIL, ABSENT, NOTE = "pass", "fail", "not present", "note"
-_LABEL = {PASS: "pass", FAIL: "FAIL", ABSENT: "n/a ", NOTE: "note"}
+PASS, FAIL, ABSENT, NOTE, WAIT = "pass", "fail", "not present", "note", "waits"
+_LABEL = {PASS: "pass", FAIL: "FAIL", ABSENT: "n/a ", NOTE: "note", WAIT: "wait"}
 WIDTH = 96  # the text report's diagnoses are wrapped to this many columns
 # What no isolation changes: the learner's code runs in the process that reports its numbers.
 TRUST = "the engine runs as you and reports its own numbers: not a proof (docs/build-your-own.md)"
@@ -25,7 +25,8 @@ def printable(text: str) -> str:
 
 @dataclass
 class Row:
-    """One check: its name, pass / fail / not present / note, the diagnosis in words, and
+    """One check: its name, pass / fail / not present / note / waits (not run until
+    another passes), the diagnosis in words, and
     (on failure) lines the learner can paste to see it for themselves."""
 
     name: str
@@ -40,7 +41,7 @@ class Report:
     oracle: str
     rows: list[Row] = field(default_factory=list)
     engine_output: list[str] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = 0.0  # the grading's wall time; check's, from its start to the verdict
     isolation: str = ""  # what kept the learner's processes apart (see child.EngineProcess)
     isolated: bool = False  # every layer of it was there: the text report leaves it out
     terse: bool = False  # a failing text report names its passing rows only (the tensor's)
@@ -72,8 +73,8 @@ class Report:
 
     @property
     def done_met(self) -> bool:
-        """The gate passes and no row of the definition of done fails."""
-        return self.passed and not any(row.status == FAIL for row in self.done)
+        """The gate passes and every row of the definition of done passes (or is a note)."""
+        return self.passed and all(row.status in (PASS, NOTE) for row in self.done)
 
     @property
     def done_verdict(self) -> str:
@@ -134,13 +135,16 @@ class Report:
 
 def _row_lines(rows: list[Row], width: int, terse: bool = False) -> list[str]:
     """The rows as text: a label, the names (``width`` wide) and the diagnosis wrapped,
-    then the reproduce block; with ``terse``, the rows that pass by name only."""
+    then the reproduce block; with ``terse``, the rows that pass by name only; rows that
+    wait, by name, then why on a line of its own."""
     lines = []
     for names, row in _groups(rows, terse):
-        if terse and row.status == PASS:
+        if (terse and row.status == PASS) or row.status == WAIT:
             named = _pack(names, WIDTH - 6)
-            lines.append(f"{_LABEL[PASS]}  {named[0]}")
+            lines.append(f"{_LABEL[row.status]}  {named[0]}")
             lines.extend(f"      {more}" for more in named[1:])
+            if row.status == WAIT:
+                lines.extend(f"      {more}" for more in textwrap.wrap(row.diagnosis, WIDTH - 6))
             continue
         shown = _pack(names, width)
         indent = " " * (len(_LABEL[row.status]) + width + 4)
