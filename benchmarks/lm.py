@@ -62,6 +62,8 @@ SPEED_CONFIGS: dict[str, dict[str, Any]] = {
         label="nanoGPT's 10.8M Shakespeare GPT",
         batch_size=64,
         model=dict(n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2),
+        iters=3,  # ~20 s an iteration a side when idle: --iters and --rounds default lower
+        rounds=2,
     ),
     "names": dict(corpus="names", kind="transformer", target=0.9, label="names transformer"),
 }
@@ -559,8 +561,12 @@ def main(argv: list[str] | None = None) -> int:
         default=[1, 2],
         help="speed: the thread counts to time (--smoke: the first); gpt, names: the first",
     )
-    parser.add_argument("--iters", type=int, default=12, help="speed: iterations per child")
-    parser.add_argument("--rounds", type=int, default=4, help="speed: children per side")
+    parser.add_argument(
+        "--iters", type=int, help="speed: iterations per child (default 12; shakespeare 3)"
+    )
+    parser.add_argument(
+        "--rounds", type=int, help="speed: children per side (default 4; shakespeare 2)"
+    )
     parser.add_argument(
         "--config",
         choices=tuple(SPEED_CONFIGS),
@@ -602,12 +608,18 @@ def main(argv: list[str] | None = None) -> int:
     limiter = _threads(args.threads[0])
     if "speed" in sections:
         results["speed"] = [
-            speed(args.iters, args.rounds, threads, args.smoke, config)
+            speed(
+                args.iters or SPEED_CONFIGS[config].get("iters", 12),
+                args.rounds or SPEED_CONFIGS[config].get("rounds", 4),
+                threads,
+                args.smoke,
+                config,
+            )
             for config in args.config
             for threads in args.threads
         ]
     if "profile" in sections:
-        results["profile"] = profile(args.config[0], args.iters, args.smoke)
+        results["profile"] = profile(args.config[0], args.iters or 12, args.smoke)
     if "gpt" in sections:
         results["gpt"] = gpt_quality(args.seeds, args.steps, args.smoke)
     if "torch-curve" in sections:
