@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import modelwright_autograd
@@ -369,14 +370,19 @@ def test_private_checker_sees_imports_module_attributes_and_class_attributes(tmp
 
 
 # ---------------------------------------------------------------------- argparse
+def below_the_command_line(root: Path) -> Iterator[tuple[str, ast.Module]]:
+    """Each module outside cli/: its path under ``root`` and its syntax tree."""
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).parts
+        if parts[0] != "cli":
+            yield "/".join(parts), ast.parse(path.read_text(), filename=str(path))
+
+
 def argparse_readers(root: Path) -> list[str]:
     """Every module outside cli/ that imports argparse (at the top or in a function)."""
     found = []
-    for path in sorted(root.rglob("*.py")):
-        parts = path.relative_to(root).parts
-        if parts[0] == "cli":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for shown, tree in below_the_command_line(root):
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level:
@@ -384,7 +390,7 @@ def argparse_readers(root: Path) -> list[str]:
             else:
                 continue
             if any(n == "argparse" or n.startswith("argparse.") for n in names):
-                found.append("/".join(parts))
+                found.append(shown)
                 break
     return found
 
@@ -416,13 +422,10 @@ def option_named_errors(root: Path) -> list[str]:
     library names its settings (``SettingError("out", ...)``); cli/ maps them to options
     and sets the budgets that refuse them."""
     found = []
-    for path in sorted(root.rglob("*.py")):
-        parts = path.relative_to(root).parts
-        if parts[0] == "cli":
-            continue
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+    for shown, tree in below_the_command_line(root):
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and node.name == "UsageError":
-                found.append(f"{'/'.join(parts)}:{node.lineno} defines UsageError")
+                found.append(f"{shown}:{node.lineno} defines UsageError")
             if not (isinstance(node, ast.Call) and node.args):
                 continue
             name = getattr(node.func, "id", None) or getattr(node.func, "attr", "")
@@ -433,7 +436,7 @@ def option_named_errors(root: Path) -> list[str]:
                 and isinstance(first.value, str)
                 and re.fullmatch(r"--[a-z][a-z0-9-]*", first.value)
             ):
-                found.append(f"{'/'.join(parts)}:{node.lineno} {name}({first.value!r}, ...)")
+                found.append(f"{shown}:{node.lineno} {name}({first.value!r}, ...)")
     return found
 
 
