@@ -70,10 +70,14 @@ SPEED_CONFIGS: dict[str, dict[str, Any]] = {
 
 
 def _threads(n: int, torch_too: bool = True) -> Any:
-    """Limit NumPy's BLAS and torch to ``n`` threads (returns the BLAS limiter to keep);
-    ``torch_too=False`` leaves torch unloaded (our side's child: its memory is ours)."""
+    """Limit NumPy's BLAS, our engine's threads and torch to ``n`` threads (returns the BLAS
+    limiter to keep); ``torch_too=False`` leaves torch unloaded (our side's child: its
+    memory is ours)."""
     from threadpoolctl import threadpool_limits
 
+    from modelwright_autograd.tensor import set_num_threads
+
+    set_num_threads(n)
     if torch_too:
         import torch
 

@@ -266,9 +266,9 @@ def _add_lm_options(p: argparse.ArgumentParser) -> None:
         "--threads",
         type=whole_number("--threads", 1, 256),
         metavar="N",
-        help=f"threads for NumPy's BLAS (default: one per core, {language.DEFAULT_THREADS} "
-        "here, the fastest on an idle machine; on a busy one --threads 1 is faster, see "
-        "docs/training.md)",
+        help="threads for NumPy's BLAS and the engine (default: one per core, "
+        f"{language.DEFAULT_THREADS} here, the fastest on an idle machine; on a busy one "
+        "--threads 1 is faster, see docs/training.md)",
     )
     g.add_argument(
         "--resume",

@@ -61,6 +61,7 @@ from .kit import (
 from .linalg import einsum, linear, linear_relu, outer
 from .reductions import ValuesIndices, cumsum
 from .shape import cat, pad, stack, tril, triu
+from .threads import get_num_threads, set_num_threads
 
 __all__ = [
     "Arr",
@@ -80,6 +81,7 @@ __all__ = [
     "exp",
     "expand",
     "gelu",
+    "get_num_threads",
     "grad_for",
     "leaky_relu",
     "linear",
@@ -98,6 +100,7 @@ __all__ = [
     "result_type",
     "scatter",
     "select",
+    "set_num_threads",
     "sigmoid",
     "sin",
     "softplus",

@@ -23,6 +23,7 @@ from . import (
     raw,
     sum_dims,
     swapaxes,
+    threads,
     where,
 )
 
@@ -39,10 +40,45 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, generator: Any
         raise ValueError(f"dropout: p must be a probability between 0 and 1, got {p!r}")
     if not training or p == 0.0:
         return input
-    kept = numpy_rng(generator).random(input.shape) >= p
-    scale = 0.0 if p == 1.0 else 1.0 / (1.0 - p)
-    out = input.data * _dropout_mask(kept, scale, input.dtype)
+    x = np.ascontiguousarray(input.data)
+    flat, scale = x.reshape(-1), (0.0 if p == 1.0 else 1.0 / (1.0 - p))
+    kept, out = np.empty(x.shape, dtype=bool), np.empty(x.shape, dtype=x.dtype)
+    parts = threads.spans(flat.size, 1)
+    draws = _span_draws(generator, parts, 1)
+
+    def block(i: int, j: int) -> None:
+        mine = kept.reshape(-1)[i:j]
+        np.greater_equal(draws(i, j), p, out=mine)
+        np.multiply(flat[i:j], _dropout_mask(mine, scale, x.dtype), out=out.reshape(-1)[i:j])
+
+    threads.run(block, parts)
     return make_node(out, (input,), "dropout", _dropout_backward, (kept, scale))
+
+
+def _span_draws(generator: Any, parts: list[threads.Span], size: int) -> Any:
+    """A function of a span (i, j) of ``parts`` giving its (j - i) * size uniform draws in
+    [0, 1): the numbers one draw of them all in order would give (``generator``: an int
+    seed, a NumPy generator, or None for NumPy's global one), whichever thread asks. On
+    one thread the spans are drawn in order; on more, a Generator that can jump ahead
+    (PCG64, NumPy's default) gives each span a copy moved to its place, and another draws
+    them all first."""
+    rng = numpy_rng(generator)
+    if threads.get_num_threads() == 1 or len(parts) < 2:  # threads.run: in order, here
+        return lambda i, j: rng.random((j - i) * size)
+    bits = getattr(rng, "bit_generator", None)
+    if not hasattr(bits, "advance"):
+        drawn = {span: rng.random((span[1] - span[0]) * size) for span in parts}
+        return lambda i, j: drawn.pop((i, j))
+    kind, state = type(bits), bits.state
+    bits.advance(parts[-1][1] * size)  # past every draw, as one draw of them all would
+
+    def draws(i: int, j: int) -> np.ndarray:
+        mine = kind(0)
+        mine.state = state
+        mine.advance(i * size)
+        return np.random.Generator(mine).random((j - i) * size)
+
+    return draws
 
 
 def _dropout_mask(kept: np.ndarray, scale: float, dtype: Any) -> np.ndarray:
@@ -100,38 +136,71 @@ def scaled_dot_product_attention(
     scale = float(scale)
     lengths = (query.shape[-2], key.shape[-2])
     keep, added = _attention_mask(attn_mask, is_causal, lengths, op)
-    try:
-        scores = np.matmul(query.data, np.swapaxes(key.data, -1, -2))
+    extra = added.data if added is not None else None  # the scores to add, if any
+    if extra is None:
+        extra = _causal(*lengths)[1] if is_causal else _minus_inf_where_not(keep)
+    lead = _batch_shape(query, key, value, extra, op)
+    batch, (length, source) = lead or (1,), lengths  # one batch dim at least, to cut
+    q, k, v = (_batched(t.data, batch) for t in (query, key, value))
+    if extra is not None and extra.ndim > 2:  # else one array serves every pair
+        extra = _batched(extra, batch)
+    probs = np.empty((*batch, length, source), np.result_type(q, k))
+    out = np.empty((*batch, length, v.shape[-1]), np.result_type(probs, v))
+    dead = np.zeros((*batch, length, 1), dtype=bool)  # the rows with nothing to attend to
+    kept = None  # dropout's booleans: the node keeps these, not the mask (a quarter the size)
+    pairs = math.prod(batch[1:]) * length * source  # the scores of one item of the first dim
+    parts = threads.spans(batch[0], pairs)
+    if dropout_p:
+        kept = np.empty(probs.shape, dtype=bool)
+        draws = _span_draws(generator, parts, pairs)
+
+    def block(i: int, j: int) -> None:  # items i..j-1 of the first batch dim, in cache
+        scores = probs[i:j]
+        np.matmul(q[i:j], np.swapaxes(k[i:j], -1, -2), out=scores)
         scores *= scale
-        blocked = _causal(*lengths)[1] if is_causal else _minus_inf_where_not(keep)
-        for extra in (None if added is None else added.data, blocked):
-            if extra is None:
-                continue
-            if np.broadcast_shapes(scores.shape, extra.shape) == scores.shape:
-                scores += extra
-            else:
-                scores = scores + extra
+        if extra is not None:
+            scores += extra if extra.ndim < 3 else extra[i:j]
+        _safe_softmax(scores, dead[i:j])
+        if kept is not None:
+            draw = draws(i, j).reshape(scores.shape)
+            scores = scores * _dropped(
+                np.greater_equal(draw, dropout_p, out=kept[i:j]), dropout_p, scores
+            )
+        np.matmul(scores, v[i:j], out=out[i:j])
+
+    threads.run(block, parts)
+    dead = dead.reshape((*lead, length, 1)) if dead.any() else None
+    prev = (query, key, value) if added is None else (query, key, value, added)
+    ctx = (probs, (kept, dropout_p), scale, keep, dead, lead)
+    return make_node(
+        out.reshape((*lead, *out.shape[-2:])), prev, op, _scaled_dot_product_attention_backward, ctx
+    )
+
+
+def _batch_shape(query: Tensor, key: Tensor, value: Tensor, extra: Any, op: str) -> tuple:
+    """The batch dims that query, key, value and the mask broadcast to."""
+    try:
+        lead = np.broadcast_shapes(query.shape[:-2], key.shape[:-2])
+        if extra is not None:
+            lead = np.broadcast_shapes(lead, np.shape(extra)[:-2])
+            np.broadcast_shapes((query.shape[-2], key.shape[-2]), np.shape(extra)[-2:])
     except ValueError:
         raise ValueError(
             f"{op}: query {query.shape}, key {key.shape} and mask "
-            f"{np.shape(raw(attn_mask)) if attn_mask is not None else None} cannot broadcast"
+            f"{np.shape(extra) if extra is not None else None} cannot broadcast"
         ) from None
-    probs, dead = _safe_softmax(scores)
-    kept = None  # dropout's booleans: the node keeps these, not the mask (a quarter the size)
-    if dropout_p:
-        kept = numpy_rng(generator).random(probs.shape) >= dropout_p
     try:
-        out = np.matmul(
-            probs if kept is None else probs * _dropped(kept, dropout_p, probs), value.data
-        )
+        return np.broadcast_shapes(lead, value.shape[:-2])
     except ValueError:
         raise ValueError(
             f"{op}: the batch dims of query {query.shape}, key {key.shape} and value "
             f"{value.shape} cannot broadcast"
         ) from None
-    prev = (query, key, value) if added is None else (query, key, value, added)
-    ctx = (probs, (kept, dropout_p), scale, keep, dead)
-    return make_node(out, prev, op, _scaled_dot_product_attention_backward, ctx)
+
+
+def _batched(a: np.ndarray, batch: tuple[int, ...]) -> np.ndarray:
+    """a's matrices broadcast to the batch dims ``batch`` (a view)."""
+    return np.broadcast_to(a, (*batch, *a.shape[-2:]))
 
 
 def _dropped(kept: np.ndarray, p: float, like: np.ndarray) -> np.ndarray:
@@ -196,23 +265,20 @@ def _row_max(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1)[at].reshape((*x.shape[:-1], 1))
 
 
-def _safe_softmax(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+def _safe_softmax(scores: np.ndarray, dead: np.ndarray) -> None:
     """softmax over the last dim, in place, computed as e^(x - max); a row of -inf only
-    (nothing to attend to) gives zeros, as torch's. Returns the probabilities and the rows
-    that gave zeros (a boolean (..., L, 1) array), or None when there are none."""
+    (nothing to attend to) gives zeros, as torch's, and is marked True in ``dead`` (a
+    boolean (..., L, 1) array)."""
     top = _row_max(scores)
-    dead = top == -np.inf
-    if not dead.any():
-        dead = None
-    else:
+    np.equal(top, -np.inf, out=dead)
+    if dead.any():
         top[dead] = 0.0
     scores -= top
     np.exp(scores, out=scores)
     total = _row_sums(scores)
-    if dead is not None:
+    if dead.any():
         total[dead] = 1.0  # 0 / 1: the row stays 0
     scores /= total
-    return scores, dead
 
 
 def _scaled_dot_product_attention_backward(
@@ -221,22 +287,72 @@ def _scaled_dot_product_attention_backward(
     """O = D(P) @ V with P = softmax(S), S = Q K^T * scale (+ M, masked to -inf) and D the
     dropout (P times a constant 0 or 1/(1-p) per element):
     dV = D(P)^T dO, dP = D(dO V^T), dS = P * (dP - rowsum(dP * P)), dQ = dS K * scale,
-    dK = dS^T Q * scale, dM = dS. The fast pass computes dS in place; under create_graph
-    P is computed again from Q and K (and M) as nodes, so the second derivative sees how
-    it depends on them."""
-    probs, (kept, dropout_p), scale, keep, dead = ctx
-    dropped = None if kept is None else _dropped(kept, dropout_p, raw(probs))
+    dK = dS^T Q * scale, dM = dS. The fast pass does it a block of (batch, head) pairs at
+    a time, as the forward pass does; under create_graph P is computed again from Q and
+    K (and M) as nodes, so the second derivative sees how it depends on them."""
     if isinstance(g, Tensor):
-        scores = (q @ swapaxes(k, -1, -2)) * scale
-        if mask:
-            scores = scores + mask[0]
-        if keep is not None:
-            scores = where(keep, scores, -np.inf)
-        if dead is not None:  # no -inf rows: their probabilities are set to 0 below
-            scores = where(dead, 0.0, scores)
-        probs = scores.softmax(-1)
-        if dead is not None:
-            probs = where(dead, 0.0, probs)
+        return _attention_graph_rule(g, ctx, need, q, k, v, *mask)
+    probs, (kept, dropout_p), scale, _, _, lead = ctx
+    batch, (length, source) = probs.shape[:-2], probs.shape[-2:]
+    qs, ks, vs, gs = (_batched(a, batch) for a in (q, k, v, g))
+    grad_q, grad_k, grad_v, grad_m = (
+        np.empty(shape, dtype) if wanted else None
+        for wanted, shape, dtype in (
+            (need[0], qs.shape, np.result_type(gs, ks)),
+            (need[1], ks.shape, np.result_type(gs, qs)),
+            (need[2], vs.shape, np.result_type(probs, gs)),
+            (mask and need[3], probs.shape, np.result_type(gs, vs)),
+        )
+    )
+    scores_wanted = need[0] or need[1] or (mask and need[3])
+
+    def block(i: int, j: int) -> None:
+        p = probs[i:j]
+        dropped = None if kept is None else _dropped(kept[i:j], dropout_p, p)
+        if grad_v is not None:
+            weights = p if dropped is None else p * dropped
+            np.matmul(np.swapaxes(weights, -1, -2), gs[i:j], out=grad_v[i:j])
+        if not scores_wanted:
+            return
+        gp = gs[i:j] @ np.swapaxes(vs[i:j], -1, -2)
+        if dropped is not None:
+            gp *= dropped
+        gp -= _row_sums(gp * p)
+        gp *= p  # dS
+        if grad_q is not None:
+            np.multiply(np.matmul(gp, ks[i:j], out=grad_q[i:j]), scale, out=grad_q[i:j])
+        if grad_k is not None:
+            np.matmul(np.swapaxes(gp, -1, -2), qs[i:j], out=grad_k[i:j])
+            grad_k[i:j] *= scale
+        if grad_m is not None:
+            grad_m[i:j] = gp
+
+    threads.run(block, threads.spans(batch[0], math.prod(batch[1:]) * length * source))
+    grads = tuple(
+        None if a is None else a.reshape((*lead, *a.shape[-2:]))
+        for a in (grad_q, grad_k, grad_v, grad_m)
+    )
+    return grads if mask else grads[:3]
+
+
+def _attention_graph_rule(
+    g: Tensor, ctx: tuple, need: Need, q: Arr, k: Arr, v: Arr, *mask: Arr
+) -> Grads:
+    """The attention rule as nodes (create_graph), with P computed again."""
+    _, (kept, dropout_p), scale, keep, dead, lead = ctx
+    scores = (q @ swapaxes(k, -1, -2)) * scale
+    if mask:
+        scores = scores + mask[0]
+    if keep is not None:
+        scores = where(keep, scores, -np.inf)
+    if dead is not None:  # no -inf rows: their probabilities are set to 0 below
+        scores = where(dead, 0.0, scores)
+    probs = scores.softmax(-1)
+    if dead is not None:
+        probs = where(dead, 0.0, probs)
+    dropped = None
+    if kept is not None:
+        dropped = _dropped(kept, dropout_p, raw(probs)).reshape((*lead, *kept.shape[-2:]))
     weights = probs if dropped is None else probs * dropped
     gv = swapaxes(weights, -1, -2) @ g if need[2] else None
     gs = None
@@ -244,12 +360,7 @@ def _scaled_dot_product_attention_backward(
         gp = g @ swapaxes(v, -1, -2)
         if dropped is not None:
             gp = gp * dropped
-        if isinstance(gp, Tensor):
-            gs = probs * (gp - sum_dims(gp * probs, (gp.ndim - 1,), True))
-        else:  # the same arithmetic, in place
-            gp -= _row_sums(gp * probs)
-            gp *= probs
-            gs = gp
+        gs = probs * (gp - sum_dims(gp * probs, (gp.ndim - 1,), True))
     gq = (gs @ k) * scale if need[0] else None
     gk = (swapaxes(gs, -1, -2) @ q) * scale if need[1] else None
     if mask:

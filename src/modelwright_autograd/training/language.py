@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ..checkpoint import save_checkpoint, tensors_file
 from ..collector import collection_paused
@@ -39,6 +38,7 @@ from ..lm.corpus import (
 from ..lm.sampling import sample_model
 from ..lm.scoring import counting_bigram_loss, names_loss, text_loss
 from ..optim import AdamW, clip_grad_norm_, warmup_cosine_lr
+from ..tensor import threads
 from .loop import progress_bar
 from .outputs import OutputError
 from .run_state import LAST, ResumePoint, rng_states, run_state, signals_deferred
@@ -413,7 +413,7 @@ def run_lm_training(
 
     start = resume[1].step if resume else 0
     with (
-        threadpool_limits(settings.threads, user_api="blas"),
+        threads.limit(settings.threads),
         progress_bar(
             settings.steps, f"train {settings.label} {settings.model.kind}", quiet, start
         ) as progress,

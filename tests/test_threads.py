@@ -1,0 +1,165 @@
+"""Work split over threads (tensor/threads.py): the spans, the runner, and the rules that
+use it giving the same numbers at every thread count, equal to torch at sizes that take
+many blocks."""
+
+import itertools
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as TF
+from threadpoolctl import threadpool_info
+
+import modelwright_autograd.tensor as T
+from modelwright_autograd.tensor import functional as F
+from modelwright_autograd.tensor import threads
+
+
+@pytest.fixture
+def thread_count():
+    """Set the count for a test and put the old one back."""
+    old = threads.get_num_threads()
+    yield threads.set_num_threads
+    threads.set_num_threads(old)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3])
+@pytest.mark.parametrize("n, size", [(1, 1), (7, 1), (48, 4096), (384, 65536), (10**6, 1)])
+def test_spans_cover_the_range_in_order_in_shares_of_equal_count(thread_count, count, n, size):
+    thread_count(count)
+    parts = threads.spans(n, size)
+    assert parts[0][0] == 0 and parts[-1][1] == n
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(parts))
+    assert all(stop > start for start, stop in parts)
+    if n * size > threads.BLOCK_ELEMENTS and n >= count:
+        assert len(parts) >= count
+    assert max(stop - start for start, stop in parts) * size <= max(threads.BLOCK_ELEMENTS, size)
+
+
+def test_no_spans_for_nothing():
+    assert threads.spans(0, 5) == []
+
+
+@pytest.mark.parametrize("count", [1, 2, 4])
+def test_run_calls_every_span_once_and_uses_the_threads_asked_for(thread_count, count):
+    thread_count(count)
+    seen, names = [], set()
+
+    def work(i, j):
+        time.sleep(0.01)  # long enough that the runs overlap, each on its own thread
+        seen.append((i, j))
+        names.add(threading.current_thread().name)
+
+    parts = [(i, i + 1) for i in range(8)]
+    threads.run(work, parts)
+    assert sorted(seen) == parts
+    assert len(names) == count
+
+
+def test_run_raises_an_error_once_every_thread_has_stopped(thread_count):
+    """The thread whose span raises stops there (spans 4..7 are its run); the other ends
+    its run before the error reaches the caller, and nothing runs after."""
+    thread_count(2)
+    ended = []
+
+    def work(i, j):
+        time.sleep(0.01)
+        if i == 5:
+            raise ZeroDivisionError("span 5")
+        ended.append(i)
+
+    with pytest.raises(ZeroDivisionError, match="span 5"):
+        threads.run(work, [(i, i + 1) for i in range(8)])
+    assert sorted(ended) == [0, 1, 2, 3, 4]
+    time.sleep(0.05)
+    assert sorted(ended) == [0, 1, 2, 3, 4]
+
+
+def test_run_on_threads_puts_blas_back_as_it_was(thread_count):
+    thread_count(2)
+    before = [(i["internal_api"], i["num_threads"]) for i in threadpool_info()]
+    inside = []
+    threads.run(lambda i, j: inside.append(threadpool_info()), [(0, 1), (1, 2)])
+    assert [(i["internal_api"], i["num_threads"]) for i in threadpool_info()] == before
+    blas = [i for i in inside[0] if i["user_api"] == "blas"]
+    assert blas and all(i["num_threads"] == 1 for i in blas)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_set_num_threads_refuses_what_is_not_a_positive_integer(bad):
+    with pytest.raises(ValueError, match="positive integer"):
+        threads.set_num_threads(bad)
+
+
+# Attention whose scores take many blocks: (8, 8) pairs of 128 x 128 scores is a million
+# elements, four blocks; q, k and v views into one projection, as the GPT's
+BIG = (8, 8, 128, 32)
+
+
+def _attention(count, dropout_p, generator, dtype=np.float64):
+    b, h, length, e = BIG
+    rng = np.random.default_rng(5)
+    qkv = T.Tensor(rng.standard_normal((b, length, 3, h, e)).astype(dtype), requires_grad=True)
+    q, k, v = (qkv[:, :, i].transpose(1, 2) for i in range(3))
+    threads.set_num_threads(count)
+    out = F.scaled_dot_product_attention(
+        q, k, v, dropout_p=dropout_p, is_causal=True, generator=generator
+    )
+    out.backward(np.random.default_rng(6).standard_normal(out.shape).astype(dtype))
+    return qkv, out
+
+
+@pytest.mark.parametrize("dropout_p", [0.0, 0.2])
+def test_attention_on_many_blocks_matches_torch_and_every_thread_count(thread_count, dropout_p):
+    seed = 3
+    qkv, out = _attention(1, dropout_p, seed)
+    for count in (2, 3):
+        other_qkv, other = _attention(count, dropout_p, seed)
+        np.testing.assert_array_equal(other.data, out.data)
+        np.testing.assert_array_equal(other_qkv.grad, qkv.grad)
+    keep = np.random.default_rng(seed).random((*out.shape[:-1], BIG[2])) >= dropout_p
+    theirs = torch.tensor(qkv.data, requires_grad=True)
+    q, k, v = (theirs[:, :, i].transpose(1, 2) for i in range(3))
+    weights = TF.softmax(
+        (q @ k.transpose(-2, -1)) / np.sqrt(BIG[3])
+        + torch.full(BIG[2:3] * 2, -torch.inf, dtype=q.dtype).triu(1),
+        dim=-1,
+    )
+    expected = (weights * torch.tensor(keep) / (1 - dropout_p)) @ v
+    expected.backward(torch.tensor(np.random.default_rng(6).standard_normal(out.shape)))
+    np.testing.assert_allclose(out.data, expected.detach().numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(qkv.grad, theirs.grad.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_attention_float32_on_many_blocks_is_the_same_at_every_thread_count(thread_count):
+    qkv, out = _attention(1, 0.1, 4, np.float32)
+    other_qkv, other = _attention(2, 0.1, 4, np.float32)
+    np.testing.assert_array_equal(other.data, out.data)
+    np.testing.assert_array_equal(other_qkv.grad, qkv.grad)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+def test_dropout_masks_on_threads_are_one_draw_in_order(thread_count, count):
+    """A seed or a Generator (which jumps ahead on threads), and NumPy's global generator
+    (drawn in order first): the mask of ``random(shape) >= p`` and the generator left as
+    that one draw leaves it."""
+    thread_count(count)
+    x = T.Tensor(np.random.default_rng(0).standard_normal((700, 1000)), requires_grad=True)
+    p = 0.3
+    for make in (lambda: 17, lambda: np.random.default_rng(17)):
+        rng = make()
+        out = F.dropout(x, p, generator=rng)
+        expected = np.random.default_rng(17)
+        keep = expected.random(x.shape) >= p
+        np.testing.assert_array_equal(out.data, x.data * np.where(keep, 1 / (1 - p), 0.0))
+        if isinstance(rng, np.random.Generator):
+            assert rng.random() == expected.random()
+    np.random.seed(8)
+    out = F.dropout(x, p)
+    np.random.seed(8)
+    keep = np.random.random(x.shape) >= p
+    np.testing.assert_array_equal(out.data, x.data * np.where(keep, 1 / (1 - p), 0.0))
+    out.backward(np.ones(x.shape))
+    np.testing.assert_array_equal(x.grad, np.where(keep, 1 / (1 - p), 0.0))
