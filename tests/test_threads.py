@@ -42,6 +42,13 @@ def test_no_spans_for_nothing():
     assert threads.spans(0, 5) == []
 
 
+def test_run_keeps_to_this_thread_below_two_spans_a_thread(thread_count):
+    thread_count(4)
+    names = set()
+    threads.run(lambda i, j: names.add(threading.current_thread().name), [(0, 1), (1, 2)])
+    assert names == {threading.current_thread().name}
+
+
 @pytest.mark.parametrize("count", [1, 2, 4])
 def test_run_calls_every_span_once_and_uses_the_threads_asked_for(thread_count, count):
     thread_count(count)
@@ -81,7 +88,7 @@ def test_run_on_threads_puts_blas_back_as_it_was(thread_count):
     thread_count(2)
     before = [(i["internal_api"], i["num_threads"]) for i in threadpool_info()]
     inside = []
-    threads.run(lambda i, j: inside.append(threadpool_info()), [(0, 1), (1, 2)])
+    threads.run(lambda i, j: inside.append(threadpool_info()), [(i, i + 1) for i in range(4)])
     assert [(i["internal_api"], i["num_threads"]) for i in threadpool_info()] == before
     blas = [i for i in inside[0] if i["user_api"] == "blas"]
     assert blas and all(i["num_threads"] == 1 for i in blas)
@@ -163,3 +170,28 @@ def test_dropout_masks_on_threads_are_one_draw_in_order(thread_count, count):
     np.testing.assert_array_equal(out.data, x.data * np.where(keep, 1 / (1 - p), 0.0))
     out.backward(np.ones(x.shape))
     np.testing.assert_array_equal(x.grad, np.where(keep, 1 / (1 - p), 0.0))
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_on_many_blocks_matches_torch_and_every_thread_count(thread_count, approximate, dtype):
+    """1.1 million elements: five blocks, shared among the threads (float32's erf form
+    has its own fast path)."""
+    data = np.random.default_rng(1).standard_normal((1000, 1100)).astype(dtype) * 3
+    upstream = np.random.default_rng(2).standard_normal(data.shape).astype(dtype)
+    results = []
+    for count in (1, 2, 3):
+        thread_count(count)
+        x = T.Tensor(data, requires_grad=True)
+        out = F.gelu(x, approximate=approximate)
+        out.backward(upstream)
+        results.append((out.data, x.grad))
+    for out, grad in results[1:]:
+        np.testing.assert_array_equal(out, results[0][0])
+        np.testing.assert_array_equal(grad, results[0][1])
+    xt = torch.tensor(data, requires_grad=True)
+    expected = TF.gelu(xt, approximate=approximate)
+    expected.backward(torch.tensor(upstream))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(results[0][0], expected.detach().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_allclose(results[0][1], xt.grad.numpy(), rtol=tol, atol=tol)

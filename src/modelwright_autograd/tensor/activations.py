@@ -12,9 +12,11 @@ GELU is the GPT's costliest step: its float32 form has a fast path (``_gelu_floa
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
+from . import threads
 from .core import (
     Arr,
     Grads,
@@ -90,20 +92,9 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
     x = input.data
     if approximate == "tanh":
-        # t = tanh(k (x + 0.044715 x x x)) in place on one fresh array, kept for the
-        # backward (which would otherwise compute it again); then x (0.5 (1 + t)), the
-        # same bits as 0.5 x (1 + t), a halving being exact
-        saved = np.multiply(x, _GELU_C, out=np.empty_like(x))
-        saved *= x
-        saved *= x
-        saved += x
-        saved *= _GELU_K
-        np.tanh(saved, out=saved)
-        data = np.add(saved, 1.0, out=np.empty_like(x))
-        data *= 0.5
-        data *= x
+        data, saved = _blockwise_forward(_tanh_gelu, x)
     elif x.dtype == np.float32:
-        data, saved = _gelu_float32(x)
+        data, saved = _blockwise_forward(_gelu_float32, x)
     else:  # x * (0.5 (1 + erf)): the same bits as 0.5 x (1 + erf), a halving being exact
         saved = erf_array(x * math.sqrt(0.5))
         saved += 1.0  # in place: a fresh array (one temporary per step, not three)
@@ -126,39 +117,53 @@ _PHI_S = (
     2.2477673917140088e-11,
 )
 _PHI_LIMIT_SQ = np.float32(32.0)  # x^2 is clipped here, at x = 4 sqrt 2
-_CHUNK = 32_768  # elements a pass: a chunk's temporaries stay in the CPU's cache
 
 
-def _gelu_float32(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """x Phi(x) and Phi(x) of a float32 array, a chunk at a time. SciPy's erf is the
-    costliest step of a GPT's forward pass; this is nine times faster (0.9 against 8.5 ms
-    on the CPU GPT's (768, 512) activations, 1 thread), within 1.8 ulp of Phi for x >= 0
-    and 4e-7 of the GELU (torch's float32 GELU: 1.0 ulp, 2.5e-7; measured over every 16th
-    float32 in [-9, 9], tests/test_tensor_ops.py)."""
-    flat = np.ascontiguousarray(x).reshape(-1)
-    out, cdf = np.empty_like(flat), np.empty_like(flat)
+def _gelu_float32(x: np.ndarray, out: np.ndarray, cdf: np.ndarray) -> None:
+    """out = x Phi(x) and cdf = Phi(x) of float32 arrays. SciPy's erf is the costliest step
+    of a GPT's forward pass; this is nine times faster (0.9 against 8.5 ms on the CPU GPT's
+    (768, 512) activations, 1 thread), within 1.8 ulp of Phi for x >= 0 and 4e-7 of the
+    GELU (torch's float32 GELU: 1.0 ulp, 2.5e-7; measured over every 16th float32 in
+    [-9, 9], tests/test_tensor_ops.py)."""
     coef = [np.float32(c) for c in _PHI_S]
-    z_buf, u_buf = np.empty((2, min(_CHUNK, flat.size)), dtype=np.float32)
-    for i in range(0, flat.size, _CHUNK):
-        part = slice(i, i + _CHUNK)
-        piece = flat[part]
-        z, u = z_buf[: piece.size], u_buf[: piece.size]  # scratch reused by every chunk
-        np.multiply(piece, piece, out=z)
-        # x^2 clipped, not x: beyond the limit x S(limit^2) only grows, so the tanh stays
-        # saturated (the same bits), and one pass is saved
-        np.minimum(z, _PHI_LIMIT_SQ, out=z)
-        np.multiply(z, coef[-1], out=u)
-        for c in coef[-2:0:-1]:
-            u += c
-            u *= z
-        u += coef[0]
-        u *= piece
-        p = cdf[part]
-        np.tanh(u, out=p)
-        p += np.float32(1.0)
-        p *= np.float32(0.5)
-        np.multiply(piece, p, out=out[part])
-    return out.reshape(x.shape), cdf.reshape(x.shape)
+    z = np.multiply(x, x)
+    # x^2 clipped, not x: beyond the limit x S(limit^2) only grows, so the tanh stays
+    # saturated (the same bits), and one pass is saved
+    np.minimum(z, _PHI_LIMIT_SQ, out=z)
+    u = np.multiply(z, coef[-1])
+    for c in coef[-2:0:-1]:
+        u += c
+        u *= z
+    u += coef[0]
+    u *= x
+    np.tanh(u, out=cdf)
+    cdf += np.float32(1.0)
+    cdf *= np.float32(0.5)
+    np.multiply(x, cdf, out=out)
+
+
+def _tanh_gelu(x: np.ndarray, out: np.ndarray, t: np.ndarray) -> None:
+    """t = tanh(k (x + 0.044715 x x x)) (kept for the backward, which would otherwise
+    compute it again), out = x (0.5 (1 + t)): the same bits as 0.5 x (1 + t), a halving
+    being exact."""
+    np.multiply(x, _GELU_C, out=t)
+    t *= x
+    t *= x
+    t += x
+    t *= _GELU_K
+    np.tanh(t, out=t)
+    np.add(t, 1.0, out=out)
+    out *= 0.5
+    out *= x
+
+
+def _blockwise_forward(rule: Any, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``rule(x, out, saved)`` a block at a time (blocks shared among the threads): the
+    GELU and what its backward keeps, each a new array of x's shape."""
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out, saved = np.empty_like(flat), np.empty_like(flat)
+    threads.run(lambda i, j: rule(flat[i:j], out[i:j], saved[i:j]), threads.spans(flat.size, 1))
+    return out.reshape(x.shape), saved.reshape(x.shape)
 
 
 def _gelu_backward(g: Arr, out: Arr, ctx: tuple[str, np.ndarray], need: Need, a: Arr) -> Grads:
@@ -172,30 +177,50 @@ def _gelu_backward(g: Arr, out: Arr, ctx: tuple[str, np.ndarray], need: Need, a:
             t = tanh((a + a * a * a * _GELU_C) * _GELU_K)
             du = (a * a * (3.0 * _GELU_C) + 1.0) * _GELU_K
             return (g * ((t + 1.0) * 0.5 + a * (1.0 - t * t) * du * 0.5),)
-        t = saved
-        d = np.multiply(t, t, out=np.empty_like(t))  # the same arithmetic, on two arrays
-        np.subtract(1.0, d, out=d)
-        d *= a
-        du = np.multiply(a, a, out=np.empty_like(t))
-        du *= 3.0 * _GELU_C
-        du += 1.0
-        du *= _GELU_K
-        d *= du
-        d *= 0.5
-        np.add(t, 1.0, out=du)
-        du *= 0.5
-        d += du
-        d *= g
-        return (d,)
+        return (_blockwise(_tanh_gelu_slope, g, a, saved),)
     if isinstance(a, Tensor):  # create_graph: Phi as nodes, so its own derivative counts
         cdf = (erf(a * math.sqrt(0.5)) + 1.0) * 0.5
         pdf = exp(a * a * -0.5) * (1.0 / math.sqrt(2.0 * math.pi))
         return (g * (cdf + a * pdf),)
-    d = np.multiply(a, a, out=np.empty_like(a))  # the same arithmetic, in one temporary
+    return (_blockwise(_erf_gelu_slope, g, a, saved),)
+
+
+def _blockwise(slope: Any, g: np.ndarray, a: np.ndarray, saved: np.ndarray) -> np.ndarray:
+    """g * slope(a, saved), in a's dtype, a block at a time (blocks shared among the
+    threads): ``slope`` writes dc/da of a block into its first argument."""
+    shape = a.shape
+    g, a, saved = (np.ascontiguousarray(v).reshape(-1) for v in (g, a, saved))
+    d = np.empty(a.shape, a.dtype)
+
+    def block(i: int, j: int) -> None:
+        slope(d[i:j], a[i:j], saved[i:j])
+        d[i:j] *= g[i:j]
+
+    threads.run(block, threads.spans(d.size, 1))
+    return d.reshape(shape)
+
+
+def _erf_gelu_slope(d: np.ndarray, a: np.ndarray, cdf: np.ndarray) -> None:
+    """d = Phi(a) + a phi(a), phi(a) = e^(-a^2/2) / sqrt(2 pi)."""
+    np.multiply(a, a, out=d)
     d *= -0.5
     np.exp(d, out=d)
     d *= 1.0 / math.sqrt(2.0 * math.pi)
     d *= a
-    d += saved
-    d *= g
-    return (d,)
+    d += cdf
+
+
+def _tanh_gelu_slope(d: np.ndarray, a: np.ndarray, t: np.ndarray) -> None:
+    """d = 0.5 (1 + t) + 0.5 a (1 - t^2) k (1 + 3 * 0.044715 a^2)."""
+    np.multiply(t, t, out=d)
+    np.subtract(1.0, d, out=d)
+    d *= a
+    du = np.multiply(a, a)
+    du *= 3.0 * _GELU_C
+    du += 1.0
+    du *= _GELU_K
+    d *= du
+    d *= 0.5
+    np.add(t, 1.0, out=du)
+    du *= 0.5
+    d += du

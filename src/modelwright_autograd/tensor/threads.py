@@ -81,10 +81,12 @@ def spans(n: int, item_size: int) -> list[Span]:
 
 def run(work: Callable[[int, int], None], parts: list[Span]) -> None:
     """Call ``work(start, stop)`` for every span: in order on this thread when there is one
-    thread or one span, else each thread takes an equal run of consecutive spans (this
-    thread the first). A thread stops at an exception; the first is raised here once every
-    thread has stopped."""
-    threads = min(_threads, len(parts))
+    thread or fewer than two spans a thread, else each thread takes an equal run of
+    consecutive spans (this thread the first). A thread stops at an exception; the first
+    is raised here once every thread has stopped."""
+    # two spans a thread at least: fewer pay more to hand over (and to share the cores
+    # with BLAS's threads, which keep spinning for a while after a product) than they save
+    threads = min(_threads, len(parts) // 2)
     if threads <= 1:
         for start, stop in parts:
             work(start, stop)
