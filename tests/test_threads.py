@@ -195,3 +195,45 @@ def test_gelu_on_many_blocks_matches_torch_and_every_thread_count(thread_count, 
     tol = 1e-5 if dtype == np.float32 else 1e-12
     np.testing.assert_allclose(results[0][0], expected.detach().numpy(), rtol=tol, atol=tol)
     np.testing.assert_allclose(results[0][1], xt.grad.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("affine", ["both", "weight", "bias", "none"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_on_many_blocks_matches_torch_and_every_thread_count(
+    thread_count, affine, dtype
+):
+    """(4, 1000, 384): about six blocks of rows, shared among the threads."""
+    rng = np.random.default_rng(3)
+    data = (rng.standard_normal((4, 1000, 384)) * 2 + 1).astype(dtype)
+    weight = (rng.standard_normal(384) + 1).astype(dtype)
+    bias = rng.standard_normal(384).astype(dtype)
+    upstream = rng.standard_normal(data.shape).astype(dtype)
+    wanted = {"both": ("weight", "bias"), "weight": ("weight",), "bias": ("bias",)}
+    names = wanted.get(affine, ())
+    results = []
+    for count in (1, 2, 3):
+        thread_count(count)
+        x = T.Tensor(data, requires_grad=True)
+        params = {
+            name: T.Tensor(value, requires_grad=True)
+            for name, value in (("weight", weight), ("bias", bias))
+            if name in names
+        }
+        out = F.layer_norm(x, (384,), **params)
+        out.backward(upstream)
+        results.append([out.data, x.grad, *(p.grad for p in params.values())])
+    for other in results[1:]:
+        for a, b in zip(other, results[0]):
+            np.testing.assert_array_equal(a, b)
+    xt = torch.tensor(data, requires_grad=True)
+    params_t = {
+        name: torch.tensor(value, requires_grad=True)
+        for name, value in (("weight", weight), ("bias", bias))
+        if name in names
+    }
+    expected = TF.layer_norm(xt, (384,), **params_t)
+    expected.backward(torch.tensor(upstream))
+    theirs = [expected.detach(), xt.grad, *(p.grad for p in params_t.values())]
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    for a, b in zip(results[0], theirs):
+        np.testing.assert_allclose(a, b.numpy(), rtol=tol, atol=tol)

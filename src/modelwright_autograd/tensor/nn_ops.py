@@ -429,22 +429,35 @@ def layer_norm(
     n = math.prod(shape)
     rows = x.reshape(math.prod(x.shape[: x.ndim - k]), n)
     count = max(n, 1)  # an empty row's statistics are 0, not 0/0
-    xc = rows - _row_sums(rows) / count
-    var = np.einsum("ij,ij->i", xc, xc).reshape(-1, 1)  # the rows' sums of squares
-    var /= count
-    var += eps
-    rstd = var**-0.5
-    xhat = xc
-    xhat *= rstd  # in place
-    data = xhat.reshape(x.shape)
+    xhat, rstd = np.empty(rows.shape, rows.dtype), np.empty((len(rows), 1), rows.dtype)
+    w = None if weight is None else weight.data.reshape(-1)
+    b = None if bias is None else bias.data.reshape(-1)
+    out = None  # xhat * w (+ b in place, when that keeps the product's dtype), or None
+    if w is not None:
+        out = np.empty(rows.shape, np.result_type(xhat, w))
+    in_place = (
+        out is not None and b is not None and np.promote_types(out.dtype, b.dtype) == out.dtype
+    )
+
+    def block(i: int, j: int) -> None:  # rows i..j-1, in cache
+        xc = np.subtract(rows[i:j], _row_sums(rows[i:j]) / count, out=xhat[i:j])
+        var = np.einsum("ij,ij->i", xc, xc).reshape(-1, 1)  # the rows' sums of squares
+        var /= count
+        var += eps
+        rstd[i:j] = var**-0.5
+        xc *= rstd[i:j]
+        if out is not None:
+            np.multiply(xc, w, out=out[i:j])
+            if in_place:
+                out[i:j] += b
+
+    threads.run(block, threads.spans(len(rows), n))
+    data = (xhat if out is None else out).reshape(x.shape)
     prev: tuple[Tensor, ...] = (input,)
     if weight is not None:
-        data = data * weight.data
         prev += (weight,)
     if bias is not None:
-        if weight is not None and np.promote_types(data.dtype, bias.dtype) == data.dtype:
-            data += bias.data  # in place: data is the new array xhat * w
-        else:
+        if not in_place:
             data = data + bias.data
         prev += (bias,)
     ctx = (xhat, rstd, tuple(range(x.ndim - k, x.ndim)), eps, weight is not None, bias is not None)
@@ -480,7 +493,9 @@ def _layer_norm_backward(g: Arr, out: Arr, ctx: tuple, need: Need, x: Arr, *wb: 
         return tuple(grads)
     rows = g.reshape(xhat.shape)
     n = rows.shape[1]
-    gy = rows * xhat  # dy * xhat: dw's terms, and dxhat * xhat but for the factor w
+    gy = np.empty(rows.shape, np.result_type(rows, xhat))  # dy * xhat: dw's terms, and
+    parts = threads.spans(len(rows), n)  # dxhat * xhat but for the factor w
+    threads.run(lambda i, j: np.multiply(rows[i:j], xhat[i:j], out=gy[i:j]), parts)
     grads = [None]
     if has_w:
         grads.append(_column_sums(gy, shape) if need[1] else None)
@@ -490,16 +505,21 @@ def _layer_norm_backward(g: Arr, out: Arr, ctx: tuple, need: Need, x: Arr, *wb: 
         # the means of dxhat = dy * w and of dxhat * xhat: products with the column w / N
         col = np.ones((n, 1), dtype=rows.dtype) if w is None else w.reshape(n, 1)
         col = col / max(n, 1)
-        m1, m2 = rows @ col, gy @ col
         gx = np.empty(x.shape, dtype=gy.dtype)
         gx_rows = gx.reshape(rows.shape)  # a view: writing it writes gx
-        if has_w:
-            np.multiply(rows, w.reshape(-1), out=gx_rows)
-        else:
-            gx_rows[...] = rows
-        gx_rows -= m1
-        gx_rows -= np.multiply(xhat, m2, out=gy)
-        gx_rows *= rstd
+
+        def block(i: int, j: int) -> None:  # rows i..j-1, in cache
+            m1, m2 = rows[i:j] @ col, gy[i:j] @ col
+            out = gx_rows[i:j]
+            if has_w:
+                np.multiply(rows[i:j], w.reshape(-1), out=out)
+            else:
+                out[...] = rows[i:j]
+            out -= m1
+            out -= np.multiply(xhat[i:j], m2, out=gy[i:j])  # gy's terms are summed: reuse
+            out *= rstd[i:j]
+
+        threads.run(block, parts)
         grads[0] = gx
     return tuple(grads)
 
