@@ -3,6 +3,7 @@ use it giving the same numbers at every thread count, equal to torch at sizes th
 many blocks."""
 
 import itertools
+import signal
 import threading
 import time
 
@@ -92,6 +93,19 @@ def test_run_on_threads_puts_blas_back_as_it_was(thread_count):
     assert [(i["internal_api"], i["num_threads"]) for i in threadpool_info()] == before
     blas = [i for i in inside[0] if i["user_api"] == "blas"]
     assert blas and all(i["num_threads"] == 1 for i in blas)
+
+
+def test_the_helper_threads_leave_ctrl_c_and_sigterm_to_the_main_thread(thread_count):
+    thread_count(2)
+    masks = {}
+
+    def work(i, j):
+        time.sleep(0.01)
+        masks[threading.current_thread().name] = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+
+    threads.run(work, [(i, i + 1) for i in range(4)])
+    helpers = [mask for name, mask in masks.items() if name != threading.current_thread().name]
+    assert helpers and all({signal.SIGINT, signal.SIGTERM} <= mask for mask in helpers)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])

@@ -15,6 +15,7 @@ import contextlib
 import functools
 import math
 import os
+import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -117,12 +118,22 @@ def _blas_controller() -> ThreadpoolController:
     return ThreadpoolController()
 
 
+def _block_signals() -> None:
+    """A helper thread blocks Ctrl-C and SIGTERM, so that they reach the main thread (whose
+    handlers decide what they do) and wake it wherever it waits, as launch.py arranges for
+    the threads started while the command line is imported."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+
+
 def _executor() -> ThreadPoolExecutor:
     """The pool of helper threads (the caller is the other one), made at first use and
     again in a forked child or after the count grew."""
     global _pool, _pool_pid, _pool_size
     if _pool is None or _pool_pid != os.getpid() or _pool_size < _threads - 1:
         _pool_size = _threads - 1
-        _pool = ThreadPoolExecutor(_pool_size, thread_name_prefix="modelwright")
+        _pool = ThreadPoolExecutor(
+            _pool_size, thread_name_prefix="modelwright", initializer=_block_signals
+        )
         _pool_pid = os.getpid()
     return _pool
