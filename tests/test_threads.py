@@ -163,19 +163,23 @@ def test_attention_float32_on_many_blocks_is_the_same_at_every_thread_count(thre
 
 @pytest.mark.parametrize("count", [1, 2])
 def test_dropout_masks_on_threads_are_one_draw_in_order(thread_count, count):
-    """A seed or a Generator (which jumps ahead on threads), and NumPy's global generator
-    (drawn in order first): the mask of ``random(shape) >= p`` and the generator left as
-    that one draw leaves it."""
+    """A seed, a Generator of each kind (PCG64's jump ahead on threads, the others draw in
+    order first), a RandomState and NumPy's global generator: the mask of
+    ``random(shape) >= p`` and the generator left as that one draw leaves it."""
     thread_count(count)
     x = T.Tensor(np.random.default_rng(0).standard_normal((700, 1000)), requires_grad=True)
     p = 0.3
-    for make in (lambda: 17, lambda: np.random.default_rng(17)):
-        rng = make()
+    kinds = (np.random.PCG64, np.random.PCG64DXSM, np.random.Philox, np.random.SFC64)
+    makers = [lambda: 17] + [lambda kind=kind: np.random.Generator(kind(17)) for kind in kinds]
+    makers.append(lambda: np.random.RandomState(17))
+    for make in makers:
+        rng, expected = make(), make()
+        if isinstance(expected, int):
+            expected = np.random.default_rng(expected)
         out = F.dropout(x, p, generator=rng)
-        expected = np.random.default_rng(17)
         keep = expected.random(x.shape) >= p
         np.testing.assert_array_equal(out.data, x.data * np.where(keep, 1 / (1 - p), 0.0))
-        if isinstance(rng, np.random.Generator):
+        if not isinstance(rng, int):
             assert rng.random() == expected.random()
     np.random.seed(8)
     out = F.dropout(x, p)

@@ -59,14 +59,14 @@ def _span_draws(generator: Any, parts: list[threads.Span], size: int) -> Any:
     """A function of a span (i, j) of ``parts`` giving its (j - i) * size uniform draws in
     [0, 1): the numbers one draw of them all in order would give (``generator``: an int
     seed, a NumPy generator, or None for NumPy's global one), whichever thread asks. On
-    one thread the spans are drawn in order; on more, a Generator that can jump ahead
-    (PCG64, NumPy's default) gives each span a copy moved to its place, and another draws
-    them all first."""
+    one thread the spans are drawn in order; on more, a PCG64 Generator (NumPy's default)
+    gives each span a copy jumped ahead to its place, and another draws them all first."""
     rng = numpy_rng(generator)
     if threads.get_num_threads() == 1 or len(parts) < 2:  # threads.run: in order, here
         return lambda i, j: rng.random((j - i) * size)
     bits = getattr(rng, "bit_generator", None)
-    if not hasattr(bits, "advance"):
+    if type(bits) not in (np.random.PCG64, np.random.PCG64DXSM):  # advance(n): n draws
+        # (Philox's advance counts blocks of four, and the others have none)
         drawn = {span: rng.random((span[1] - span[0]) * size) for span in parts}
         return lambda i, j: drawn.pop((i, j))
     kind, state = type(bits), bits.state
