@@ -95,6 +95,23 @@ def test_run_on_threads_puts_blas_back_as_it_was(thread_count):
     assert blas and all(i["num_threads"] == 1 for i in blas)
 
 
+def test_runs_from_two_threads_at_once_put_blas_back_as_it_was(thread_count):
+    thread_count(2)
+    before = [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+
+    def call(pause):
+        threads.run(lambda i, j: time.sleep(pause), [(i, i + 1) for i in range(4)])
+
+    first = threading.Thread(target=call, args=(0.05,))
+    second = threading.Thread(target=call, args=(0.2,))
+    first.start()
+    time.sleep(0.02)
+    second.start()
+    first.join()
+    second.join()
+    assert [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"] == before
+
+
 def test_the_helper_threads_leave_ctrl_c_and_sigterm_to_the_main_thread(thread_count):
     thread_count(2)
     masks = {}
@@ -220,11 +237,12 @@ def test_gelu_on_many_blocks_matches_torch_and_every_thread_count(thread_count, 
 def test_layer_norm_on_many_blocks_matches_torch_and_every_thread_count(
     thread_count, affine, dtype
 ):
-    """(4, 1000, 384): about six blocks of rows, shared among the threads."""
+    """(1001, 768): three to six blocks of rows as the threads are 1 to 3 (a product per
+    block would sum some rows differently: it is one over all rows)."""
     rng = np.random.default_rng(3)
-    data = (rng.standard_normal((4, 1000, 384)) * 2 + 1).astype(dtype)
-    weight = (rng.standard_normal(384) + 1).astype(dtype)
-    bias = rng.standard_normal(384).astype(dtype)
+    data = (rng.standard_normal((1001, 768)) * 3 + 1).astype(dtype)
+    weight = (rng.standard_normal(768) + 1).astype(dtype)
+    bias = rng.standard_normal(768).astype(dtype)
     upstream = rng.standard_normal(data.shape).astype(dtype)
     wanted = {"both": ("weight", "bias"), "weight": ("weight",), "bias": ("bias",)}
     names = wanted.get(affine, ())
@@ -237,7 +255,7 @@ def test_layer_norm_on_many_blocks_matches_torch_and_every_thread_count(
             for name, value in (("weight", weight), ("bias", bias))
             if name in names
         }
-        out = F.layer_norm(x, (384,), **params)
+        out = F.layer_norm(x, (768,), **params)
         out.backward(upstream)
         results.append([out.data, x.grad, *(p.grad for p in params.values())])
     for other in results[1:]:
@@ -249,9 +267,49 @@ def test_layer_norm_on_many_blocks_matches_torch_and_every_thread_count(
         for name, value in (("weight", weight), ("bias", bias))
         if name in names
     }
-    expected = TF.layer_norm(xt, (384,), **params_t)
+    expected = TF.layer_norm(xt, (768,), **params_t)
     expected.backward(torch.tensor(upstream))
     theirs = [expected.detach(), xt.grad, *(p.grad for p in params_t.values())]
     tol = 1e-4 if dtype == np.float32 else 1e-10
     for a, b in zip(results[0], theirs):
         np.testing.assert_allclose(a, b.numpy(), rtol=tol, atol=tol)
+
+
+def test_dropout_keeps_a_0_d_tensor_0_d():
+    x = T.Tensor(np.float32(2.0), requires_grad=True)
+    out = F.dropout(x, 0.5, generator=0)
+    assert out.shape == ()
+    out.backward()
+    assert x.grad.shape == ()
+
+
+def test_dropout_on_threads_leaves_a_generator_s_buffered_half_draw(thread_count):
+    """PCG64 keeps half of a 64-bit draw for the next float32: jumping ahead must not lose
+    it, as one draw of doubles would not."""
+    thread_count(2)
+    ours, expected = np.random.default_rng(1), np.random.default_rng(1)
+    ours.random(dtype=np.float32)
+    expected.random(dtype=np.float32)
+    F.dropout(T.Tensor(np.ones((600, 1000))), 0.5, generator=ours)
+    expected.random(600 * 1000)
+    assert ours.random(dtype=np.float32) == expected.random(dtype=np.float32)
+
+
+def test_a_mask_that_would_grow_the_scores_is_refused_in_one_line():
+    q, kv = T.Tensor(np.ones((1, 3))), T.Tensor(np.ones((4, 3)))
+    with pytest.raises(ValueError, match=r"mask \(5, 4\) cannot broadcast"):
+        F.scaled_dot_product_attention(q, kv, kv, attn_mask=np.zeros((5, 4)))
+
+
+def test_a_mask_with_more_batch_dims_gives_the_inputs_dtype():
+    """torch's scaled_dot_product_attention refuses such a mask; its composition, in the
+    query's dtype, is what ours gives."""
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((4, 3)).astype(np.float32) for _ in range(3))
+    mask = rng.standard_normal((2, 4, 4))
+    out = F.scaled_dot_product_attention(*(T.Tensor(a) for a in (q, k, v)), attn_mask=mask)
+    qt, kt, vt = (torch.tensor(a) for a in (q, k, v))
+    scores = qt @ kt.T / np.sqrt(3) + torch.tensor(mask, dtype=torch.float32)
+    expected = TF.softmax(scores, dim=-1) @ vt
+    assert out.dtype == np.float32 and out.shape == (2, 4, 3)
+    np.testing.assert_allclose(out.data, expected.numpy(), rtol=1e-5, atol=1e-6)

@@ -40,8 +40,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, generator: Any
         raise ValueError(f"dropout: p must be a probability between 0 and 1, got {p!r}")
     if not training or p == 0.0:
         return input
-    x = np.ascontiguousarray(input.data)
-    flat, scale = x.reshape(-1), (0.0 if p == 1.0 else 1.0 / (1.0 - p))
+    x = input.data
+    flat, scale = x.reshape(-1), (0.0 if p == 1.0 else 1.0 / (1.0 - p))  # a copy if need be
     kept, out = np.empty(x.shape, dtype=bool), np.empty(x.shape, dtype=x.dtype)
     parts = threads.spans(flat.size, 1)
     draws = _span_draws(generator, parts, 1)
@@ -70,7 +70,10 @@ def _span_draws(generator: Any, parts: list[threads.Span], size: int) -> Any:
         drawn = {span: rng.random((span[1] - span[0]) * size) for span in parts}
         return lambda i, j: drawn.pop((i, j))
     kind, state = type(bits), bits.state
-    bits.advance(parts[-1][1] * size)  # past every draw, as one draw of them all would
+    bits.advance(parts[-1][1] * size)  # past every draw, as one draw of them all would:
+    after = bits.state  # which leaves a buffered half of a 32-bit draw as it was
+    after.update(has_uint32=state["has_uint32"], uinteger=state["uinteger"])
+    bits.state = after
 
     def draws(i: int, j: int) -> np.ndarray:
         mine = kind(0)
@@ -148,11 +151,11 @@ def scaled_dot_product_attention(
     out = np.empty((*batch, length, v.shape[-1]), np.result_type(probs, v))
     dead = np.zeros((*batch, length, 1), dtype=bool)  # the rows with nothing to attend to
     kept = None  # dropout's booleans: the node keeps these, not the mask (a quarter the size)
-    pairs = math.prod(batch[1:]) * length * source  # the scores of one item of the first dim
-    parts = threads.spans(batch[0], pairs)
+    per_item = math.prod(batch[1:]) * length * source  # scores of an item of the first dim
+    parts = threads.spans(batch[0], per_item)
     if dropout_p:
         kept = np.empty(probs.shape, dtype=bool)
-        draws = _span_draws(generator, parts, pairs)
+        draws = _span_draws(generator, parts, per_item)
 
     def block(i: int, j: int) -> None:  # items i..j-1 of the first batch dim, in cache
         scores = probs[i:j]
@@ -183,7 +186,9 @@ def _batch_shape(query: Tensor, key: Tensor, value: Tensor, extra: Any, op: str)
         lead = np.broadcast_shapes(query.shape[:-2], key.shape[:-2])
         if extra is not None:
             lead = np.broadcast_shapes(lead, np.shape(extra)[:-2])
-            np.broadcast_shapes((query.shape[-2], key.shape[-2]), np.shape(extra)[-2:])
+            scores = (query.shape[-2], key.shape[-2])
+            if np.broadcast_shapes(scores, np.shape(extra)[-2:]) != scores:
+                raise ValueError  # a mask broadcasts to the (L, S) scores, as torch's
     except ValueError:
         raise ValueError(
             f"{op}: query {query.shape}, key {key.shape} and mask "
@@ -287,8 +292,8 @@ def _scaled_dot_product_attention_backward(
     """O = D(P) @ V with P = softmax(S), S = Q K^T * scale (+ M, masked to -inf) and D the
     dropout (P times a constant 0 or 1/(1-p) per element):
     dV = D(P)^T dO, dP = D(dO V^T), dS = P * (dP - rowsum(dP * P)), dQ = dS K * scale,
-    dK = dS^T Q * scale, dM = dS. The fast pass does it a block of (batch, head) pairs at
-    a time, as the forward pass does; under create_graph P is computed again from Q and
+    dK = dS^T Q * scale, dM = dS. The fast pass does it a block of items of the first batch
+    dim at a time, as the forward pass does; under create_graph P is computed again from Q and
     K (and M) as nodes, so the second derivative sees how it depends on them."""
     if isinstance(g, Tensor):
         return _attention_graph_rule(g, ctx, need, q, k, v, *mask)
@@ -439,8 +444,11 @@ def layer_norm(
         out is not None and b is not None and np.promote_types(out.dtype, b.dtype) == out.dtype
     )
 
+    # the means as one product over all rows: BLAS's sums may depend on where a block starts
+    means = _row_sums(rows) / count
+
     def block(i: int, j: int) -> None:  # rows i..j-1, in cache
-        xc = np.subtract(rows[i:j], _row_sums(rows[i:j]) / count, out=xhat[i:j])
+        xc = np.subtract(rows[i:j], means[i:j], out=xhat[i:j])
         var = np.einsum("ij,ij->i", xc, xc).reshape(-1, 1)  # the rows' sums of squares
         var /= count
         var += eps
@@ -505,18 +513,18 @@ def _layer_norm_backward(g: Arr, out: Arr, ctx: tuple, need: Need, x: Arr, *wb: 
         # the means of dxhat = dy * w and of dxhat * xhat: products with the column w / N
         col = np.ones((n, 1), dtype=rows.dtype) if w is None else w.reshape(n, 1)
         col = col / max(n, 1)
+        m1, m2 = rows @ col, gy @ col  # over all rows, as the forward pass's means
         gx = np.empty(x.shape, dtype=gy.dtype)
         gx_rows = gx.reshape(rows.shape)  # a view: writing it writes gx
 
         def block(i: int, j: int) -> None:  # rows i..j-1, in cache
-            m1, m2 = rows[i:j] @ col, gy[i:j] @ col
             out = gx_rows[i:j]
             if has_w:
                 np.multiply(rows[i:j], w.reshape(-1), out=out)
             else:
                 out[...] = rows[i:j]
-            out -= m1
-            out -= np.multiply(xhat[i:j], m2, out=gy[i:j])  # gy's terms are summed: reuse
+            out -= m1[i:j]
+            out -= np.multiply(xhat[i:j], m2[i:j], out=gy[i:j])  # gy's terms are summed: reuse
             out *= rstd[i:j]
 
         threads.run(block, parts)

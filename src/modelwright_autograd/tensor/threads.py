@@ -1,12 +1,15 @@
 """Independent blocks of array work shared among a few threads.
 
 NumPy's ufuncs and BLAS release the GIL while they run, so Python threads that each
-run a share of the blocks use that many cores. A rule that splits its work this way
-(attention's, over its (batch, head) pairs) gets the same numbers at every thread count:
-the blocks and the arithmetic in each do not depend on it. docs/performance.md measures
-what it gains. ``set_num_threads`` sets the count, as ``torch.set_num_threads``; NumPy's
-BLAS keeps its own (threadpoolctl, or OPENBLAS_NUM_THREADS, sets that); ``limit`` sets
-both for a block (``train --threads``).
+run a share of the blocks use that many cores. The rules that split their work this way
+(attention over the first batch dim, dropout, layer norm over rows, GELU) get the same
+numbers at every thread count: nothing a block computes depends on where it starts (a
+sum over rows is one product over all of them, before the blocks). Work of fewer than
+two blocks a thread stays on the calling thread, so at two threads attention on a batch
+of fewer than four items uses one, and a batch of one is a single block however large.
+docs/language-models.md measures what it gains. ``set_num_threads`` sets the count, as
+``torch.set_num_threads``; NumPy's BLAS keeps its own (threadpoolctl, or
+OPENBLAS_NUM_THREADS, sets that); ``limit`` sets both for a block (``train --threads``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import functools
 import math
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -40,6 +44,7 @@ _threads = _default_threads()
 _pool: ThreadPoolExecutor | None = None
 _pool_pid = 0  # the process that made the pool: a forked child makes its own
 _pool_size = 0
+_running = threading.Lock()  # held by the run on threads (other callers wait for it)
 
 
 def set_num_threads(n: int) -> None:
@@ -69,8 +74,9 @@ def limit(n: int) -> Iterator[None]:
 
 def spans(n: int, item_size: int) -> list[Span]:
     """[0, n) cut into contiguous spans of about ``BLOCK_ELEMENTS / item_size`` items (an
-    item being ``item_size`` elements): one span if all fit in one block, else as many as
-    a multiple of the thread count, so that each thread gets an equal share."""
+    item being ``item_size`` elements, an item at least): one span if all fit in one
+    block, else as many as a multiple of the thread count, or n if fewer, so that the
+    threads get shares as equal as n allows."""
     if n <= 0:
         return []
     count = math.ceil(n * max(item_size, 1) / BLOCK_ELEMENTS)
@@ -100,8 +106,9 @@ def run(work: Callable[[int, int], None], parts: list[Span]) -> None:
             work(start, stop)
 
     # each thread's products on one BLAS thread: BLAS's own threads on top of these would
-    # ask for more cores than there are (twice as slow on attention's, measured)
-    with _blas_controller().limit(limits=1, user_api="blas"):
+    # ask for more cores than there are (twice as slow on attention's, measured). One
+    # run at a time shares the pool and sets the limit (so a block must not call run)
+    with _running, _blas_controller().limit(limits=1, user_api="blas"):
         futures = [_executor().submit(run_all, mine) for mine in runs[1:]]
         try:
             run_all(runs[0])
@@ -131,6 +138,8 @@ def _executor() -> ThreadPoolExecutor:
     again in a forked child or after the count grew."""
     global _pool, _pool_pid, _pool_size
     if _pool is None or _pool_pid != os.getpid() or _pool_size < _threads - 1:
+        if _pool is not None and _pool_pid == os.getpid():
+            _pool.shutdown(wait=False)  # its idle threads end
         _pool_size = _threads - 1
         _pool = ThreadPoolExecutor(
             _pool_size, thread_name_prefix="modelwright", initializer=_block_signals
