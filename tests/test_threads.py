@@ -245,16 +245,14 @@ def test_layer_norm_on_many_blocks_matches_torch_and_every_thread_count(
     bias = rng.standard_normal(768).astype(dtype)
     upstream = rng.standard_normal(data.shape).astype(dtype)
     wanted = {"both": ("weight", "bias"), "weight": ("weight",), "bias": ("bias",)}
-    names = wanted.get(affine, ())
+    affine_terms = {
+        n: v for n, v in (("weight", weight), ("bias", bias)) if n in wanted.get(affine, ())
+    }
     results = []
     for count in (1, 2, 3):
         thread_count(count)
         x = T.Tensor(data, requires_grad=True)
-        params = {
-            name: T.Tensor(value, requires_grad=True)
-            for name, value in (("weight", weight), ("bias", bias))
-            if name in names
-        }
+        params = {n: T.Tensor(v, requires_grad=True) for n, v in affine_terms.items()}
         out = F.layer_norm(x, (768,), **params)
         out.backward(upstream)
         results.append([out.data, x.grad, *(p.grad for p in params.values())])
@@ -262,11 +260,7 @@ def test_layer_norm_on_many_blocks_matches_torch_and_every_thread_count(
         for a, b in zip(other, results[0]):
             np.testing.assert_array_equal(a, b)
     xt = torch.tensor(data, requires_grad=True)
-    params_t = {
-        name: torch.tensor(value, requires_grad=True)
-        for name, value in (("weight", weight), ("bias", bias))
-        if name in names
-    }
+    params_t = {n: torch.tensor(v, requires_grad=True) for n, v in affine_terms.items()}
     expected = TF.layer_norm(xt, (768,), **params_t)
     expected.backward(torch.tensor(upstream))
     theirs = [expected.detach(), xt.grad, *(p.grad for p in params_t.values())]
