@@ -208,10 +208,11 @@ def profile(config: str, iters: int, smoke: bool, top: int = 20) -> dict[str, An
             profiler.disable()
             wall = time.perf_counter() - start
             stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
-            rows = [
-                (f"{Path(file).name}:{name}" if file != "~" else name, own)
-                for (file, _, name), (_, _, own, _, _) in stats.items()
-            ]
+            own_times: dict[str, float] = {}  # functions of one name in a file: summed
+            for (file, _, name), (_, _, own, _, _) in stats.items():
+                key = f"{Path(file).name}:{name}" if file != "~" else name
+                own_times[key] = own_times.get(key, 0.0) + own
+            rows = list(own_times.items())
         else:
             activity = torch.profiler.ProfilerActivity.CPU
             start = time.perf_counter()

@@ -192,11 +192,11 @@ def _blockwise(slope: Any, g: np.ndarray, a: np.ndarray, saved: np.ndarray) -> n
     g, a, saved = (np.ascontiguousarray(v).reshape(-1) for v in (g, a, saved))
     d = np.empty(a.shape, a.dtype)
 
-    def block(i: int, j: int) -> None:
+    def slope_block(i: int, j: int) -> None:
         slope(d[i:j], a[i:j], saved[i:j])
         d[i:j] *= g[i:j]
 
-    threads.run(block, threads.spans(d.size, 1))
+    threads.run(slope_block, threads.spans(d.size, 1))
     return d.reshape(shape)
 
 

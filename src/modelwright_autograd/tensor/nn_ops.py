@@ -46,12 +46,12 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, generator: Any
     parts = threads.spans(flat.size, 1)
     draws = _span_draws(generator, parts, 1)
 
-    def block(i: int, j: int) -> None:
+    def dropout_block(i: int, j: int) -> None:
         mine = kept.reshape(-1)[i:j]
         np.greater_equal(draws(i, j), p, out=mine)
         np.multiply(flat[i:j], _dropout_mask(mine, scale, x.dtype), out=out.reshape(-1)[i:j])
 
-    threads.run(block, parts)
+    threads.run(dropout_block, parts)
     return make_node(out, (input,), "dropout", _dropout_backward, (kept, scale))
 
 
@@ -157,7 +157,7 @@ def scaled_dot_product_attention(
         kept = np.empty(probs.shape, dtype=bool)
         draws = _span_draws(generator, parts, per_item)
 
-    def block(i: int, j: int) -> None:  # items i..j-1 of the first batch dim, in cache
+    def attention_block(i: int, j: int) -> None:  # items i..j-1 of the first batch dim, in cache
         scores = probs[i:j]
         np.matmul(q[i:j], np.swapaxes(k[i:j], -1, -2), out=scores)
         scores *= scale
@@ -171,7 +171,7 @@ def scaled_dot_product_attention(
             )
         np.matmul(scores, v[i:j], out=out[i:j])
 
-    threads.run(block, parts)
+    threads.run(attention_block, parts)
     dead = dead.reshape((*lead, length, 1)) if dead.any() else None
     prev = (query, key, value) if added is None else (query, key, value, added)
     ctx = (probs, (kept, dropout_p), scale, keep, dead, lead)
@@ -311,7 +311,7 @@ def _scaled_dot_product_attention_backward(
     )
     scores_wanted = need[0] or need[1] or (mask and need[3])
 
-    def block(i: int, j: int) -> None:
+    def attention_backward_block(i: int, j: int) -> None:
         p = probs[i:j]
         dropped = None if kept is None else _dropped(kept[i:j], dropout_p, p)
         if grad_v is not None:
@@ -332,7 +332,9 @@ def _scaled_dot_product_attention_backward(
         if grad_m is not None:
             grad_m[i:j] = gp
 
-    threads.run(block, threads.spans(batch[0], math.prod(batch[1:]) * length * source))
+    threads.run(
+        attention_backward_block, threads.spans(batch[0], math.prod(batch[1:]) * length * source)
+    )
     grads = tuple(
         None if a is None else a.reshape((*lead, *a.shape[-2:]))
         for a in (grad_q, grad_k, grad_v, grad_m)
@@ -447,7 +449,7 @@ def layer_norm(
     # the means as one product over all rows: BLAS's sums may depend on where a block starts
     means = _row_sums(rows) / count
 
-    def block(i: int, j: int) -> None:  # rows i..j-1, in cache
+    def layer_norm_block(i: int, j: int) -> None:  # rows i..j-1, in cache
         xc = np.subtract(rows[i:j], means[i:j], out=xhat[i:j])
         var = np.einsum("ij,ij->i", xc, xc).reshape(-1, 1)  # the rows' sums of squares
         var /= count
@@ -459,7 +461,7 @@ def layer_norm(
             if in_place:
                 out[i:j] += b
 
-    threads.run(block, threads.spans(len(rows), n))
+    threads.run(layer_norm_block, threads.spans(len(rows), n))
     data = (xhat if out is None else out).reshape(x.shape)
     prev: tuple[Tensor, ...] = (input,)
     if weight is not None:
@@ -517,7 +519,7 @@ def _layer_norm_backward(g: Arr, out: Arr, ctx: tuple, need: Need, x: Arr, *wb: 
         gx = np.empty(x.shape, dtype=gy.dtype)
         gx_rows = gx.reshape(rows.shape)  # a view: writing it writes gx
 
-        def block(i: int, j: int) -> None:  # rows i..j-1, in cache
+        def layer_norm_backward_block(i: int, j: int) -> None:  # rows i..j-1, in cache
             out = gx_rows[i:j]
             if has_w:
                 np.multiply(rows[i:j], w.reshape(-1), out=out)
@@ -527,7 +529,7 @@ def _layer_norm_backward(g: Arr, out: Arr, ctx: tuple, need: Need, x: Arr, *wb: 
             out -= np.multiply(xhat[i:j], m2[i:j], out=gy[i:j])  # gy's terms are summed: reuse
             out *= rstd[i:j]
 
-        threads.run(block, parts)
+        threads.run(layer_norm_backward_block, parts)
         grads[0] = gx
     return tuple(grads)
 
