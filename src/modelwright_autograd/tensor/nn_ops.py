@@ -275,13 +275,13 @@ def _safe_softmax(scores: np.ndarray, dead: np.ndarray) -> None:
     (nothing to attend to) gives zeros, as torch's, and is marked True in ``dead`` (a
     boolean (..., L, 1) array)."""
     top = _row_max(scores)
-    np.equal(top, -np.inf, out=dead)
-    if dead.any():
+    any_dead = np.equal(top, -np.inf, out=dead).any()
+    if any_dead:
         top[dead] = 0.0
     scores -= top
     np.exp(scores, out=scores)
     total = _row_sums(scores)
-    if dead.any():
+    if any_dead:
         total[dead] = 1.0  # 0 / 1: the row stays 0
     scores /= total
 
@@ -325,7 +325,8 @@ def _scaled_dot_product_attention_backward(
         gp -= _row_sums(gp * p)
         gp *= p  # dS
         if grad_q is not None:
-            np.multiply(np.matmul(gp, ks[i:j], out=grad_q[i:j]), scale, out=grad_q[i:j])
+            np.matmul(gp, ks[i:j], out=grad_q[i:j])
+            grad_q[i:j] *= scale
         if grad_k is not None:
             np.matmul(np.swapaxes(gp, -1, -2), qs[i:j], out=grad_k[i:j])
             grad_k[i:j] *= scale

@@ -109,7 +109,8 @@ def run(work: Callable[[int, int], None], parts: list[Span]) -> None:
     # ask for more cores than there are (twice as slow on attention's, measured). One
     # run at a time shares the pool and sets the limit (so a block must not call run)
     with _running, _blas_controller().limit(limits=1, user_api="blas"):
-        futures = [_executor().submit(run_all, mine) for mine in runs[1:]]
+        pool = _executor()
+        futures = [pool.submit(run_all, mine) for mine in runs[1:]]
         try:
             run_all(runs[0])
         finally:
