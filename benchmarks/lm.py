@@ -143,6 +143,8 @@ def _stepper(side: str, model: Any, settings: Any) -> Any:
             optimizer.step()
 
         return ours
+    if side == "products":
+        return _products_stepper(model, settings)
     import torch
 
     from benchmarks import lm_torch
@@ -159,6 +161,51 @@ def _stepper(side: str, model: Any, settings: Any) -> Any:
         twin_optimizer.step()
 
     return theirs
+
+
+def products_of(model: Any, settings: Any) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The matrix products of one training iteration of ``model``, as pairs (a, b) for
+    a @ b of random operands of their shapes and the model's dtype: each Linear's x W^T,
+    dy W and dy^T x over the batch's rows, and each attention's Q K^T, dO V^T (q-shaped)
+    and P V, P^T dO, dS K, dS^T Q (p-shaped)."""
+    from modelwright_autograd.lm.models import CausalSelfAttention
+    from modelwright_autograd.tensor.nn import Linear
+
+    rng, dtype = np.random.default_rng(0), np.dtype(settings.model.dtype)
+
+    def walk(module: Any) -> Any:
+        yield module
+        for _, child in module.named_children():
+            yield from walk(child)
+
+    def rand(*shape: int) -> np.ndarray:
+        return rng.standard_normal(shape).astype(dtype)
+
+    batch, block, heads = settings.batch_size, settings.model.block_size, settings.model.n_head
+    pairs = []
+    for module in walk(model):
+        if isinstance(module, Linear):
+            out_features, in_features = module.weight.shape
+            x, g = rand(batch * block, in_features), rand(batch * block, out_features)
+            w = rand(out_features, in_features)
+            pairs += [(x, w.T), (g, w), (g.T, x)]
+        elif isinstance(module, CausalSelfAttention):
+            q = rand(batch, heads, block, settings.model.n_embd // heads)
+            p = rand(batch, heads, block, block)
+            pairs += [(q, q.swapaxes(-1, -2))] * 2 + [(p, q)] * 4
+    return pairs
+
+
+def _products_stepper(model: Any, settings: Any) -> Any:
+    """The products of ``products_of`` alone, one after another: about the least time an
+    engine on NumPy's BLAS can take for an iteration, the floor beside ours."""
+    pairs = products_of(model, settings)
+
+    def products(x: np.ndarray, y: np.ndarray) -> None:
+        for a, b in pairs:
+            a @ b
+
+    return products
 
 
 def _one_side(side: str, iters: int, threads: int, smoke: bool, config: str) -> dict[str, Any]:
@@ -231,10 +278,10 @@ def profile(config: str, iters: int, smoke: bool, top: int = 20) -> dict[str, An
 
 def speed(iters: int, rounds: int, threads: int, smoke: bool, config: str) -> dict[str, Any]:
     """Each side in ``rounds`` child processes, alternating, ``iters`` iterations each."""
-    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "torch": []}
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "torch": [], "products": []}
     load_start = load_average()
     for r in range(rounds):
-        for side in ("ours", "torch") if r % 2 == 0 else ("torch", "ours"):
+        for side in ("ours", "torch", "products") if r % 2 == 0 else ("torch", "ours", "products"):
             log(f"speed: {config}, {threads} thread(s), {side}, round {r + 1}/{rounds}")
             cmd = [sys.executable, "-m", "benchmarks.lm", "--child", side, "--iters", str(iters)]
             cmd += ["--threads", str(threads), "--config", config] + (["--smoke"] if smoke else [])
@@ -255,6 +302,7 @@ def speed(iters: int, rounds: int, threads: int, smoke: bool, config: str) -> di
             "rss_growth_mb": max(run["rss_growth_mb"] for run in found),
         }
     result["ratio"] = result["ours"]["median_s"] / result["torch"]["median_s"]
+    result["products_ratio"] = result["products"]["median_s"] / result["torch"]["median_s"]
     result["target"] = SPEED_CONFIGS[config]["target"]
     result["met"] = result["ratio"] <= result["target"]
     result["memory_met"] = result["ours"]["peak_rss_mb"] <= result["torch"]["peak_rss_mb"]
@@ -480,8 +528,9 @@ def report(results: dict[str, Any]) -> str:
             "## Speed: one training iteration, ours / torch beside issue 41's targets",
             "",
             "| model | threads | ours: s/iteration (median, min-max) | torch | ours / torch "
-            "| target | peak RSS ours / torch (MB) | memory target | load (1 min) |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "| target | products alone / torch | peak RSS ours / torch (MB) | memory target "
+            "| load (1 min) |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
         for s in results["speed"]:
             o, t = s["ours"], s["torch"]
@@ -490,6 +539,7 @@ def report(results: dict[str, Any]) -> str:
                 f"{o['median_s']:.4f} ({o['min_s']:.4f}-{o['max_s']:.4f}) | "
                 f"{t['median_s']:.4f} ({t['min_s']:.4f}-{t['max_s']:.4f}) | "
                 f"{s['ratio']:.2f}x | ≤ {s['target']:.1f}x {'met' if s['met'] else 'not met'} | "
+                f"{s['products_ratio']:.2f}x | "
                 f"{o['peak_rss_mb']:.0f} / {t['peak_rss_mb']:.0f} | "
                 f"{'met' if s['memory_met'] else 'not met'} | {_load_range(s)} |"
             )
@@ -594,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="MODEL=STEPS",
         help="names: a budget other than the CLI's default, e.g. transformer=10000",
     )
-    parser.add_argument("--child", choices=("ours", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("ours", "torch", "products"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         found = _one_side(args.child, args.iters, args.threads[0], args.smoke, args.config[0])

@@ -217,6 +217,21 @@ def test_export_loads_into_nanogpts_module_with_the_same_logits(tmp_path):
 SECTIONS = ("speed", "profile", "gpt", "names")
 
 
+def test_the_benchmarks_products_are_a_gpt_iterations_multiply_adds_counted_by_hand():
+    """The speed benchmark's floor (the products alone) does the CPU GPT's multiply-adds:
+    per layer 12 N C^2 in the four Linears (N = B T rows, C wide), forward and two
+    backward products each, 6 B T^2 C in attention; the head 3 N C V."""
+    from benchmarks.lm import _speed_setup, products_of
+
+    settings, model, batches = _speed_setup("cpu", False, 1)
+    (x, _), m = batches[0], settings.model
+    b, t, c, v = *x.shape, m.n_embd, m.vocab_size
+    assert (b, t, c, m.n_layer) == (12, 64, 128, 4)
+    by_hand = m.n_layer * (36 * b * t * c * c + 6 * b * t * t * c) + 3 * b * t * c * v
+    counted = sum(a.size * b.shape[-1] for a, b in products_of(model, settings))
+    assert counted == by_hand
+
+
 @pytest.mark.slow
 def test_the_benchmark_smoke_run(tmp_path):
     """``python -m benchmarks.lm speed profile gpt names --smoke``: toy sizes (speed: the
@@ -245,6 +260,7 @@ def test_the_benchmark_smoke_run(tmp_path):
         assert run["ours"]["median_s"] > 0 and run["torch"]["median_s"] > 0
         assert run["ratio"] == run["ours"]["median_s"] / run["torch"]["median_s"]
         assert run["met"] == (run["ratio"] <= run["target"])
+        assert run["products_ratio"] == run["products"]["median_s"] / run["torch"]["median_s"]
     for label in ("nanoGPT's CPU GPT | 1 |", "names transformer | 1 |"):
         assert label in done.stdout
     (run,) = results["gpt"]["runs"]
