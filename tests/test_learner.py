@@ -269,6 +269,7 @@ def _row(report, name):
     return next(row for row in report.rows if row.name == name)
 
 
+@pytest.mark.xdist_group("broken_reports")
 @pytest.mark.parametrize("engine", list(BROKEN))
 def test_each_broken_engine_fails_with_its_own_diagnosis(broken_reports, engine_files, engine):
     report = broken_reports[engine]
@@ -279,6 +280,7 @@ def test_each_broken_engine_fails_with_its_own_diagnosis(broken_reports, engine_
     assert not report.passed and report.verdict.startswith("not yet:")
 
 
+@pytest.mark.xdist_group("broken_reports")
 @pytest.mark.parametrize("bug", list(NETWORK_BUGS))
 def test_each_network_bug_fails_with_its_own_diagnosis(broken_reports, bug):
     report = broken_reports[bug]
@@ -289,6 +291,7 @@ def test_each_network_bug_fails_with_its_own_diagnosis(broken_reports, bug):
     assert all(r.status == "pass" for r in engine_rows), report.to_text()
 
 
+@pytest.mark.xdist_group("broken_reports")
 @pytest.mark.parametrize("bug", [*ONE_BUG, *NETWORK_BUGS])
 def test_one_cause_is_one_block_on_one_screen(broken_reports, bug):
     """A one-bug engine's report: one row with a reproduce block, the rows failing because
@@ -302,6 +305,7 @@ def test_one_cause_is_one_block_on_one_screen(broken_reports, bug):
     assert len(report.to_text().splitlines()) <= 40, report.to_text()
 
 
+@pytest.mark.xdist_group("broken_reports")
 def test_a_correct_engine_written_differently_passes_every_check(broken_reports):
     report = broken_reports["solved_differently"]  # _prev a list, int grads, its own -
     assert report.failed == 0, report.to_text()
@@ -325,6 +329,7 @@ def test_each_broken_engine_is_the_solved_starter_with_one_small_change():
     assert len(ONE_BUG) >= 33
 
 
+@pytest.mark.xdist_group("broken_reports")
 def test_the_classic_bugs_name_the_right_place(broken_reports):
     # a bug's own row fails; the rows it cannot touch still pass
     assert _row(broken_reports["overwrite_mul"], "a * b").status == "pass"
@@ -339,6 +344,7 @@ def test_the_classic_bugs_name_the_right_place(broken_reports):
         assert _row(broken_reports[engine], "a * b").diagnosis == "fails because 'order' fails"
 
 
+@pytest.mark.xdist_group("broken_reports")
 def test_the_note_on_two_backward_calls_says_what_torch_does(broken_reports):
     """Separate graphs sharing leaves add up as torch's leaves do; one graph twice gives 18
     in a micrograd-style engine (the interior grads the first call left are pushed again)
@@ -364,6 +370,7 @@ def test_the_note_on_two_backward_calls_says_what_torch_does(broken_reports):
     assert "one graph twice, (a*b)*2, gives a.grad 18 here and 12 in torch" in note.diagnosis
 
 
+@pytest.mark.xdist_group("broken_reports")
 def test_a_recursive_sort_is_a_note_not_a_failure(broken_reports):
     report = broken_reports["recursive_topo"]
     assert report.failed == 0, report.to_text()
@@ -372,6 +379,7 @@ def test_a_recursive_sort_is_a_note_not_a_failure(broken_reports):
     assert "explicit stack" in chain.diagnosis
 
 
+@pytest.mark.xdist_group("broken_reports")
 def test_the_untouched_starter_fails_naming_its_todos(broken_reports):
     report = broken_reports["starter"]
     assert not report.passed
@@ -385,6 +393,7 @@ def test_the_untouched_starter_fails_naming_its_todos(broken_reports):
     assert _row(report, "engine loads").status == "pass"
 
 
+@pytest.mark.xdist_group("broken_reports")
 def test_each_todo_shows_progress(broken_reports):
     """With only TODO 1 done the seed and the walk's order pass (they need no rule), and
     with engine.py done the network rows name nn.py's TODOs."""
@@ -398,6 +407,7 @@ def test_each_todo_shows_progress(broken_reports):
     assert _row(report, "zero_grad()").diagnosis == "fails because 'parameters()' fails"
 
 
+@pytest.mark.xdist_group("broken_reports")
 def test_a_hanging_engine_is_stopped_within_the_timeouts(broken_reports):
     report = broken_reports["hangs"]
     assert report.seconds < 2 * TIMEOUT + 10
@@ -420,6 +430,7 @@ def _numbers(words):
     return [float(w) for w in words if w[:1].isdigit() or w[:1] == "-"]
 
 
+@pytest.mark.xdist_group("broken_reports")
 def test_the_reproduce_lines_run_from_anywhere_and_show_the_bug(broken_reports, tmp_path):
     printed, expected = _run_block(_row(broken_reports["overwrite_mul"], "reuse"), tmp_path)
     printed, expected = _numbers(printed), _numbers(expected)
@@ -435,6 +446,7 @@ def test_the_reproduce_lines_run_from_anywhere_and_show_the_bug(broken_reports, 
     assert _numbers(printed)[1] == pytest.approx(2 * _numbers(expected)[1])  # 12 for 6
 
 
+@pytest.mark.xdist_group("broken_reports")
 def test_the_new_reproduce_lines_show_what_was_recorded(broken_reports, tmp_path):
     """The blocks of the rows added for issue 30 print the bug, not the expected numbers."""
     printed, expected = _run_block(
@@ -455,6 +467,7 @@ def test_the_new_reproduce_lines_show_what_was_recorded(broken_reports, tmp_path
     assert int(count) == 105 and int(zeros) > 30
 
 
+@pytest.mark.xdist_group("broken_reports")
 def test_the_network_reproduce_lines_show_the_bug(broken_reports, tmp_path):
     printed, expected = _run_block(
         _row(broken_reports["bias_not_in_parameters"], "parameters()"), tmp_path
