@@ -139,6 +139,29 @@ def _definitions(tree: ast.Module) -> list[str]:
 
 
 # ---------------------------------------------------------------------- the pieces
+def test_line_of_reads_the_source_and_gives_up_quietly(tmp_path):
+    """The grader finds the line to look at by parsing the learner's file, never running
+    it; a file it cannot read or parse gives no line rather than an error."""
+    from modelwright_autograd.learner.locate import MAX_SOURCE_BYTES, line_of
+
+    good = tmp_path / "models.py"
+    good.write_text("import os\n\n\ndef softmax(x):\n    pass\n\n\nclass A:\n    x = 1\n\n"
+                    "    def forward(self):\n        os.abort()\n")  # fmt: skip
+    assert line_of(good, "softmax") == "models.py:4"
+    assert line_of(good, "A.forward") == "models.py:11"
+    assert line_of(good, "A.backward") is None and line_of(good, "B") is None
+    bad = {
+        "syntax.py": "def f(:\n",
+        "nul.py": "def f():\n    pass\n\0",
+        "deep.py": "x = " + "(" * 100_000 + ")" * 100_000 + "\n",
+        "big.py": "#" * (MAX_SOURCE_BYTES + 1) + "\ndef f():\n    pass\n",
+    }
+    for name, text in bad.items():
+        (tmp_path / name).write_text(text)
+        assert line_of(tmp_path / name, "f") is None, name
+    assert line_of(tmp_path / "missing.py", "f") is None
+
+
 def test_a_forged_reply_is_refused():
     array = {"shape": [1], "data": [1.0]}
     model = {"do": "lm_model", "weights": {"w": array}}
@@ -274,6 +297,47 @@ def test_each_lm_bug_fails_with_its_own_diagnosis(lm_reports, name):
     assert _row(report, row).status == FAIL, report.to_text()
     assert words in _row(report, row).diagnosis, report.to_text()
     assert len(report.to_text().splitlines()) <= 40, report.to_text()
+
+
+#: The function (or class method) each bug's row points at, by the row.
+LOOKED_AT = {
+    "embedding": "embedding",
+    "softmax": "softmax",
+    "softmax of large numbers": "softmax",
+    "masked_fill": "masked_fill",
+    "layer_norm": "layer_norm",
+    "gelu": "gelu",
+    "cat": "cat",
+    "dropout in eval": "dropout",
+    "CausalSelfAttention": "CausalSelfAttention.__call__",  # the starter's modules: no forward
+}
+
+
+def _def_line(text: str, name: str) -> int:
+    """The line of ``def name(`` at the top level, or of ``def method(`` after ``class
+    Name`` for ``Name.method``: counted here from the text, as a reader would find it."""
+    lines = text.splitlines()
+    if "." not in name:
+        return next(i for i, line in enumerate(lines, 1) if line.startswith(f"def {name}("))
+    cls, method = name.split(".")
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"class {cls}"))
+    return next(i for i, line in enumerate(lines[start:], start + 1) if f"def {method}(" in line)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", sorted(n for n, bug in BUGS.items() if bug[2] in LOOKED_AT and "crash" not in n)
+)
+def test_each_lm_bug_names_the_line_to_look_at(lm_reports, name):
+    """An op's row points at the op in lm_ops.py, an attention row at the class's forward
+    in models.py, by line, as the tensor checks point at engine.py."""
+    file, changes, row, _ = BUGS[name]
+    text = (SOLVED / file).read_text()
+    for old, new in changes:
+        text = text.replace(old, new)
+    target = LOOKED_AT[row]
+    place = f"look at {file}:{_def_line(text, target)} ({target})"
+    assert place in _row(lm_reports[name], row).diagnosis
 
 
 @pytest.mark.slow

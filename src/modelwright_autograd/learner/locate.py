@@ -13,6 +13,7 @@ modules are imported, so a training script beside them is never run.
 
 from __future__ import annotations
 
+import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,8 @@ class Target:
     functions_file: str | None = None
     lm_ops_module: str | None = None  # init --lm's lm_ops.py and models.py, when there
     lm_models_module: str | None = None
+    lm_ops_file: str | None = None
+    lm_models_file: str | None = None
 
     @property
     def import_lines(self) -> list[str]:
@@ -91,6 +94,27 @@ def _defines(path: Path, name: str, keyword: str = "class") -> bool:
     except UnreadableFile:
         return False
     return re.search(rf"^{keyword}\s+{name}\b", text, re.M) is not None
+
+
+def line_of(path: str | Path, name: str) -> str | None:
+    """Where the module at ``path`` defines ``name`` (a top-level ``def`` or ``class``, or
+    ``Class.method``), as ``file.py:line``, read from its source, not run; None when it
+    does not, or the file cannot be read or parsed."""
+    try:
+        tree = ast.parse(_source(Path(path)))
+    except (UnreadableFile, SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    scope: list[ast.stmt] = tree.body
+    node = None
+    for part in name.split("."):
+        node = next(
+            (n for n in scope if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == part),
+            None,
+        )
+        if node is None:
+            return None
+        scope = node.body
+    return f"{Path(path).name}:{node.lineno}" if node is not None else None
 
 
 def _imports(path: Path, module: str) -> bool:
@@ -141,7 +165,7 @@ def _locate(path: Path, shown: str) -> Target:
             modules, "Tensor", "engine.py"
         )
     functions_file = None
-    lm_modules = (None, None)
+    lm_modules = lm_files = (None, None)
     if _defines(value_file, "Value") or not _defines(value_file, "Tensor"):
         class_name = "Value"
         beside = modules if path.is_dir() else []  # a file's neighbours are not its library
@@ -161,6 +185,7 @@ def _locate(path: Path, shown: str) -> Target:
         lm_models = next((p for p in beside if _defines(p, "GPT")), None)
         if lm_ops is not None and lm_models is not None:
             lm_modules = (_importable(lm_ops)[1], _importable(lm_models)[1])
+            lm_files = (str(lm_ops), str(lm_models))
     sys_path, value_module = _importable(value_file)
     mlp_module = None if mlp_file in (None, value_file) else _importable(mlp_file)[1]
     own = (None, value_file, mlp_file)
@@ -179,6 +204,8 @@ def _locate(path: Path, shown: str) -> Target:
         functions_file=None if functions_module is None else str(functions_file),
         lm_ops_module=lm_modules[0],
         lm_models_module=lm_modules[1],
+        lm_ops_file=lm_files[0],
+        lm_models_file=lm_files[1],
     )
 
 

@@ -3,18 +3,21 @@
 backward), the GPT's parts alone, makemore's MLP and the GPT (the loss and every parameter's
 gradient by name, from weights the grader sets), eval mode, and training from the same
 weights and batches as torch. A wrong op is recognised from the formula of the wrong answer
-its classic bug gives; a wrong model names its first wrong parameter and the op to look at.
+its classic bug gives; a wrong model names its first wrong parameter and the op to look at;
+a wrong op, part or model's forward names the line that defines it (read, not run).
 """
 
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ...lm.corpus import builtin_path
 from ..base import MAX_HANGS
+from ..locate import line_of
 from ..report import FAIL, NOTE, PASS, Row
 from ..tensor.oracle import agree, array_of
 from ..words import TODO, array_text, failure_text
@@ -112,6 +115,32 @@ class LMChecks:
         self.g.add(Row(name, FAIL, failure_text(reply, what)))
         return True
 
+    def look_at(self, names: list[str]) -> str:
+        """'; look at lm_ops.py:31 (softmax), ...': where the learner's files define these
+        (functions of lm_ops.py, methods of models.py's classes, the Tensor's methods; a
+        class's forward, else its __call__), read from the source, not run; "" when none
+        is found."""
+        t = self.g.target
+        places = []
+        for name in names:
+            if name.startswith(t.class_name + "."):
+                file = t.value_file
+            else:
+                file = t.lm_models_file if name[:1].isupper() else t.lm_ops_file
+            line = line_of(file, name) if file else None
+            if line is None and file and name.endswith(".forward"):  # a Module without torch's
+                name = name.replace(".forward", ".__call__")  # forward: its __call__
+                line = line_of(file, name)
+            if line and f"{line} ({name})" not in places:
+                places.append(f"{line} ({name})")
+        return f"; look at {', '.join(places[:3])}" if places else ""
+
+    def called(self, code: str) -> list[str]:
+        """The functions and Tensor methods ``code`` calls, in order (``@``: __matmul__)."""
+        cls = self.g.target.class_name
+        names = [f"{cls}.{n}" if dot else n for dot, n in re.findall(r"(\.?)(\w+)\(", code)]
+        return names + ([f"{cls}.__matmul__"] if "@" in code else [])
+
     def because(self, name: str, uses: list[str]) -> bool:
         cause = next((u for u in uses if self.g.failed(u)), None)
         if cause is not None:
@@ -136,7 +165,11 @@ class LMChecks:
             want_out, want = self.torch.run_op(case)
             problem = op_problem(case, out, grads, want_out, want)
         if problem:
-            self.g.add(Row(case.name, FAIL, problem, self.code(case)))
+            self.g.add(
+                Row(
+                    case.name, FAIL, problem + self.look_at(self.called(case.code)), self.code(case)
+                )
+            )
         else:
             self.g.add(Row(case.name, PASS, "forward and backward equal torch's"))
 
@@ -186,18 +219,19 @@ class LMChecks:
             return
         out, x_grad, grads = self.torch.run_module(kind, weights, x, weight)
         got = array_of(reply["out"])
+        look = self.look_at([f"{kind}.forward"])
         if not agree(got, out):
             text = f"{kind}'s output differs from torch's {kind} with the same weights"
             if kind == "CausalSelfAttention":
                 text = self.torch.attention_bug(weights, x, got) or text + ": " + _forward_hint()
-            self.g.add(Row(kind, FAIL, text))
+            self.g.add(Row(kind, FAIL, text + look))
             return
         wrong = [n for n in shapes if not agree(array_of(reply["grads"][n]), grads[n])]
         if not agree(array_of(reply["x_grad"]), x_grad):
             wrong.insert(0, "the input x")
         if wrong:
             text = f"the output is right, but the gradient of {wrong[0]} is wrong"
-            self.g.add(Row(kind, FAIL, text + _right_ones(wrong, list(shapes))))
+            self.g.add(Row(kind, FAIL, text + _right_ones(wrong, list(shapes)) + look))
             return
         self.g.add(Row(kind, PASS, "output, x's and every parameter's gradient equal torch's"))
 
@@ -258,6 +292,7 @@ class LMChecks:
                     f"and batch: {kind}'s forward in models.py is not {AUTHOR[kind]}'s ("
                     + _forward_hint(kind)
                     + ")"
+                    + self.look_at([f"{kind}.forward"])
                 )
                 self.g.add(Row(name, FAIL, text))
                 continue
