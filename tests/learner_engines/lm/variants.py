@@ -217,6 +217,58 @@ BUGS = {
         "the loss is right; transformer.wpe.weight wrong (1 wrong; transformer.wte and "
         "transformer.h.0.ln_1 right): look at its path to the loss",
     ),
+    "position_table_whole": (
+        "models.py",
+        [
+            (
+                '        x = tr["wte"](idx) + tr["wpe"](np.arange(idx.shape[1]))\n',
+                '        x = tr["wte"](idx) + tr["wpe"].weight\n',
+            )
+        ],
+        "GPT",
+        "could not be broadcast",
+    ),
+    "position_rows_from_end": (
+        "models.py",
+        [
+            (
+                '        x = tr["wte"](idx) + tr["wpe"](np.arange(idx.shape[1]))\n',
+                '        x = tr["wte"](idx) + tr["wpe"](np.arange(16)[-idx.shape[1] :])\n',
+            )
+        ],
+        "GPT",
+        "forward in models.py is not nanoGPT's",
+    ),
+    "adamw_ignores_betas": (
+        "models.py",
+        [
+            (
+                "    return AdamW(groups, learning_rate, betas)\n",
+                "    return AdamW(groups, learning_rate)\n",
+            )
+        ],
+        "GPT trains on Shakespeare",
+        "look at what AdamW keeps between steps",
+    ),
+    "embedding_dropout_missing": (
+        "models.py",
+        [("        x = dropout(x, self.config.dropout, self.training)\n", "")],
+        "GPT with dropout in training",
+        "nanoGPT's call 1 has shape (4, 11, 16) (after the embeddings",
+    ),
+    "dropout_before_softmax": (
+        "models.py",
+        [
+            (
+                MASK_THEN_SOFTMAX,
+                "        att = dropout(att, self.dropout, self.training)\n"
+                "        att = masked_fill(att, np.triu(np.ones((t, t), dtype=bool), 1), -np.inf)\n"
+                "        att = softmax(att, dim=-1)\n",
+            )
+        ],
+        "GPT with dropout in training",
+        "on att after softmax",
+    ),
     "dropout_ignores_eval": (
         "models.py",
         [
@@ -277,8 +329,8 @@ BUGS = {
 
 EINSUM_OPS = '''
 
-def attention(q, k, v, scale, mask):
-    """softmax(q k^T * scale, masked) @ v as three einsum nodes."""
+def attention(q, k, v, scale, mask, drop):
+    """drop(softmax(q k^T * scale, masked)) @ v with einsum nodes (drop: the dropout)."""
     scores = Tensor(np.einsum("bhtd,bhsd->bhts", q.data, k.data) * scale, (q, k), "scores")
 
     def _scores_backward():
@@ -286,7 +338,7 @@ def attention(q, k, v, scale, mask):
         k.grad += np.einsum("bhts,bhtd->bhsd", scores.grad, q.data) * scale
 
     scores._backward = _scores_backward
-    att = softmax(masked_fill(scores, mask, -np.inf), dim=-1)
+    att = drop(softmax(masked_fill(scores, mask, -np.inf), dim=-1))
     out = Tensor(np.einsum("bhts,bhsd->bhtd", att.data, v.data), (att, v), "weighted")
 
     def _weighted_backward():
@@ -309,7 +361,10 @@ WRITTEN_DIFFERENTLY = {  # name -> [(file, [(old, new), ...]), ...]; old None: n
                 (
                     MERGE,
                     "        mask = np.triu(np.ones((t, t), dtype=bool), 1)\n"
-                    "        y = attention(q, k, v, 1.0 / math.sqrt(hs), mask)\n"
+                    "        y = attention(\n"
+                    "            q, k, v, 1.0 / math.sqrt(hs), mask,\n"
+                    "            lambda a: dropout(a, self.dropout, self.training),\n"
+                    "        )\n"
                     "        y = y.transpose(0, 2, 1, 3).reshape(b, t, c)\n",
                 ),
             ],

@@ -23,7 +23,8 @@ GPT_CONFIG: dict[str, Any] = {
     "dropout": 0.0,
     "bias": True,
 }
-#: The training runs: steps, batch, learning rate, nanoGPT's betas and weight decay.
+#: The training runs: steps, batch, learning rate, the authors' betas (makemore's, nanoGPT's:
+#: they differ, so an AdamW that ignores its betas shows) and weight decay.
 TRAINING: dict[str, dict[str, Any]] = {
     "MLP": {
         "steps": 20,
@@ -38,11 +39,14 @@ TRAINING: dict[str, dict[str, Any]] = {
         "batch": 4,
         "length": 16,
         "lr": 3e-3,
-        "betas": [0.9, 0.99],
+        "betas": [0.9, 0.95],
         "weight_decay": 0.1,
     },
 }
 SEED = 38
+#: The GPT's batch length in the model rows: shorter than block_size, so a position
+#: embedding that adds the whole table, or the wrong rows of it, shows.
+GPT_LENGTH = 11
 
 
 @dataclass
@@ -173,6 +177,22 @@ def _output_shape(case: OpCase) -> tuple[int, ...]:
         "attention scores": (2, 2, 3, 3),
     }
     return shapes.get(case.name, next(iter(case.tensors.values())).shape)
+
+
+# ---------------------------------------------------------------------- dropout's masks
+#: The dropout of the "GPT with dropout in training" row.
+DROPOUT_P = 0.5
+
+
+def dropout_masks(batch: int, length: int) -> list[np.ndarray]:
+    """The masks (0 or 1 / (1 - p)) of nanoGPT's dropouts in the GPT, in the order its
+    forward calls them: after the embeddings, then in each layer on the attention weights,
+    after attention's c_proj and after the MLP's c_proj."""
+    c = GPT_CONFIG
+    rng = np.random.default_rng(SEED + 6)
+    width, heads = (batch, length, c["n_embd"]), (batch, c["n_head"], length, length)
+    shapes = [width] + [heads, width, width] * c["n_layer"]
+    return [(rng.random(shape) >= DROPOUT_P) / (1.0 - DROPOUT_P) for shape in shapes]
 
 
 # ---------------------------------------------------------------------- weights and data

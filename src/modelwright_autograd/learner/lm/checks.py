@@ -96,6 +96,7 @@ class LMChecks:
             *[lambda p=p: self.check_part(p) for p in PARTS],
             self.check_models,
             self.check_eval,
+            self.check_dropout,
             self.check_training,
         ):
             if self.g.hangs >= MAX_HANGS:
@@ -278,7 +279,8 @@ class LMChecks:
                 continue
             shapes = self.torch.parameter_shapes(kind)
             weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
-            idx, targets = self.batches(kind, 1, cases.SEED + 3)[0]
+            length = cases.GPT_LENGTH if kind == "GPT" else None
+            idx, targets = self.batches(kind, 1, cases.SEED + 3, length)[0]
             request = self.model_request(kind, weights, idx=_ints(idx), targets=_ints(targets))
             reply = self.ask({"do": "lm_model", **request})
             if self.failed_row(name, reply, f"{kind}(...)(idx, targets) and backward()"):
@@ -320,7 +322,7 @@ class LMChecks:
             return
         shapes = self.torch.parameter_shapes("GPT")
         weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
-        idx, targets = self.batches("GPT", 1, cases.SEED + 3)[0]
+        idx, targets = self.batches("GPT", 1, cases.SEED + 3, cases.GPT_LENGTH)[0]
         request = self.model_request(
             "GPT", weights, idx=_ints(idx), targets=_ints(targets), eval=True
         )
@@ -340,11 +342,48 @@ class LMChecks:
             Row(name, PASS, "with dropout 0.5, model.eval() gives torch's loss (no dropout)")
         )
 
-    def batches(self, kind: str, steps: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    def check_dropout(self) -> None:
+        name = "GPT with dropout in training"
+        if self.because(name, ["GPT in eval mode", "dropout in training"]):
+            return
+        shapes = self.torch.parameter_shapes("GPT")
+        weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
+        idx, targets = self.batches("GPT", 1, cases.SEED + 3, cases.GPT_LENGTH)[0]
+        masks = cases.dropout_masks(*idx.shape)
+        request = self.model_request(
+            "GPT", weights, idx=_ints(idx), targets=_ints(targets), masks=[_send(m) for m in masks]
+        )
+        p = cases.DROPOUT_P
+        request["build"] = request["build"].replace("'dropout': 0.0", f"'dropout': {p}")
+        reply = self.ask({"do": "lm_model", **request})
+        what = f"GPT(...) in training with dropout {p}, the grader's masks given to your dropout"
+        if self.failed_row(name, reply, what):
+            return
+        loss, grads = self.torch.run_model("GPT", weights, idx, targets, masks)
+        wrong = [n for n in shapes if not agree(array_of(reply["grads"][n]), grads[n])]
+        if not _close(reply["loss"], loss) or wrong:
+            text = (
+                f"with dropout {p} in training and the same masks, the loss is "
+                f"{reply['loss']:.6g}, torch's {loss:.6g}"
+                + (f" ({wrong[0]}'s gradient differs)" if wrong else "")
+                + ": dropout goes where nanoGPT puts it, after the embeddings, on att after "
+                "softmax, and after attention's and the MLP's c_proj"
+                + self.look_at(["GPT.forward", "CausalSelfAttention.forward"])
+            )
+            self.g.add(Row(name, FAIL, text))
+            return
+        self.g.add(
+            Row(name, PASS, f"with dropout {p} and torch's masks, torch's loss and gradients")
+        )
+
+    def batches(
+        self, kind: str, steps: int, seed: int, length: int | None = None
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
         settings = TRAINING[kind]
         text = builtin_path("names" if kind == "MLP" else "shakespeare").read_text(encoding="utf-8")
         data = cases.names_data(text) if kind == "MLP" else cases.shakespeare_data(text)
-        return cases.batches(data, settings["length"], settings["batch"], steps, seed)
+        length = length or settings["length"]
+        return cases.batches(data, length, settings["batch"], steps, seed)
 
     # ------------------------------------------------------------------ training
     def check_training(self) -> None:
@@ -352,7 +391,8 @@ class LMChecks:
             ("MLP", TRAINED[0], "makemore's MLP"),
             ("GPT", TRAINED[1], "GPT"),
         ):
-            if self.because(name, [model, "GPT in eval mode"] if kind == "GPT" else [model]):
+            uses = [model, "GPT in eval mode", "GPT with dropout in training"]
+            if self.because(name, uses if kind == "GPT" else [model]):
                 continue
             settings = TRAINING[kind]
             shapes = self.torch.parameter_shapes(kind)

@@ -38,6 +38,20 @@ def run_op(case: OpCase) -> tuple[np.ndarray, dict[str, np.ndarray]]:
 
 
 # ---------------------------------------------------------------------- the models
+class _Masks:
+    """nanoGPT's dropouts as given masks, taken in call order (none given: no dropout,
+    nanoGPT's default of 0); set on every module of a model by ``run_model``."""
+
+    def __init__(self, masks: list[np.ndarray] | None = None) -> None:
+        self.left = [torch.from_numpy(m) for m in masks or []]
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.left.pop(0) if self.left else x
+
+
+_NO_DROPOUT = _Masks()
+
+
 class MLP(nn.Module):
     """makemore's MLP, as in makemore.py."""
 
@@ -64,6 +78,8 @@ class MLP(nn.Module):
 class CausalSelfAttention(nn.Module):
     """nanoGPT's (its slow path, which is its fast path's arithmetic)."""
 
+    drop = _NO_DROPOUT
+
     def __init__(self, c: dict[str, Any]) -> None:
         super().__init__()
         self.c_attn = nn.Linear(c["n_embd"], 3 * c["n_embd"], bias=c["bias"])
@@ -77,18 +93,20 @@ class CausalSelfAttention(nn.Module):
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         mask = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
         att = F.softmax(att.masked_fill(mask, float("-inf")), dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(b, t, c)
-        return self.c_proj(y)
+        y = (self.drop(att) @ v).transpose(1, 2).contiguous().view(b, t, c)
+        return self.drop(self.c_proj(y))
 
 
 class FeedForward(nn.Module):
+    drop = _NO_DROPOUT
+
     def __init__(self, c: dict[str, Any]) -> None:
         super().__init__()
         self.c_fc = nn.Linear(c["n_embd"], 4 * c["n_embd"], bias=c["bias"])
         self.c_proj = nn.Linear(4 * c["n_embd"], c["n_embd"], bias=c["bias"])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.c_proj(F.gelu(self.c_fc(x)))
+        return self.drop(self.c_proj(F.gelu(self.c_fc(x))))
 
 
 class Block(nn.Module):
@@ -105,7 +123,10 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    """nanoGPT's GPT with its names; dropout 0 (nanoGPT's default)."""
+    """nanoGPT's GPT with its names; dropout (after the embeddings, on the attention
+    weights, after each c_proj) only as given masks."""
+
+    drop = _NO_DROPOUT
 
     def __init__(self, c: dict[str, Any]) -> None:
         super().__init__()
@@ -122,7 +143,7 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
         tr = self.transformer
-        x = tr.wte(idx) + tr.wpe(torch.arange(idx.size(1)))
+        x = self.drop(tr.wte(idx) + tr.wpe(torch.arange(idx.size(1))))
         for block in tr.h:
             x = block(x)
         logits = self.lm_head(tr.ln_f(x))
@@ -166,10 +187,18 @@ def run_module(
 
 
 def run_model(
-    kind: str, weights: dict[str, np.ndarray], idx: np.ndarray, targets: np.ndarray
+    kind: str,
+    weights: dict[str, np.ndarray],
+    idx: np.ndarray,
+    targets: np.ndarray,
+    masks: list[np.ndarray] | None = None,
 ) -> tuple[float, dict[str, np.ndarray]]:
-    """The loss on one batch and every parameter's gradient, by name."""
+    """The loss on one batch and every parameter's gradient, by name; with ``masks``, the
+    GPT's dropouts multiply by them in nanoGPT's order."""
     model = build(kind, weights)
+    drop = _Masks(masks)
+    for module in model.modules():
+        module.drop = drop
     loss = model(torch.from_numpy(idx), torch.from_numpy(targets))
     loss.backward()
     return float(loss.detach()), {n: p.grad.numpy().copy() for n, p in model.named_parameters()}

@@ -99,14 +99,50 @@ def module(request: dict[str, Any]) -> dict[str, Any]:
     return {"out": _send(out.data), "x_grad": _grad(x), "grads": grads}
 
 
+def _given_dropout(masks: list[np.ndarray]) -> Any:
+    """A dropout(x, p, training) that, in training, multiplies by the grader's masks in
+    call order: where models.py calls it is then all that decides the loss."""
+    left = list(masks)
+
+    def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
+        if not training or p == 0:
+            return x
+        where = "after the embeddings, then on att, after attention's c_proj and the MLP's"
+        if not left:
+            raise RuntimeError(
+                f"dropout was called more than the {len(masks)} times nanoGPT's GPT calls it "
+                f"({where})"
+            )
+        mask, call = left.pop(0), len(masks) - len(left)
+        if tuple(np.shape(x.data)) != mask.shape:
+            raise ValueError(
+                f"dropout call {call} got shape {tuple(np.shape(x.data))}; nanoGPT's call "
+                f"{call} has shape {mask.shape} ({where})"
+            )
+        return x * engine["Value"](mask)
+
+    return dropout
+
+
 def model(request: dict[str, Any]) -> dict[str, Any]:
-    """The loss of one batch and every parameter's gradient (after model.eval() when asked)."""
+    """The loss of one batch and every parameter's gradient (after model.eval() when asked;
+    with ``masks``, models.py's dropout replaced by ``_given_dropout`` of them)."""
     made, mismatch = _build(request)
     if mismatch:
         return mismatch
     if request.get("eval"):
         made.eval()
-    _, loss = made(_array(request["idx"]), _array(request["targets"]))
+    models = _module(request, "models")
+    own = vars(models).get("dropout")
+    if "masks" in request:
+        if own is None:
+            raise NameError("models.py has no dropout (from lm_ops) to call")
+        models.dropout = _given_dropout([_array(m) for m in request["masks"]])
+    try:
+        _, loss = made(_array(request["idx"]), _array(request["targets"]))
+    finally:
+        if own is not None:
+            models.dropout = own
     loss.backward()
     grads = {n: _grad(p) for n, p in made.named_parameters()}
     return {"loss": float(_as_array(loss.data)), "grads": grads}
