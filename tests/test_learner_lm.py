@@ -304,6 +304,7 @@ LOOKED_AT = {
     "embedding": "embedding",
     "softmax": "softmax",
     "softmax of large numbers": "softmax",
+    "softmax along dim 0": "softmax",
     "masked_fill": "masked_fill",
     "layer_norm": "layer_norm",
     "gelu": "gelu",

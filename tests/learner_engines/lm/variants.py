@@ -87,6 +87,44 @@ BUGS = {
         "softmax of large numbers",
         "subtract the max along dim",
     ),
+    "split_along_the_last_dim_only": (
+        "lm_ops.py",
+        [
+            (
+                "    for start in range(0, x.data.shape[dim], size):\n"
+                "        where = (slice(None),) * dim + (slice(start, start + size),)\n",
+                "    for start in range(0, x.data.shape[-1], size):\n"
+                "        where = (Ellipsis, slice(start, start + size))\n",
+            )
+        ],
+        "split along dim 0",
+        "could not be broadcast",
+    ),
+    "cat_backward_along_the_last_dim": (
+        "lm_ops.py",
+        [
+            (
+                "        ends = np.cumsum([t.data.shape[dim] for t in tensors])[:-1]\n"
+                "        for t, g in zip(tensors, np.split(out.grad, ends, axis=dim)):\n",
+                "        ends = np.cumsum([t.data.shape[-1] for t in tensors])[:-1]\n"
+                "        for t, g in zip(tensors, np.split(out.grad, ends, axis=-1)):\n",
+            )
+        ],
+        "cat along dim 0",
+        "could not be broadcast",
+    ),
+    "softmax_dim_0_taken_as_none": (
+        "lm_ops.py",
+        [
+            (
+                "    e = np.exp(x.data - x.data.max(axis=dim, keepdims=True))\n",
+                "    dim = dim or -1\n"
+                "    e = np.exp(x.data - x.data.max(axis=dim, keepdims=True))\n",
+            )
+        ],
+        "softmax along dim 0",
+        "the forward differs from torch's",
+    ),
     "masked_fill_passes_gradient": (
         "lm_ops.py",
         [("        x.grad += np.where(mask, 0.0, out.grad)\n", "        x.grad += out.grad\n")],

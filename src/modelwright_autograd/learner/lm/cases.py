@@ -90,10 +90,24 @@ def op_cases() -> list[OpCase]:
             {"x": _numbers(rng, 2, 6)},
         ),
         OpCase(
+            "split along dim 0",
+            "a, b = split(x, 2, dim=0)\nout = a * b",
+            "a, b = x.split(2, dim=0)\nout = a * b",
+            {"x": _numbers(rng, 4, 3)},
+            after=("split",),
+        ),
+        OpCase(
             "cat",
             "out = cat([x, y, x], -1)",
             "out = torch.cat([x, y, x], -1)",
             {"x": _numbers(rng, 2, 3), "y": _numbers(rng, 2, 2)},
+        ),
+        OpCase(
+            "cat along dim 0",
+            "out = cat([x, y], 0)",
+            "out = torch.cat([x, y], 0)",
+            {"x": _numbers(rng, 2, 3), "y": _numbers(rng, 1, 3)},
+            after=("cat",),
         ),
         OpCase(
             "masked_fill",
@@ -107,6 +121,13 @@ def op_cases() -> list[OpCase]:
             "out = softmax(x, dim=1)",
             "out = F.softmax(x, dim=1)",
             {"x": _numbers(rng, 2, 3, 2)},
+        ),
+        OpCase(
+            "softmax along dim 0",
+            "out = softmax(x, dim=0)",
+            "out = F.softmax(x, dim=0)",
+            {"x": _numbers(rng, 3, 2, 2)},
+            after=("softmax",),
         ),
         OpCase(
             "softmax of large numbers",
@@ -172,7 +193,9 @@ def _output_shape(case: OpCase) -> tuple[int, ...]:
     shapes = {
         "embedding": (2, 3, 3),
         "split": (2, 2),
+        "split along dim 0": (2, 3),
         "cat": (2, 8),
+        "cat along dim 0": (3, 3),
         "heads' transpose": (2, 2, 3, 2),
         "attention scores": (2, 2, 3, 3),
     }
