@@ -310,6 +310,7 @@ LOOKED_AT = {
     "gelu": "gelu",
     "cat": "cat",
     "dropout in eval": "dropout",
+    "dropout in training": "dropout",
     "CausalSelfAttention": "CausalSelfAttention.__call__",  # the starter's modules: no forward
 }
 

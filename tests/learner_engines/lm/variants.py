@@ -49,6 +49,7 @@ HEADS = """\
         v = v.reshape(b, t, nh, hs).transpose(0, 2, 1, 3)
 """
 MERGE = "        y = (att @ v).transpose(0, 2, 1, 3).reshape(b, t, c)\n"
+DROPOUT_MASK = "    keep = (np.random.random(x.data.shape) >= p) / (1.0 - p)\n"
 EMBEDDING_RULE = "        np.add.at(weight.grad, idx, out.grad)\n"
 
 BUGS = {
@@ -124,6 +125,23 @@ BUGS = {
         ],
         "softmax along dim 0",
         "the forward differs from torch's",
+    ),
+    "dropout_mask_per_column": (
+        "lm_ops.py",
+        [(DROPOUT_MASK, DROPOUT_MASK.replace("x.data.shape)", "x.data.shape[-1])"))],
+        "dropout in training",
+        "each element needs a draw of its own",
+    ),
+    "dropout_mask_fixed": (
+        "lm_ops.py",
+        [
+            (
+                DROPOUT_MASK,
+                DROPOUT_MASK.replace("np.random.random(", "np.random.default_rng(0).random("),
+            )
+        ],
+        "dropout in training",
+        "each call needs a new mask",
     ),
     "masked_fill_passes_gradient": (
         "lm_ops.py",

@@ -65,6 +65,8 @@ class OpCase:
     random: bool = False
     #: rows whose failure this one shares (it says so in one line instead)
     after: tuple[str, ...] = ()
+    #: the functions a failure points at (none given: every one the code calls)
+    looks: tuple[str, ...] = ()
 
 
 def _numbers(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
@@ -162,12 +164,13 @@ def op_cases() -> list[OpCase]:
             {"x": _numbers(rng, 2, 4)},
         ),
         OpCase(
-            "dropout in training",
-            "out = dropout(x, 0.25, True)",
+            "dropout in training",  # two calls: each must draw its own mask
+            "out = cat([dropout(x, 0.25, True), dropout(x, 0.25, True)], 0)",
             "",
             {"x": 1.0 + np.abs(_numbers(rng, 40, 50))},  # no zeros: a zero out is a drop
             random=True,
-            after=("dropout in eval",),
+            after=("dropout in eval", "cat along dim 0"),
+            looks=("dropout",),
         ),
         OpCase(
             "heads' transpose",
@@ -196,6 +199,7 @@ def _output_shape(case: OpCase) -> tuple[int, ...]:
         "split along dim 0": (2, 3),
         "cat": (2, 8),
         "cat along dim 0": (3, 3),
+        "dropout in training": (80, 50),
         "heads' transpose": (2, 2, 3, 2),
         "attention scores": (2, 2, 3, 3),
     }

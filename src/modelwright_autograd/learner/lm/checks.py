@@ -168,9 +168,15 @@ class LMChecks:
         if problem:
             self.g.add(
                 Row(
-                    case.name, FAIL, problem + self.look_at(self.called(case.code)), self.code(case)
+                    case.name,
+                    FAIL,
+                    problem + self.look_at(list(case.looks) or self.called(case.code)),
+                    self.code(case),
                 )
             )
+        elif case.random:
+            text = "each call drops its own 25%, scales the rest by 1/(1 - p), masks the backward"
+            self.g.add(Row(case.name, PASS, text))
         else:
             self.g.add(Row(case.name, PASS, "forward and backward equal torch's"))
 
@@ -609,22 +615,33 @@ def _backward_bug(
 
 
 def _dropout_problem(case: OpCase, out: np.ndarray, grad: np.ndarray) -> str:
+    """What is wrong with two calls of dropout(x, 0.25, True) stacked (torch's masks are
+    random: the row checks the rules instead), or ""."""
     x, p = case.tensors["x"], 0.25
+    if out.shape != (2 * len(x), x.shape[1]):
+        return f"dropout returned shape {(out.shape[0] // 2, *out.shape[1:])}, not x's {x.shape}"
     dropped = out == 0.0
-    if out.shape != x.shape:
-        return f"dropout returned shape {out.shape}, not x's {x.shape}"
     if not dropped.any():
         return (
             "dropout(x, 0.25, True) dropped nothing: in training each element is zeroed "
             "with probability p"
         )
-    if not np.allclose(out[~dropped], x[~dropped] / (1 - p)):
+    if not np.allclose(out[~dropped], np.vstack([x, x])[~dropped] / (1 - p)):
         return "the kept elements must be scaled by 1 / (1 - p), so the expected output is x"
+    first, second = dropped[: len(x)], dropped[len(x) :]
+    if first.all(axis=0).any() or first.all(axis=1).any():  # by chance: 1e-22 at most
+        return (
+            "dropout zeroed a whole column or row of a (40, 50) x: each element needs a draw "
+            "of its own (a mask of x's shape)"
+        )
+    if (first == second).all():
+        return "two calls of dropout dropped the same elements: each call needs a new mask"
     if not 0.15 <= dropped.mean() <= 0.35:
         return (
-            f"dropout(x, 0.25, True) zeroed {dropped.mean():.0%} of 2,000 elements, not about 25%"
+            f"dropout(x, 0.25, True) zeroed {dropped.mean():.0%} of 2,000 elements a call, not "
+            "about 25%"
         )
-    if not np.allclose(grad, case.weight * ~dropped / (1 - p)):
+    if not np.allclose(grad, (case.weight * ~dropped).reshape(2, *x.shape).sum(0) / (1 - p)):
         return "dropout's backward must use the forward's mask: out.grad * mask / (1 - p)"
     return ""
 
