@@ -272,6 +272,20 @@ def lm_reports(tmp_path_factory):
         text = (SOLVED / name).read_text().replace("from engine", "from .engine")
         (package / "src/package" / name).write_text(text.replace("from lm_ops", "from .lm_ops"))
     folders["package"] = package
+    moved = solved_copy(root / "softmax_in_engine")  # lm_ops.py imports it from engine.py
+    ops = (moved / "lm_ops.py").read_text()
+    rule = ops[ops.index("def softmax(") : ops.index("\n\n\n", ops.index("def softmax("))]
+    (moved / "lm_ops.py").write_text(
+        ops.replace(rule, "").replace(
+            "from engine import Tensor\n", "from engine import Tensor, softmax\n"
+        )
+    )
+    (moved / "engine.py").write_text((moved / "engine.py").read_text() + "\n\n" + rule + "\n")
+    folders["softmax_in_engine"] = moved
+    big = solved_copy(root / "models_too_big")
+    with open(big / "models.py", "a") as f:
+        f.write("#" * (5 * 2**20) + "\n")
+    folders["models_too_big"] = big
     reports = _grade(list(folders.values()), oracle)
     return {name: reports[path] for name, path in folders.items()}
 
@@ -350,6 +364,21 @@ def test_the_lm_diagnoses_are_each_their_own(lm_reports):
         for other, (_, _, other_row, other_words) in BUGS.items():
             if other_row == row and other_words != words:
                 assert other_words not in diagnosis, (name, other)
+
+
+@pytest.mark.slow
+def test_the_lm_checks_run_or_say_why_not(lm_reports):
+    """lm_ops.py is found by its name even when its softmax comes from the engine (the LM
+    checks run and pass); a models.py too big to read fails a row saying so, rather than
+    the LM checks being left out and the build gate given."""
+    assert lm_reports["softmax_in_engine"].passed, lm_reports["softmax_in_engine"].to_text()
+    report = lm_reports["models_too_big"]
+    assert not report.passed
+    diagnosis = _row(report, "LM checks").diagnosis
+    assert "no module importing engine.py defines class GPT (models.py)" in diagnosis
+    assert f"models.py is {5 * 2**20 + (SOLVED / 'models.py').stat().st_size + 1:,} bytes" in (
+        diagnosis
+    )
 
 
 @pytest.mark.slow

@@ -47,6 +47,7 @@ class Target:
     lm_models_module: str | None = None
     lm_ops_file: str | None = None
     lm_models_file: str | None = None
+    lm_missing: str | None = None  # why the LM checks cannot run on a folder meant for them
 
     @property
     def import_lines(self) -> list[str]:
@@ -166,6 +167,7 @@ def _locate(path: Path, shown: str) -> Target:
         )
     functions_file = None
     lm_modules = lm_files = (None, None)
+    lm_missing = None
     if _defines(value_file, "Value") or not _defines(value_file, "Tensor"):
         class_name = "Value"
         beside = modules if path.is_dir() else []  # a file's neighbours are not its library
@@ -181,11 +183,15 @@ def _locate(path: Path, shown: str) -> Target:
         ordered = [value_file, value_file.with_name("nn.py"), *beside]
         mlp_file = next((p for p in ordered if _defines(p, "Linear") and _defines(p, "MLP")), None)
         functions_file = next((p for p in ordered if _defines(p, "cross_entropy", "def")), None)
-        lm_ops = next((p for p in beside if _defines(p, "softmax", "def")), None)
+        lm_ops = next((p for p in beside if p.name == "lm_ops.py"), None) or next(
+            (p for p in beside if _defines(p, "softmax", "def")), None
+        )
         lm_models = next((p for p in beside if _defines(p, "GPT")), None)
         if lm_ops is not None and lm_models is not None:
             lm_modules = (_importable(lm_ops)[1], _importable(lm_models)[1])
             lm_files = (str(lm_ops), str(lm_models))
+        elif lm_ops is not None or lm_models is not None:
+            lm_missing = _lm_missing(value_file, lm_ops is None)
     sys_path, value_module = _importable(value_file)
     mlp_module = None if mlp_file in (None, value_file) else _importable(mlp_file)[1]
     own = (None, value_file, mlp_file)
@@ -206,7 +212,21 @@ def _locate(path: Path, shown: str) -> Target:
         lm_models_module=lm_modules[1],
         lm_ops_file=lm_files[0],
         lm_models_file=lm_files[1],
+        lm_missing=lm_missing,
     )
+
+
+def _lm_missing(value_file: Path, ops: bool) -> str:
+    """Why a folder with one of the LM files (lm_ops.py with its softmax, models.py with
+    its GPT) cannot have the LM checks: which of them no module beside the engine gives."""
+    name, what = ("lm_ops.py", "defines softmax") if ops else ("models.py", "defines class GPT")
+    why = f"no module importing {value_file.name} {what} ({name})"
+    try:
+        _source(value_file.with_name(name))
+    except UnreadableFile as error:
+        if error.reason != "no such file":
+            why += f"; {name} {error.reason}"
+    return why
 
 
 # Folders a project keeps beside its code that never hold the learner's engine.

@@ -63,6 +63,9 @@ class Grader(OpChecks, NetworkChecks):
                             from ..lm.checks import run_lm_checks
 
                             run_lm_checks(self)
+                        elif self.target.lm_missing:
+                            text = f"not run: {self.target.lm_missing}"
+                            self.add(Row("LM checks", FAIL, text))
                     else:
                         self._run_checks()
             finally:
