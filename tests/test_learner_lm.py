@@ -172,6 +172,9 @@ def test_a_forged_reply_is_refused():
     op = {"do": "lm_op", "case": {"tensors": {"x": array}}}
     assert not well_formed_lm(op, {"out": array, "grads": {"x": {"shape": [2]}}})
     assert not well_formed_lm(op, {"out": array, "grads": {"y": array}})
+    assert well_formed_lm(op, {"out": array, "grads": {"x": array}, "changed": ["x"]})
+    assert not well_formed_lm(op, {"out": array, "grads": {"x": array}})  # changed left out
+    assert not well_formed_lm(op, {"out": array, "grads": {"x": array}, "changed": ["\x1b[2J"]})
     train = {"do": "lm_train", "weights": {"w": array}}
     assert not well_formed_lm(train, {"losses": [1.0, "2"], "first": {"w": array}})
     assert well_formed_lm(train, {"names": [["w", [2, 3]]]})

@@ -160,7 +160,13 @@ class LMChecks:
             return
         out = array_of(reply["out"])
         grads = {n: array_of(g) for n, g in reply["grads"].items()}
-        if case.random:
+        if reply["changed"]:
+            name = reply["changed"][0]
+            problem = (
+                f"{name}.data changed: an op must leave its inputs as they were (an in-place "
+                f"{name}.data -= ... writes into {name}); make a new array"
+            )
+        elif case.random:
             problem = _dropout_problem(case, out, grads["x"])
         else:
             want_out, want = self.torch.run_op(case)

@@ -58,18 +58,22 @@ def _module(request: dict[str, Any], kind: str) -> Any:
 
 
 def op(request: dict[str, Any]) -> dict[str, Any]:
-    """One op case: out, and each tensor's gradient of (out * W).sum()."""
+    """One op case: out, each tensor's gradient of (out * W).sum(), and the tensors whose
+    data the op (or its backward) changed."""
     ops = _module(request, "ops")
     case = request["case"]
     leaves = {name: _leaf(_array(x)) for name, x in case["tensors"].items()}
     scope = {**vars(ops), "np": np, "math": math, **leaves}
     scope.update({name: _array(x) for name, x in case["arrays"].items()})
+    before = {name: _as_array(t.data).copy() for name, t in leaves.items()}
     exec(case["code"], scope)
     out = scope["out"]
     if not isinstance(out, engine["Value"]):
         raise TypeError(f"out is a {type(out).__name__}, not a {engine['Value'].__name__}")
     (out * _array(case["weight"])).sum().backward()
-    return {"out": _send(out.data), "grads": {n: _grad(t) for n, t in leaves.items()}}
+    changed = [n for n, t in leaves.items() if not np.array_equal(_as_array(t.data), before[n])]
+    grads = {n: _grad(t) for n, t in leaves.items()}
+    return {"out": _send(out.data), "grads": grads, "changed": changed}
 
 
 def _build(request: dict[str, Any]) -> tuple[Any, Any]:

@@ -37,8 +37,12 @@ def well_formed_lm(request: dict[str, Any], reply: dict[str, Any]) -> bool:
     if do != "lm_op" and "names" in reply:
         return _mismatch(reply)
     if do == "lm_op":
-        return is_sent_array(reply.get("out")) and _named(
-            reply.get("grads"), request["case"]["tensors"]
+        tensors, changed = request["case"]["tensors"], reply.get("changed")
+        return (
+            is_sent_array(reply.get("out"))
+            and _named(reply.get("grads"), tensors)
+            and isinstance(changed, list)
+            and all(isinstance(n, str) and n in tensors for n in changed)
         )
     weights = request.get("weights")
     if do == "lm_module":
