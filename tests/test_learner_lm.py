@@ -162,6 +162,14 @@ def test_line_of_reads_the_source_and_gives_up_quietly(tmp_path):
     assert line_of(tmp_path / "missing.py", "f") is None
 
 
+def test_two_losses_are_printed_with_the_digits_that_tell_them_apart():
+    from modelwright_autograd.learner.lm.checks import losses_text
+
+    assert losses_text(1.5, 2.5) == "1.5, torch's 2.5"
+    assert losses_text(3.4722512, 3.4722534) == "3.472251, torch's 3.472253"
+    assert losses_text(5.617241, 5.617241) == "5.61724, torch's 5.61724"  # equal: 6 digits
+
+
 def test_a_forged_reply_is_refused():
     array = {"shape": [1], "data": [1.0]}
     model = {"do": "lm_model", "weights": {"w": array}}

@@ -302,7 +302,7 @@ class LMChecks:
             loss, grads = self.torch.run_model(kind, weights, idx, targets)
             if not _close(reply["loss"], loss):
                 text = (
-                    f"the loss is {reply['loss']:.6g}, torch's {loss:.6g} with the same weights "
+                    f"the loss is {losses_text(reply['loss'], loss)} with the same weights "
                     f"and batch: {kind}'s forward in models.py is not {AUTHOR[kind]}'s ("
                     + _forward_hint(kind)
                     + ")"
@@ -345,8 +345,9 @@ class LMChecks:
         loss, _ = self.torch.run_model("GPT", weights, idx, targets)
         if not _close(reply["loss"], loss):
             text = (
-                f"with dropout 0.5 and model.eval() the loss is {reply['loss']:.6g}, torch's "
-                f"{loss:.6g}: dropout must do nothing in eval mode (pass self.training to it)"
+                "with dropout 0.5 and model.eval() the loss is "
+                f"{losses_text(reply['loss'], loss)}: dropout must do nothing in eval mode (pass "
+                "self.training to it)"
             )
             self.g.add(Row(name, FAIL, text))
             return
@@ -376,7 +377,7 @@ class LMChecks:
         if not _close(reply["loss"], loss) or wrong:
             text = (
                 f"with dropout {p} in training and the same masks, the loss is "
-                f"{reply['loss']:.6g}, torch's {loss:.6g}"
+                f"{losses_text(reply['loss'], loss)}"
                 + (f" ({wrong[0]}'s gradient differs)" if wrong else "")
                 + ": dropout goes where nanoGPT puts it, after the embeddings, on att after "
                 "softmax, and after attention's and the MLP's c_proj"
@@ -445,15 +446,15 @@ class LMChecks:
         differ = next((i for i, (a, b) in enumerate(zip(got, losses)) if not _close(a, b)), None)
         if differ is None:
             return f"{len(got)} losses came back, not one for each of the {len(losses)} batches"
-        head = f"step {differ}'s loss is {got[differ]:.6g}, torch's {losses[differ]:.6g}"
+        head = f"step {differ}'s loss is {losses_text(got[differ], losses[differ])}"
         if differ == 0:
             return head + ": before any update, so look at the model's forward in training mode"
         theirs = {n: array_of(a) for n, a in reply["first"].items()}
         wrong = [n for n in first if n not in theirs or not agree(theirs[n], first[n])]
         if not wrong:
             return (
-                head + ", though the first update equals torch's: look at what AdamW keeps "
-                "between steps (m, v and the step count t)"
+                head + ", though the first update agrees with torch's: look at what AdamW "
+                "keeps between steps (m and v, with their betas, and the step count t)"
             )
         if all(first[n].ndim < 2 for n in wrong):
             _, decay_all = self.torch.train(kind, weights, batches[:1], settings, decay_all=True)
@@ -471,6 +472,12 @@ class LMChecks:
 
 
 # ---------------------------------------------------------------------- the words
+def losses_text(got: float, want: float) -> str:
+    """ "X, torch's Y", with as many digits as tell them apart (6 at least)."""
+    digits = next((d for d in range(6, 18) if f"{got:.{d}g}" != f"{want:.{d}g}"), 6)
+    return f"{got:.{digits}g}, torch's {want:.{digits}g}"
+
+
 def _close(got: float, want: float) -> bool:
     return bool(np.isclose(got, want, rtol=1e-6, atol=1e-9))
 
