@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from ..files import UnreadableFile, read_bounded
 
 MAX_SOURCE_BYTES = 4 * 2**20  # a learner's module is a few KB; a bigger file is not one
 MAX_FOLDERS = 200  # folders looked at on each level below PATH
+_PARSING = threading.Lock()
 
 
 class LocateError(Exception):
@@ -102,7 +104,9 @@ def line_of(path: str | Path, name: str) -> str | None:
     ``Class.method``), as ``file.py:line``, read from its source, not run; None when it
     does not, or the file cannot be read or parsed."""
     try:
-        tree = ast.parse(_source(Path(path)))
+        source = _source(Path(path))
+        with _PARSING:  # Python 3.11's ast objects are made with one depth count for all threads
+            tree = ast.parse(source)
     except (UnreadableFile, SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     scope: list[ast.stmt] = tree.body
@@ -190,8 +194,8 @@ def _locate(path: Path, shown: str) -> Target:
         if lm_ops is not None and lm_models is not None:
             lm_modules = (_importable(lm_ops)[1], _importable(lm_models)[1])
             lm_files = (str(lm_ops), str(lm_models))
-        elif lm_ops is not None or lm_models is not None:
-            lm_missing = _lm_missing(value_file, lm_ops is None)
+        elif lm_models is not None or any(p.name == "lm_ops.py" for p in modules):
+            lm_missing = _lm_missing(value_file, lm_ops is None)  # init --lm's files, not all
     sys_path, value_module = _importable(value_file)
     mlp_module = None if mlp_file in (None, value_file) else _importable(mlp_file)[1]
     own = (None, value_file, mlp_file)

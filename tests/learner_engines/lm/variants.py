@@ -130,7 +130,24 @@ BUGS = {
         "lm_ops.py",
         [(DROPOUT_MASK, DROPOUT_MASK.replace("x.data.shape)", "x.data.shape[-1])"))],
         "dropout in training",
-        "each element needs a draw of its own",
+        "zeroed a whole column or row",
+    ),
+    "dropout_mask_of_the_last_two_dims": (
+        "lm_ops.py",
+        [(DROPOUT_MASK, DROPOUT_MASK.replace("x.data.shape)", "x.data.shape[-2:])"))],
+        "dropout in training",
+        "dropped the same elements in every (20, 25) matrix",
+    ),
+    "dropout_skips_4d": (
+        "lm_ops.py",
+        [
+            (
+                "    if not training or p == 0.0:\n",
+                "    if not training or p == 0.0 or x.data.ndim == 4:\n",
+            )
+        ],
+        "dropout in training",
+        "dropped nothing",
     ),
     "dropout_mask_fixed": (
         "lm_ops.py",
@@ -347,6 +364,28 @@ BUGS = {
         ],
         "GPT with dropout in training",
         "on att after softmax",
+    ),
+    "dropout_arguments_swapped": (
+        "models.py",
+        [
+            (
+                "        x = dropout(x, self.config.dropout, self.training)\n",
+                "        x = dropout(x, self.training, self.config.dropout)\n",
+            )
+        ],
+        "GPT with dropout in training",
+        "dropout call 1 got p=True, training=0.5",
+    ),
+    "attention_dropout_rate_wrong": (
+        "models.py",
+        [
+            (
+                MASK_THEN_SOFTMAX,
+                MASK_THEN_SOFTMAX.replace("self.dropout, self", "self.dropout / 2, self"),
+            )
+        ],
+        "GPT with dropout in training",
+        "dropout call 2 got p=0.25; the model's dropout is 0.5",
     ),
     "dropout_ignores_eval": (
         "models.py",

@@ -164,10 +164,10 @@ def op_cases() -> list[OpCase]:
             {"x": _numbers(rng, 2, 4)},
         ),
         OpCase(
-            "dropout in training",  # two calls: each must draw its own mask
+            "dropout in training",  # two calls: each must draw its own mask, on 4-D x as att's
             "out = cat([dropout(x, 0.25, True), dropout(x, 0.25, True)], 0)",
             "",
-            {"x": 1.0 + np.abs(_numbers(rng, 40, 50))},  # no zeros: a zero out is a drop
+            {"x": 1.0 + np.abs(_numbers(rng, 2, 2, 20, 25))},  # no zeros: a zero out is a drop
             random=True,
             after=("dropout in eval", "cat along dim 0"),
             looks=("dropout",),
@@ -199,7 +199,7 @@ def _output_shape(case: OpCase) -> tuple[int, ...]:
         "split along dim 0": (2, 3),
         "cat": (2, 8),
         "cat along dim 0": (3, 3),
-        "dropout in training": (80, 50),
+        "dropout in training": (4, 2, 20, 25),
         "heads' transpose": (2, 2, 3, 2),
         "attention scores": (2, 2, 3, 3),
     }

@@ -364,7 +364,12 @@ class LMChecks:
         idx, targets = self.batches("GPT", 1, cases.SEED + 3, cases.GPT_LENGTH)[0]
         masks = cases.dropout_masks(*idx.shape)
         request = self.model_request(
-            "GPT", weights, idx=_ints(idx), targets=_ints(targets), masks=[_send(m) for m in masks]
+            "GPT",
+            weights,
+            idx=_ints(idx),
+            targets=_ints(targets),
+            masks=[_send(m) for m in masks],
+            rate=cases.DROPOUT_P,
         )
         p = cases.DROPOUT_P
         request["build"] = request["build"].replace("'dropout': 0.0", f"'dropout': {p}")
@@ -634,10 +639,10 @@ def _backward_bug(
 
 
 def _dropout_problem(case: OpCase, out: np.ndarray, grad: np.ndarray) -> str:
-    """What is wrong with two calls of dropout(x, 0.25, True) stacked (torch's masks are
-    random: the row checks the rules instead), or ""."""
+    """What is wrong with two calls of dropout(x, 0.25, True) on a (2, 2, 20, 25) x, stacked
+    (torch's masks are random: the row checks the rules instead), or ""."""
     x, p = case.tensors["x"], 0.25
-    if out.shape != (2 * len(x), x.shape[1]):
+    if out.shape != (2 * len(x), *x.shape[1:]):
         return f"dropout returned shape {(out.shape[0] // 2, *out.shape[1:])}, not x's {x.shape}"
     dropped = out == 0.0
     if not dropped.any():
@@ -645,13 +650,19 @@ def _dropout_problem(case: OpCase, out: np.ndarray, grad: np.ndarray) -> str:
             "dropout(x, 0.25, True) dropped nothing: in training each element is zeroed "
             "with probability p"
         )
-    if not np.allclose(out[~dropped], np.vstack([x, x])[~dropped] / (1 - p)):
+    if not np.allclose(out[~dropped], np.concatenate([x, x])[~dropped] / (1 - p)):
         return "the kept elements must be scaled by 1 / (1 - p), so the expected output is x"
     first, second = dropped[: len(x)], dropped[len(x) :]
-    if first.all(axis=0).any() or first.all(axis=1).any():  # by chance: 1e-22 at most
+    # by chance: a whole row or column of 20 x 25 at most 1e-10, two equal masks 1e-300
+    if first.all(axis=-2).any() or first.all(axis=-1).any():
         return (
-            "dropout zeroed a whole column or row of a (40, 50) x: each element needs a draw "
+            f"dropout zeroed a whole column or row of a {x.shape} x: each element needs a draw "
             "of its own (a mask of x's shape)"
+        )
+    if (first[0] == first[1]).all() or (first[:, 0] == first[:, 1]).all():
+        return (
+            f"dropout dropped the same elements in every (20, 25) matrix of a {x.shape} x: "
+            "each element needs a draw of its own (a mask of x's shape)"
         )
     if (first == second).all():
         return "two calls of dropout dropped the same elements: each call needs a new mask"

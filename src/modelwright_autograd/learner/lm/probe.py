@@ -103,12 +103,21 @@ def module(request: dict[str, Any]) -> dict[str, Any]:
     return {"out": _send(out.data), "x_grad": _grad(x), "grads": grads}
 
 
-def _given_dropout(masks: list[np.ndarray]) -> Any:
+def _given_dropout(masks: list[np.ndarray], rate: float) -> Any:
     """A dropout(x, p, training) that, in training, multiplies by the grader's masks in
-    call order: where models.py calls it is then all that decides the loss."""
+    call order: where models.py calls it is then all that decides the loss. Every call must
+    pass the model's rate as p, and training as a bool (or 0 or 1)."""
     left = list(masks)
 
-    def dropout(x: Any, p: float = 0.5, training: bool = True) -> Any:
+    def dropout(x: Any, p: Any = None, training: Any = None) -> Any:
+        call = len(masks) - len(left) + 1
+        if type(p) is bool or not isinstance(p, (int, float)) or type(training) not in (bool, int):
+            raise TypeError(
+                f"dropout call {call} got p={p!r}, training={training!r}: call it as "
+                "dropout(x, self.dropout, self.training)"
+            )
+        if training and p != rate:
+            raise ValueError(f"dropout call {call} got p={p!r}; the model's dropout is {rate}")
         if not training or p == 0:
             return x
         where = "after the embeddings, then on att, after attention's c_proj and the MLP's"
@@ -117,7 +126,7 @@ def _given_dropout(masks: list[np.ndarray]) -> Any:
                 f"dropout was called more than the {len(masks)} times nanoGPT's GPT calls it "
                 f"({where})"
             )
-        mask, call = left.pop(0), len(masks) - len(left)
+        mask = left.pop(0)
         if tuple(np.shape(x.data)) != mask.shape:
             raise ValueError(
                 f"dropout call {call} got shape {tuple(np.shape(x.data))}; nanoGPT's call "
@@ -141,7 +150,8 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
     if "masks" in request:
         if own is None:
             raise NameError("models.py has no dropout (from lm_ops) to call")
-        models.dropout = _given_dropout([_array(m) for m in request["masks"]])
+        masks = [_array(m) for m in request["masks"]]
+        models.dropout = _given_dropout(masks, float(request["rate"]))
     try:
         _, loss = made(_array(request["idx"]), _array(request["targets"]))
     finally:
