@@ -177,6 +177,9 @@ def test_a_forged_reply_is_refused():
     assert not well_formed_lm(model, {"loss": 1, "grads": {"w": array}})
     assert not well_formed_lm(model, {"loss": 1.0, "grads": {"w": [1.0]}})
     assert not well_formed_lm(model, {"loss": 1.0, "grads": {}})  # a gradient left out
+    sampled = {**model, "logits": True}
+    assert well_formed_lm(sampled, {"loss": 1.0, "grads": {"w": array}, "logits": array})
+    assert not well_formed_lm(sampled, {"loss": 1.0, "grads": {"w": array}})
     op = {"do": "lm_op", "case": {"tensors": {"x": array}}}
     assert not well_formed_lm(op, {"out": array, "grads": {"x": {"shape": [2]}}})
     assert not well_formed_lm(op, {"out": array, "grads": {"y": array}})

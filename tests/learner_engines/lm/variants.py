@@ -284,6 +284,25 @@ BUGS = {
         "CausalSelfAttention",
         "merged by reshape alone",
     ),
+    "heads_hard_coded": (
+        "models.py",
+        [("        nh, hs = self.n_head, c // self.n_head\n", "        nh, hs = 2, c // 2\n")],
+        "CausalSelfAttention",
+        "n_head heads of n_embd // n_head each",
+    ),
+    "gpt_returns_its_features": (
+        "models.py",
+        [
+            (
+                '        logits = self.lm_head(tr["ln_f"](x))\n'
+                "        return logits, None if targets is None else _loss(logits, targets)\n",
+                '        x = tr["ln_f"](x)\n'
+                "        return x, None if targets is None else _loss(self.lm_head(x), targets)\n",
+            )
+        ],
+        "GPT",
+        "GPT(idx) without targets returns an array of shape (4, 11, 16)",
+    ),
     "head_not_tied": (
         "models.py",
         [('        self.lm_head.weight = self.transformer["wte"].weight\n', "")],
@@ -329,7 +348,7 @@ BUGS = {
         [
             (
                 '        x = tr["wte"](idx) + tr["wpe"](np.arange(idx.shape[1]))\n',
-                '        x = tr["wte"](idx) + tr["wpe"](np.arange(16)[-idx.shape[1] :])\n',
+                '        x = tr["wte"](idx) + tr["wpe"](np.arange(12)[-idx.shape[1] :])\n',
             )
         ],
         "GPT",

@@ -13,12 +13,14 @@ import numpy as np
 
 #: makemore's MLP on names (nanoGPT's names: vocab_size, block_size, n_embd; makemore's n_embd2).
 MLP_CONFIG: dict[str, Any] = {"vocab_size": 27, "block_size": 3, "n_embd": 8, "n_embd2": 32}
-#: A small nanoGPT (dropout 0, its default; bias on, so every kind of parameter is there).
+#: A small nanoGPT (dropout 0, its default; bias on, so every kind of parameter is there),
+#: its sizes all different, so one used for another shows (the head size, 2, is not
+#: sqrt(n_embd) either, so the two wrong attention scales differ).
 GPT_CONFIG: dict[str, Any] = {
-    "block_size": 16,
+    "block_size": 12,
     "vocab_size": 65,
     "n_layer": 2,
-    "n_head": 2,
+    "n_head": 8,
     "n_embd": 16,
     "dropout": 0.0,
     "bias": True,
@@ -37,14 +39,14 @@ TRAINING: dict[str, dict[str, Any]] = {
     "GPT": {
         "steps": 10,
         "batch": 4,
-        "length": 16,
+        "length": 12,
         "lr": 3e-3,
         "betas": [0.9, 0.95],
         "weight_decay": 0.1,
     },
 }
 SEED = 38
-#: The GPT's batch length in the model rows: shorter than block_size, so a position
+#: The GPT's batch length in the model rows: shorter than block_size (12), so a position
 #: embedding that adds the whole table, or the wrong rows of it, shows.
 GPT_LENGTH = 11
 

@@ -236,7 +236,8 @@ class LMChecks:
         if not agree(got, out):
             text = f"{kind}'s output differs from torch's {kind} with the same weights"
             if kind == "CausalSelfAttention":
-                text = self.torch.attention_bug(weights, x, got) or text + ": " + _forward_hint()
+                hint = _forward_hint(kind)
+                text = self.torch.attention_bug(weights, x, got) or text + ": " + hint
             self.g.add(Row(kind, FAIL, text + look))
             return
         wrong = [n for n in shapes if not agree(array_of(reply["grads"][n]), grads[n])]
@@ -293,9 +294,12 @@ class LMChecks:
             weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
             length = cases.GPT_LENGTH if kind == "GPT" else None
             idx, targets = self.batches(kind, 1, cases.SEED + 3, length)[0]
-            request = self.model_request(kind, weights, idx=_ints(idx), targets=_ints(targets))
+            request = self.model_request(
+                kind, weights, idx=_ints(idx), targets=_ints(targets), logits=True
+            )
             reply = self.ask({"do": "lm_model", **request})
-            if self.failed_row(name, reply, f"{kind}(...)(idx, targets) and backward()"):
+            what = f"{kind}(...)(idx, targets), backward() and {kind}(...)(idx)"
+            if self.failed_row(name, reply, what):
                 continue
             if self.names_row(name, reply, shapes):
                 continue
@@ -324,8 +328,14 @@ class LMChecks:
                     )
                 self.g.add(Row(name, FAIL, f"{text}: look at {look}"))
                 continue
+            problem = _logits_problem(
+                kind, array_of(reply["logits"]), self.torch.logits(kind, weights, idx)
+            )
+            if problem:
+                self.g.add(Row(name, FAIL, problem + self.look_at([f"{kind}.forward"])))
+                continue
             text = f"loss {loss:.4f} and all {len(shapes)} parameters' gradients equal torch's"
-            text += ", by name"
+            text += ", by name; the logits without targets too"
             self.g.add(Row(name, PASS, text))
 
     def check_eval(self) -> None:
@@ -483,6 +493,18 @@ def losses_text(got: float, want: float) -> str:
     return f"{got:.{digits}g}, torch's {want:.{digits}g}"
 
 
+def _logits_problem(kind: str, got: np.ndarray, want: np.ndarray) -> str:
+    """What is wrong with the logits of a call without targets (the call sampling makes):
+    every position's, or the last one's only (nanoGPT's, at inference), or ""."""
+    if agree(got, want) or agree(got, want[:, -1:]):
+        return ""
+    return (
+        f"{kind}(idx) without targets returns an array of shape {got.shape}, not the logits "
+        f"torch's gives, {want.shape} (or the last position's, {want[:, -1:].shape}): "
+        "sampling reads them"
+    )
+
+
 def _close(got: float, want: float) -> bool:
     return bool(np.isclose(got, want, rtol=1e-6, atol=1e-9))
 
@@ -503,6 +525,11 @@ def _right_ones(wrong: list[str], names: list[str]) -> str:
 def _forward_hint(kind: str = "") -> str:
     if kind == "MLP":
         return "the embeddings of the block_size previous ids, concatenated, tanh, then the logits"
+    if kind == "CausalSelfAttention":
+        return (
+            "q, k, v from c_attn; n_head heads of n_embd // n_head each; q k^T / sqrt(head "
+            "size), the causal mask, softmax, @ v; the heads merged; c_proj"
+        )
     return "token + position embeddings; x + attn(ln_1(x)), x + mlp(ln_2(x)); ln_f; the tied head"
 
 

@@ -65,13 +65,15 @@ class MLP(nn.Module):
             nn.Linear(c["n_embd2"], c["vocab_size"]),
         )
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         embs = []
         for _ in range(self.block_size):
             embs.append(self.wte(idx))
             idx = torch.roll(idx, 1, 1)
             idx[:, 0] = self.vocab_size
         logits = self.mlp(torch.cat(embs, -1))
+        if targets is None:
+            return logits
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
@@ -141,12 +143,14 @@ class GPT(nn.Module):
         self.lm_head = nn.Linear(c["n_embd"], c["vocab_size"], bias=False)
         self.lm_head.weight = self.transformer.wte.weight
 
-    def forward(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
         tr = self.transformer
         x = self.drop(tr.wte(idx) + tr.wpe(torch.arange(idx.size(1))))
         for block in tr.h:
             x = block(x)
         logits = self.lm_head(tr.ln_f(x))
+        if targets is None:
+            return logits
         return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
 
 
@@ -202,6 +206,12 @@ def run_model(
     loss = model(torch.from_numpy(idx), torch.from_numpy(targets))
     loss.backward()
     return float(loss.detach()), {n: p.grad.numpy().copy() for n, p in model.named_parameters()}
+
+
+def logits(kind: str, weights: dict[str, np.ndarray], idx: np.ndarray) -> np.ndarray:
+    """The model's logits for ``idx``, every position's (called without targets)."""
+    with torch.no_grad():
+        return build(kind, weights)(torch.from_numpy(idx)).numpy()
 
 
 def optimizer(model: nn.Module, settings: dict[str, Any], decay_all: bool = False) -> Any:

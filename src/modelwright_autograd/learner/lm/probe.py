@@ -139,7 +139,8 @@ def _given_dropout(masks: list[np.ndarray], rate: float) -> Any:
 
 def model(request: dict[str, Any]) -> dict[str, Any]:
     """The loss of one batch and every parameter's gradient (after model.eval() when asked;
-    with ``masks``, models.py's dropout replaced by ``_given_dropout`` of them)."""
+    with ``masks``, models.py's dropout replaced by ``_given_dropout`` of them), and with
+    ``logits`` the logits of a call without targets."""
     made, mismatch = _build(request)
     if mismatch:
         return mismatch
@@ -159,7 +160,10 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
             models.dropout = own
     loss.backward()
     grads = {n: _grad(p) for n, p in made.named_parameters()}
-    return {"loss": float(_as_array(loss.data)), "grads": grads}
+    reply = {"loss": float(_as_array(loss.data)), "grads": grads}
+    if request.get("logits"):  # the sampling call: no targets
+        reply["logits"] = _send(made(_array(request["idx"]))[0].data)
+    return reply
 
 
 def train(request: dict[str, Any]) -> dict[str, Any]:

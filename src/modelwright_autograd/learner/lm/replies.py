@@ -52,7 +52,10 @@ def well_formed_lm(request: dict[str, Any], reply: dict[str, Any]) -> bool:
             and _named(reply.get("grads"), weights)
         )
     if do == "lm_model":
-        return isinstance(reply.get("loss"), float) and _named(reply.get("grads"), weights)
+        logits = not request.get("logits") or is_sent_array(reply.get("logits"))
+        return (
+            isinstance(reply.get("loss"), float) and _named(reply.get("grads"), weights) and logits
+        )
     if do == "lm_train":
         losses = reply.get("losses")
         return (
