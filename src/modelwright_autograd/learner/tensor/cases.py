@@ -210,7 +210,15 @@ def _cross_entropy_cases() -> list[Case]:
             ),
             kind="upstream",
         ),
+        _large(make_program(82, [(3, 4)], [["cross_entropy", 0, [2, 0, 3]]], weighted=False)),
     ]
+
+
+def _large(program: Program) -> Case:
+    """The program with its input scaled to hundreds (up to 1000): exp overflows there
+    unless the max is subtracted first, as torch does (torch's oracle only)."""
+    program["inputs"][0]["data"] = [500.0 * v for v in program["inputs"][0]["data"]]
+    return Case(program, kind="large")
 
 
 def softmax_array(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -293,7 +301,10 @@ OP_SPECS = [
         "log_softmax",
         "log_softmax",
         False,
-        _unary_cases("log_softmax", 98),
+        lambda: [
+            *_unary_cases("log_softmax", 98)(),
+            _large(make_program(96, [(2, 3)], [["log_softmax", 0]])),
+        ],
         [
             (
                 "log_softmax's backward dropped the sum: with s = softmax(a) and g = out.grad, "
