@@ -303,6 +303,57 @@ BUGS = {
         "GPT",
         "GPT(idx) without targets returns an array of shape (4, 11, 16)",
     ),
+    "mlp_block_size_written_in": (
+        "models.py",
+        [
+            (
+                '            "0": Linear(c.block_size * c.n_embd, c.n_embd2),\n',
+                '            "0": Linear(3 * c.n_embd, c.n_embd2),\n',
+            ),
+            ("        for _ in range(self.config.block_size):\n", "        for _ in range(3):\n"),
+        ],
+        "makemore's MLP",
+        "mlp.0.weight has shape (20, 18), torch's (20, 30)",
+    ),
+    "mlp_needs_block_size_tokens": (
+        "models.py",
+        [
+            (
+                "        for _ in range(self.config.block_size):\n"
+                "            embs.append(self.wte(idx))\n"
+                "            idx = np.roll(idx, 1, axis=1)\n"
+                "            idx[:, 0] = self.config.vocab_size\n",
+                "        b, t = idx.shape\n"
+                "        for k in range(self.config.block_size):\n"
+                "            pad = np.full((b, k), self.config.vocab_size)\n"
+                "            embs.append(self.wte(np.concatenate([pad, idx[:, : t - k]], 1)))\n",
+            )
+        ],
+        "makemore's MLP",
+        "all the input array dimensions except for the concatenation axis must match",
+    ),
+    "train_reaches_the_top_only": (
+        "models.py",
+        [
+            (
+                "    def train(self, mode=True):\n"
+                "        for module in _modules(self):\n"
+                "            module.training = mode\n"
+                "        return self\n\n"
+                "    def eval(self):\n"
+                "        return self.train(False)\n",
+                "    def train(self, mode=True):\n"
+                "        self.training = mode\n"
+                "        return self\n\n"
+                "    def eval(self):\n"
+                "        for module in _modules(self):\n"
+                "            module.training = False\n"
+                "        return self\n",
+            )
+        ],
+        "GPT with dropout in training",
+        "dropout ran 1 of the 7 times nanoGPT's GPT runs it in training",
+    ),
     "head_not_tied": (
         "models.py",
         [('        self.lm_head.weight = self.transformer["wte"].weight\n', "")],

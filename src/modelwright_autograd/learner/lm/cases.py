@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-#: makemore's MLP on names (nanoGPT's names: vocab_size, block_size, n_embd; makemore's n_embd2).
-MLP_CONFIG: dict[str, Any] = {"vocab_size": 27, "block_size": 3, "n_embd": 8, "n_embd2": 32}
+#: makemore's MLP on names (nanoGPT's names: vocab_size, block_size, n_embd; makemore's n_embd2),
+#: its sizes other than MLPConfig's defaults, so one written in as a number shows.
+MLP_CONFIG: dict[str, Any] = {"vocab_size": 27, "block_size": 5, "n_embd": 6, "n_embd2": 20}
 #: A small nanoGPT (dropout 0, its default; bias on, so every kind of parameter is there),
 #: its sizes all different, so one used for another shows (the head size, 2, is not
 #: sqrt(n_embd) either, so the two wrong attention scales differ).
@@ -46,9 +47,10 @@ TRAINING: dict[str, dict[str, Any]] = {
     },
 }
 SEED = 38
-#: The GPT's batch length in the model rows: shorter than block_size (12), so a position
-#: embedding that adds the whole table, or the wrong rows of it, shows.
-GPT_LENGTH = 11
+#: The batch length in the model rows: shorter than block_size (the GPT's 12, the MLP's 5),
+#: so a position embedding that adds the whole table, or the wrong rows of it, and an MLP
+#: that needs block_size tokens (sampling starts from one) show.
+MODEL_LENGTH = {"GPT": 11, "MLP": 3}
 
 
 @dataclass

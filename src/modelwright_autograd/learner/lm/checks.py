@@ -292,8 +292,7 @@ class LMChecks:
                 continue
             shapes = self.torch.parameter_shapes(kind)
             weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
-            length = cases.GPT_LENGTH if kind == "GPT" else None
-            idx, targets = self.batches(kind, 1, cases.SEED + 3, length)[0]
+            idx, targets = self.batches(kind, 1, cases.SEED + 3, cases.MODEL_LENGTH[kind])[0]
             request = self.model_request(
                 kind, weights, idx=_ints(idx), targets=_ints(targets), logits=True
             )
@@ -344,7 +343,7 @@ class LMChecks:
             return
         shapes = self.torch.parameter_shapes("GPT")
         weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
-        idx, targets = self.batches("GPT", 1, cases.SEED + 3, cases.GPT_LENGTH)[0]
+        idx, targets = self.batches("GPT", 1, cases.SEED + 3, cases.MODEL_LENGTH["GPT"])[0]
         request = self.model_request(
             "GPT", weights, idx=_ints(idx), targets=_ints(targets), eval=True
         )
@@ -371,7 +370,7 @@ class LMChecks:
             return
         shapes = self.torch.parameter_shapes("GPT")
         weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
-        idx, targets = self.batches("GPT", 1, cases.SEED + 3, cases.GPT_LENGTH)[0]
+        idx, targets = self.batches("GPT", 1, cases.SEED + 3, cases.MODEL_LENGTH["GPT"])[0]
         masks = cases.dropout_masks(*idx.shape)
         request = self.model_request(
             "GPT",
@@ -380,6 +379,7 @@ class LMChecks:
             targets=_ints(targets),
             masks=[_send(m) for m in masks],
             rate=cases.DROPOUT_P,
+            eval_then_train=True,  # as nanoGPT's loop, after each evaluation
         )
         p = cases.DROPOUT_P
         request["build"] = request["build"].replace("'dropout': 0.0", f"'dropout': {p}")

@@ -134,6 +134,7 @@ def _given_dropout(masks: list[np.ndarray], rate: float) -> Any:
             )
         return x * engine["Value"](mask)
 
+    dropout.left = left  # type: ignore[attr-defined]
     return dropout
 
 
@@ -146,6 +147,9 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
         return mismatch
     if request.get("eval"):
         made.eval()
+    if request.get("eval_then_train"):  # train() must reach every module, as torch's
+        made.eval()
+        made.train()
     models = _module(request, "models")
     own = vars(models).get("dropout")
     if "masks" in request:
@@ -155,6 +159,13 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
         models.dropout = _given_dropout(masks, float(request["rate"]))
     try:
         _, loss = made(_array(request["idx"]), _array(request["targets"]))
+        left = len(getattr(models.dropout, "left", ()))
+        if left:
+            raise RuntimeError(
+                f"dropout ran {len(masks) - left} of the {len(masks)} times nanoGPT's GPT runs it "
+                "in training: a dropout left out, or a module still in eval mode "
+                "(model.train() must reach every module, as model.eval() does)"
+            )
     finally:
         if own is not None:
             models.dropout = own
