@@ -13,9 +13,7 @@ modules are imported, so a training script beside them is never run.
 
 from __future__ import annotations
 
-import ast
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +21,6 @@ from ..files import UnreadableFile, read_bounded
 
 MAX_SOURCE_BYTES = 4 * 2**20  # a learner's module is a few KB; a bigger file is not one
 MAX_FOLDERS = 200  # folders looked at on each level below PATH
-_PARSING = threading.Lock()
 
 
 class LocateError(Exception):
@@ -101,25 +98,27 @@ def _defines(path: Path, name: str, keyword: str = "class") -> bool:
 
 def line_of(path: str | Path, name: str) -> str | None:
     """Where the module at ``path`` defines ``name`` (a top-level ``def`` or ``class``, or
-    ``Class.method``), as ``file.py:line``, read from its source, not run; None when it
-    does not, or the file cannot be read or parsed."""
+    ``Class.method``), as ``file.py:line``, found by reading its lines, not running or
+    parsing it (Python 3.11's ast.parse fails now and then while other threads run); None
+    when it does not, or the file cannot be read."""
     try:
-        source = _source(Path(path))
-        with _PARSING:  # Python 3.11's ast objects are made with one depth count for all threads
-            tree = ast.parse(source)
-    except (UnreadableFile, SyntaxError, ValueError, RecursionError, MemoryError):
+        lines = _source(Path(path)).splitlines()
+    except UnreadableFile:
         return None
-    scope: list[ast.stmt] = tree.body
-    node = None
+    start, stop, indent, found = 0, len(lines), "", None
     for part in name.split("."):
-        node = next(
-            (n for n in scope if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == part),
-            None,
-        )
-        if node is None:
+        pattern = re.compile(rf"{indent}(?:async\s+)?(?:def|class)\s+{re.escape(part)}\b")
+        found = next((i for i in range(start, stop) if pattern.match(lines[i])), None)
+        if found is None:
             return None
-        scope = node.body
-    return f"{Path(path).name}:{node.lineno}" if node is not None else None
+        outer = len(lines[found]) - len(lines[found].lstrip())
+        body = [i for i in range(found + 1, stop) if lines[i].strip()[:1] not in ("", "#")]
+        ends = (i for i in body if len(lines[i]) - len(lines[i].lstrip()) <= outer)
+        start, stop = found + 1, next(ends, stop)
+        indent = (
+            lines[body[0]][: len(lines[body[0]]) - len(lines[body[0]].lstrip())] if body else ""
+        )
+    return f"{Path(path).name}:{found + 1}" if found is not None else None
 
 
 def _imports(path: Path, module: str) -> bool:
