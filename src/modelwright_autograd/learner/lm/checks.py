@@ -240,7 +240,7 @@ class LMChecks:
                 text = self.torch.attention_bug(weights, x, got) or text + ": " + hint
             self.g.add(Row(kind, FAIL, text + look))
             return
-        wrong = [n for n in shapes if not agree(array_of(reply["grads"][n]), grads[n])]
+        wrong = _wrong_grads(reply, grads)
         if not agree(array_of(reply["x_grad"]), x_grad):
             wrong.insert(0, "the input x")
         if wrong:
@@ -276,6 +276,14 @@ class LMChecks:
         return True
 
     # ------------------------------------------------------------------ the models
+    def model_case(self, kind: str) -> tuple[dict[str, Any], dict[str, np.ndarray], Any, Any]:
+        """The MLP's or the GPT's parameter shapes, the weights the grader sets and one
+        batch (idx, targets) shorter than block_size: what every model row runs."""
+        shapes = self.torch.parameter_shapes(kind)
+        weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
+        idx, targets = self.batches(kind, 1, cases.SEED + 3, cases.MODEL_LENGTH[kind])[0]
+        return shapes, weights, idx, targets
+
     def model_request(
         self, kind: str, weights: dict[str, np.ndarray], **more: Any
     ) -> dict[str, Any]:
@@ -290,9 +298,7 @@ class LMChecks:
         ):
             if self.because(name, uses):
                 continue
-            shapes = self.torch.parameter_shapes(kind)
-            weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
-            idx, targets = self.batches(kind, 1, cases.SEED + 3, cases.MODEL_LENGTH[kind])[0]
+            shapes, weights, idx, targets = self.model_case(kind)
             request = self.model_request(
                 kind, weights, idx=_ints(idx), targets=_ints(targets), logits=True
             )
@@ -313,7 +319,7 @@ class LMChecks:
                 )
                 self.g.add(Row(name, FAIL, text))
                 continue
-            wrong = [n for n in shapes if not agree(array_of(reply["grads"][n]), grads[n])]
+            wrong = _wrong_grads(reply, grads)
             if wrong:
                 look = next(
                     (hint for key, hint in LOOK if key in wrong[0]),
@@ -341,9 +347,7 @@ class LMChecks:
         name = "GPT in eval mode"
         if self.because(name, ["GPT"]):
             return
-        shapes = self.torch.parameter_shapes("GPT")
-        weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
-        idx, targets = self.batches("GPT", 1, cases.SEED + 3, cases.MODEL_LENGTH["GPT"])[0]
+        _, weights, idx, targets = self.model_case("GPT")
         request = self.model_request(
             "GPT", weights, idx=_ints(idx), targets=_ints(targets), eval=True
         )
@@ -368,9 +372,7 @@ class LMChecks:
         name = "GPT with dropout in training"
         if self.because(name, ["GPT in eval mode", "dropout in training"]):
             return
-        shapes = self.torch.parameter_shapes("GPT")
-        weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
-        idx, targets = self.batches("GPT", 1, cases.SEED + 3, cases.MODEL_LENGTH["GPT"])[0]
+        _, weights, idx, targets = self.model_case("GPT")
         masks = cases.dropout_masks(*idx.shape)
         request = self.model_request(
             "GPT",
@@ -388,7 +390,7 @@ class LMChecks:
         if self.failed_row(name, reply, what):
             return
         loss, grads = self.torch.run_model("GPT", weights, idx, targets, masks)
-        wrong = [n for n in shapes if not agree(array_of(reply["grads"][n]), grads[n])]
+        wrong = _wrong_grads(reply, grads)
         if not _close(reply["loss"], loss) or wrong:
             text = (
                 f"with dropout {p} in training and the same masks, the loss is "
@@ -503,6 +505,11 @@ def _logits_problem(kind: str, got: np.ndarray, want: np.ndarray) -> str:
         f"torch's gives, {want.shape} (or the last position's, {want[:, -1:].shape}): "
         "sampling reads them"
     )
+
+
+def _wrong_grads(reply: dict[str, Any], grads: dict[str, np.ndarray]) -> list[str]:
+    """The parameters (by name, in torch's order) whose gradient differs from torch's."""
+    return [n for n in grads if not agree(array_of(reply["grads"][n]), grads[n])]
 
 
 def _close(got: float, want: float) -> bool:
