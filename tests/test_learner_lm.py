@@ -187,10 +187,61 @@ def test_a_forged_reply_is_refused():
     assert well_formed_lm(op, {"out": array, "grads": {"x": array}, "changed": ["x"]})
     assert not well_formed_lm(op, {"out": array, "grads": {"x": array}})  # changed left out
     assert not well_formed_lm(op, {"out": array, "grads": {"x": array}, "changed": ["\x1b[2J"]})
+    initialised = {**model, "init_seed": 1}  # the weights the model drew itself: by name
+    assert not well_formed_lm(initialised, {"loss": 1.0, "grads": {"w": array}})
+    reply = {"loss": 1.0, "grads": {"w": array}, "initial": {"w": array}}
+    assert well_formed_lm(initialised, reply)
     train = {"do": "lm_train", "weights": {"w": array}}
     assert not well_formed_lm(train, {"losses": [1.0, "2"], "first": {"w": array}})
     assert well_formed_lm(train, {"names": [["w", [2, 3]]]})
     assert not well_formed_lm(train, {"names": [["w", [2.5]]]})
+
+
+def test_the_gpt_trains_on_nanogpts_schedule_and_the_mlp_on_a_constant_lr():
+    """nanoGPT's get_lr over the GPT's 10 steps (warmup 2, cosine to lr / 10 at step 9),
+    by hand: 3e-3 (it + 1) / 3, then 3e-4 + 0.5 (1 + cos(pi (it - 2) / 7)) 2.7e-3."""
+    rates = cases.learning_rates("GPT")
+    assert len(rates) == 10
+    assert rates[:3] == pytest.approx([1e-3, 2e-3, 3e-3], rel=1e-12)
+    assert rates[3] == pytest.approx(0.0028663079718, rel=1e-10)  # cos(pi/7) = 0.9009688679
+    assert rates[9] == pytest.approx(3e-4, rel=1e-12)
+    assert rates[2:] == sorted(rates[2:], reverse=True) and len(set(rates)) == 10
+    assert cases.learning_rates("MLP") == [1e-2] * 20
+
+
+def test_an_init_is_judged_by_the_authors_laws():
+    """Draws from each law pass; zeros, a normal where torch draws a uniform (its std
+    alike), a missing residual scaling and a gain not 1 each fail, naming the parameter."""
+    from modelwright_autograd.learner.lm.checks import _initial_problem
+
+    rng = np.random.default_rng(5)
+    shapes = {"w.weight": (48, 16), "c_proj.weight": (16, 64), "ln.weight": (16,), "b.bias": (16,)}
+    laws = cases.initial_laws("GPT", shapes)
+    assert laws["c_proj.weight"] == ("normal", 0.02 / 2)  # 0.02 / sqrt(2 n_layer), n_layer 2
+    drawn = {
+        "w.weight": rng.normal(0.0, 0.02, (48, 16)),
+        "c_proj.weight": rng.normal(0.0, 0.01, (16, 64)),
+        "ln.weight": np.ones(16),
+        "b.bias": np.zeros(16),
+    }
+    assert _initial_problem("GPT", laws, drawn) is None
+    assert _initial_problem("GPT", laws, {**drawn, "w.weight": np.zeros((48, 16))})[0] == "w.weight"
+    unscaled = {**drawn, "c_proj.weight": rng.normal(0.0, 0.02, (16, 64))}
+    assert _initial_problem("GPT", laws, unscaled)[0] == "c_proj.weight"
+    assert _initial_problem("GPT", laws, {**drawn, "ln.weight": np.full(16, 0.5)})[0] == "ln.weight"
+    mlp = {"wte.weight": (28, 6), "mlp.0.weight": (20, 30), "mlp.0.bias": (20,)}
+    laws = cases.initial_laws("MLP", mlp)
+    bound = 1 / np.sqrt(30)
+    assert laws["mlp.0.bias"] == ("uniform", bound)  # the bound of its weight's fan-in
+    drawn = {
+        "wte.weight": rng.normal(0.0, 1.0, (28, 6)),
+        "mlp.0.weight": rng.uniform(-bound, bound, (20, 30)),
+        "mlp.0.bias": rng.uniform(-bound, bound, 20),
+    }
+    assert _initial_problem("MLP", laws, drawn) is None
+    normal = {**drawn, "mlp.0.weight": rng.normal(0.0, bound / np.sqrt(3), (20, 30))}
+    name, text = _initial_problem("MLP", laws, normal)
+    assert name == "mlp.0.weight" and "torch's U(-0.183, 0.183)" in text
 
 
 @pytest.fixture(scope="module")

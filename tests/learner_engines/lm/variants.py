@@ -21,13 +21,17 @@ FUSED_LAYER_NORM = """\
     mean = x.data.mean(axis=-1, keepdims=True)
     std = np.sqrt(x.data.var(axis=-1, keepdims=True) + eps)
     xhat = (x.data - mean) / std
-    out = Tensor(xhat * weight.data + bias.data, (x, weight, bias), "layer_norm")
+    if bias is None:
+        out = Tensor(xhat * weight.data, (x, weight), "layer_norm")
+    else:
+        out = Tensor(xhat * weight.data + bias.data, (x, weight, bias), "layer_norm")
 
     def _backward():
         g = out.grad * weight.data
         x.grad += (g - g.mean(-1, keepdims=True) - xhat * (g * xhat).mean(-1, keepdims=True)) / std
         weight.grad += unbroadcast(out.grad * xhat, weight.shape)
-        bias.grad += unbroadcast(out.grad, bias.shape)
+        if bias is not None:
+            bias.grad += unbroadcast(out.grad, bias.shape)
 
     out._backward = _backward
     return out
@@ -479,6 +483,84 @@ BUGS = {
         [(ADAMW_BIAS_CORRECTION, "                m_hat, v_hat = m, v\n")],
         "MLP trains on names",
         "look at AdamW.step",
+    ),
+    "mlp_overwrites_idx": (
+        "models.py",
+        [
+            ("        idx = np.array(idx)\n", "        idx = np.asarray(idx)\n"),
+            (
+                "            idx = np.roll(idx, 1, axis=1)\n",
+                "            idx[:, 1:] = idx[:, :-1].copy()\n",
+            ),
+        ],
+        "makemore's MLP",
+        "the model changed the idx array it was given",
+    ),
+    "module_zero_grad_misses_submodules": (
+        "models.py",
+        [
+            (
+                "    def zero_grad(self):\n        for p in self.parameters():\n",
+                "    def zero_grad(self):\n"
+                "        for p in [v for v in vars(self).values() if isinstance(v, Tensor)]:\n",
+            )
+        ],
+        "MLP trains on names",
+        "model.zero_grad() on alternate steps",
+    ),
+    "adamw_ignores_the_groups_lr": (
+        "models.py",
+        [
+            (
+                "        self.betas, self.eps = betas, eps\n",
+                "        self.lr, self.betas, self.eps = lr, betas, eps\n",
+            ),
+            ('                lr = group["lr"]\n', "                lr = self.lr\n"),
+        ],
+        "GPT trains on Shakespeare",
+        "not each group's group['lr']",
+    ),
+    "gpt_init_without_residual_scaling": (
+        "models.py",
+        [
+            (
+                "                std = 0.02 / math.sqrt(2 * c.n_layer)"
+                ' if name.endswith("c_proj.weight") else 0.02\n',
+                "                std = 0.02\n",
+            )
+        ],
+        "GPT",
+        "draws its own weights unlike nanoGPT: transformer.h.0.attn.c_proj.weight has mean",
+    ),
+    "linear_init_normal": (
+        "models.py",
+        [
+            (
+                "        self.weight = Tensor(np.random.uniform(-bound, bound, (nout, nin)))\n",
+                "        self.weight = Tensor(np.random.randn(nout, nin) * bound)\n",
+            )
+        ],
+        "makemore's MLP",
+        "mlp.0.weight has mean",
+    ),
+    "attention_keeps_its_biases": (
+        "models.py",
+        [
+            (
+                "        self.c_attn = Linear(config.n_embd, 3 * config.n_embd,"
+                " bias=config.bias)\n",
+                "        self.c_attn = Linear(config.n_embd, 3 * config.n_embd)\n",
+            )
+        ],
+        "GPT",
+        "with bias=False (nanoGPT's train.py default), named_parameters() differs from torch's: "
+        "not in torch's model: transformer.h.0.attn.c_attn.bias",
+    ),
+    "layer_norm_needs_a_bias": (
+        "lm_ops.py",
+        [("    return out if bias is None else out + bias\n", "    return out + bias\n")],
+        "GPT",
+        "Linear and layer_norm must work without a bias",
     ),
     "gpt_eats_memory": (
         "models.py",

@@ -46,6 +46,15 @@ TRAINING: dict[str, dict[str, Any]] = {
         "weight_decay": 0.1,
     },
 }
+#: nanoGPT's learning-rate schedule in the GPT's run, set on every param_group before each
+#: step as its train.py does: linear warmup, then cosine down to a tenth (makemore keeps lr).
+GPT_WARMUP = 2
+#: The configs of the model rows: the GPT again without biases (nanoGPT's train.py default).
+MODEL_CONFIGS: dict[str, dict[str, Any]] = {
+    "MLP": MLP_CONFIG,
+    "GPT": GPT_CONFIG,
+    "GPT without biases": {**GPT_CONFIG, "bias": False},
+}
 SEED = 38
 #: The batch length in the model rows: shorter than block_size (the GPT's 12, the MLP's 5),
 #: so a position embedding that adds the whole table, or the wrong rows of it, and an MLP
@@ -257,6 +266,46 @@ def gpt2_weights(
             std = 0.02 / math.sqrt(2 * n_layer) if name.endswith("c_proj.weight") else 0.02
             weights[name] = rng.normal(0.0, std, shape)
     return weights
+
+
+def learning_rates(kind: str) -> list[float]:
+    """The learning rate of each training step: nanoGPT's get_lr for the GPT (warmup
+    GPT_WARMUP steps, cosine to lr / 10 at the last), makemore's constant lr for the MLP."""
+    settings = TRAINING[kind]
+    lr, steps = settings["lr"], settings["steps"]
+    if kind == "MLP":
+        return [lr] * steps
+    rates = []
+    for it in range(steps):
+        if it < GPT_WARMUP:
+            rates.append(lr * (it + 1) / (GPT_WARMUP + 1))
+            continue
+        ratio = (it - GPT_WARMUP) / (steps - 1 - GPT_WARMUP)
+        rates.append(lr / 10 + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - lr / 10))
+    return rates
+
+
+def initial_laws(kind: str, shapes: dict[str, tuple[int, ...]]) -> dict[str, tuple[str, float]]:
+    """How the authors' models draw each parameter before training, by name: ("normal",
+    std), ("uniform", bound) or ("constant", value). makemore's MLP keeps torch's defaults
+    (an Embedding N(0, 1), a Linear's weight and bias U(-1/sqrt(in), 1/sqrt(in))); nanoGPT's
+    GPT draws every matrix from N(0, 0.02), its residual projections (c_proj) from
+    N(0, 0.02 / sqrt(2 n_layer)), and starts biases at 0 and layer norms' gains at 1."""
+    laws: dict[str, tuple[str, float]] = {}
+    for name, shape in shapes.items():
+        if kind == "MLP":
+            if name.startswith("wte"):
+                laws[name] = ("normal", 1.0)
+            else:  # a Linear's weight (out, in) and its bias: the bound of the weight's in
+                fan_in = shapes[name.replace(".bias", ".weight")][1]
+                laws[name] = ("uniform", 1.0 / math.sqrt(fan_in))
+        elif name.endswith("c_proj.weight"):
+            laws[name] = ("normal", 0.02 / math.sqrt(2 * MODEL_CONFIGS[kind]["n_layer"]))
+        elif len(shape) == 2:
+            laws[name] = ("normal", 0.02)
+        else:
+            laws[name] = ("constant", 0.0 if name.endswith("bias") else 1.0)
+    return laws
 
 
 def encode(text: str, vocabulary: str) -> np.ndarray:

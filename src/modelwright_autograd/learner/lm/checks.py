@@ -22,7 +22,7 @@ from ..report import FAIL, NOTE, PASS, Row
 from ..tensor.oracle import agree, array_of
 from ..words import TODO, array_text, failure_text
 from . import cases
-from .cases import GPT_CONFIG, MLP_CONFIG, TRAINING, OpCase
+from .cases import GPT_CONFIG, TRAINING, OpCase
 
 if TYPE_CHECKING:
     from ..base import GraderBase as Grader
@@ -253,27 +253,10 @@ class LMChecks:
         self, name: str, reply: dict[str, Any], shapes: dict[str, tuple[int, ...]]
     ) -> bool:
         """A failing row when the learner's parameters are not torch's names and shapes."""
-        if "names" not in reply:
-            return False
-        theirs = {n: tuple(s) for n, s in reply["names"]}
-        missing = [n for n in shapes if n not in theirs]
-        extra = [n for n in theirs if n not in shapes]
-        problems = []
-        if "lm_head.weight" in extra:
-            problems.append(
-                "lm_head.weight is a parameter of its own: nanoGPT ties the head to the token "
-                "embedding (self.lm_head.weight = self.transformer['wte'].weight)"
-            )
-            extra.remove("lm_head.weight")
-        if missing:
-            problems.append(f"missing {', '.join(missing[:4])}")
-        if extra:
-            problems.append(f"not in torch's model: {', '.join(extra[:4])}")
-        shaped = [n for n in shapes if n in theirs and theirs[n] != shapes[n]]
-        problems += [f"{n} has shape {theirs[n]}, torch's {shapes[n]}" for n in shaped[:2]]
-        text = "named_parameters() differs from torch's: " + "; ".join(problems)
-        self.g.add(Row(name, FAIL, text))
-        return True
+        problem = _names_problem(reply, shapes)
+        if problem:
+            self.g.add(Row(name, FAIL, problem))
+        return bool(problem)
 
     # ------------------------------------------------------------------ the models
     def model_case(self, kind: str) -> tuple[dict[str, Any], dict[str, np.ndarray], Any, Any]:
@@ -281,67 +264,101 @@ class LMChecks:
         batch (idx, targets) shorter than block_size: what every model row runs."""
         shapes = self.torch.parameter_shapes(kind)
         weights = cases.weights_for(shapes, cases.SEED + 2, 0.5)
-        idx, targets = self.batches(kind, 1, cases.SEED + 3, cases.MODEL_LENGTH[kind])[0]
+        cls = kind.split()[0]
+        idx, targets = self.batches(cls, 1, cases.SEED + 3, cases.MODEL_LENGTH[cls])[0]
         return shapes, weights, idx, targets
 
     def model_request(
         self, kind: str, weights: dict[str, np.ndarray], **more: Any
     ) -> dict[str, Any]:
-        config = MLP_CONFIG if kind == "MLP" else GPT_CONFIG
-        build = f"MLPConfig(**{config!r})" if kind == "MLP" else f"GPTConfig(**{config!r})"
-        return {"build": f"{kind}({build})", "weights": _arrays(weights), **more}
+        cls = kind.split()[0]
+        build = f"{cls}({cls}Config(**{cases.MODEL_CONFIGS[kind]!r}))"
+        return {"build": build, "weights": _arrays(weights), **more}
 
     def check_models(self) -> None:
-        for kind, name, uses in (
-            ("MLP", "makemore's MLP", ["embedding", "cat"]),
-            ("GPT", "GPT", ["embedding", "Block"]),
+        """makemore's MLP, then the GPT with biases and without (nanoGPT's train.py
+        default): one batch's loss, every gradient by name, the logits of a call without
+        targets, and the weights each model draws itself before the grader sets its own."""
+        for kinds, name, uses in (
+            (["MLP"], "makemore's MLP", ["embedding", "cat"]),
+            (["GPT", "GPT without biases"], "GPT", ["embedding", "Block"]),
         ):
             if self.because(name, uses):
                 continue
-            shapes, weights, idx, targets = self.model_case(kind)
-            request = self.model_request(
-                kind, weights, idx=_ints(idx), targets=_ints(targets), logits=True
-            )
-            reply = self.ask({"do": "lm_model", **request})
-            what = f"{kind}(...)(idx, targets), backward() and {kind}(...)(idx)"
-            if self.failed_row(name, reply, what):
-                continue
-            if self.names_row(name, reply, shapes):
-                continue
-            loss, grads = self.torch.run_model(kind, weights, idx, targets)
-            if not _close(reply["loss"], loss):
-                text = (
-                    f"the loss is {losses_text(reply['loss'], loss)} with the same weights "
-                    f"and batch: {kind}'s forward in models.py is not {AUTHOR[kind]}'s ("
-                    + _forward_hint(kind)
-                    + ")"
-                    + self.look_at([f"{kind}.forward"])
-                )
-                self.g.add(Row(name, FAIL, text))
-                continue
-            wrong = _wrong_grads(reply, grads)
-            if wrong:
-                look = next(
-                    (hint for key, hint in LOOK if key in wrong[0]),
-                    "the backward of the ops it uses",
-                )
-                text = f"the loss is right; {wrong[0]} wrong" + _right_ones(wrong, list(shapes))
-                if not np.any(array_of(reply["grads"][wrong[0]])):
-                    look = (
-                        "its path to the loss, which leaves your Tensors somewhere (NumPy on "
-                        ".data, or a new Tensor made from it): it gets no gradient at all"
-                    )
-                self.g.add(Row(name, FAIL, f"{text}: look at {look}"))
-                continue
-            problem = _logits_problem(
-                kind, array_of(reply["logits"]), self.torch.logits(kind, weights, idx)
-            )
+            problem, loss = "", 0.0
+            for kind in kinds:
+                problem, got = self.model_problem(kind)
+                if problem:
+                    break
+                loss = loss or got
             if problem:
-                self.g.add(Row(name, FAIL, problem + self.look_at([f"{kind}.forward"])))
+                self.g.add(Row(name, FAIL, problem))
                 continue
-            text = f"loss {loss:.4f} and all {len(shapes)} parameters' gradients equal torch's"
-            text += ", by name; the logits without targets too"
-            self.g.add(Row(name, PASS, text))
+            count = len(self.torch.parameter_shapes(kinds[0]))
+            text = f"loss {loss:.4f} and all {count} parameters' gradients equal torch's, by "
+            text += "name; the logits without targets too"
+            text += "; without biases too" if len(kinds) > 1 else ""
+            self.g.add(Row(name, PASS, text + f"; its initial weights are {AUTHOR[kinds[0]]}'s"))
+
+    def model_problem(self, kind: str) -> tuple[str, float]:
+        """What is wrong with one model row's model (``kind`` one of MODEL_CONFIGS), or "";
+        and torch's loss."""
+        cls = kind.split()[0]
+        shapes, weights, idx, targets = self.model_case(kind)
+        init = {} if kind.endswith("biases") else {"init_seed": cases.SEED + 7}
+        request = self.model_request(
+            kind, weights, idx=_ints(idx), targets=_ints(targets), logits=True, **init
+        )
+        reply = self.ask({"do": "lm_model", **request})
+        unbiased = "with bias=False (nanoGPT's train.py default), " if init == {} else ""
+        if "failure" in reply or "error" in reply:
+            what = f"{cls}(...)(idx, targets), backward() and {cls}(...)(idx)"
+            return unbiased + failure_text(reply, what), 0.0
+        problem = _names_problem(reply, shapes)
+        if problem:
+            return unbiased + problem, 0.0
+        loss, grads = self.torch.run_model(kind, weights, idx, targets)
+        if not _close(reply["loss"], loss) and unbiased:
+            return (
+                f"{unbiased}the loss is {losses_text(reply['loss'], loss)}: Linear and "
+                "layer_norm must work without a bias (bias None)"
+                + self.look_at(["layer_norm", "Linear.__call__"])
+            ), loss
+        if not _close(reply["loss"], loss):
+            return (
+                f"the loss is {losses_text(reply['loss'], loss)} with the same weights and "
+                f"batch: {cls}'s forward in models.py is not {AUTHOR[cls]}'s ("
+                + _forward_hint(cls)
+                + ")"
+                + self.look_at([f"{cls}.forward"])
+            ), loss
+        wrong = _wrong_grads(reply, grads)
+        if wrong:
+            look = next(
+                (hint for key, hint in LOOK if key in wrong[0]), "the backward of the ops it uses"
+            )
+            text = f"the loss is right; {wrong[0]} wrong" + _right_ones(wrong, list(shapes))
+            if not np.any(array_of(reply["grads"][wrong[0]])):
+                look = (
+                    "its path to the loss, which leaves your Tensors somewhere (NumPy on "
+                    ".data, or a new Tensor made from it): it gets no gradient at all"
+                )
+            return unbiased + f"{text}: look at {look}", loss
+        problem = _logits_problem(
+            cls, array_of(reply["logits"]), self.torch.logits(kind, weights, idx)
+        )
+        if problem:
+            return unbiased + problem + self.look_at([f"{cls}.forward"]), loss
+        if init:
+            initial = {n: array_of(a) for n, a in reply["initial"].items()}
+            wrong_law = _initial_problem(cls, cases.initial_laws(kind, shapes), initial)
+            if wrong_law:
+                return (
+                    f"the loss, gradients and logits are right, but {cls}(...) draws its own "
+                    f"weights unlike {AUTHOR[cls]}: {wrong_law[1]}"
+                    + self.look_at(_INIT_LOOK[cls](wrong_law[0]))
+                ), loss
+        return "", loss
 
     def check_eval(self) -> None:
         name = "GPT in eval mode"
@@ -424,7 +441,7 @@ class LMChecks:
             uses = [model, "GPT in eval mode", "GPT with dropout in training"]
             if self.because(name, uses if kind == "GPT" else [model]):
                 continue
-            settings = TRAINING[kind]
+            settings = {**TRAINING[kind], "rates": cases.learning_rates(kind)}
             shapes = self.torch.parameter_shapes(kind)
             if kind == "GPT":
                 weights = cases.gpt2_weights(shapes, cases.SEED + 4, GPT_CONFIG["n_layer"])
@@ -471,8 +488,18 @@ class LMChecks:
         if not wrong:
             return (
                 head + ", though the first update agrees with torch's: look at what AdamW "
-                "keeps between steps (m and v, with their betas, and the step count t)"
+                "keeps between steps (m and v, with their betas, and the step count t), and "
+                "at zero_grad (the grader calls optimizer.zero_grad() and model.zero_grad() "
+                "on alternate steps; each must zero every parameter's gradient)"
             )
+        if kind == "GPT":  # the only run with a schedule
+            _, constant = self.torch.train(kind, weights, batches[:1], settings, scheduled=False)
+            if all(agree(theirs[n], constant[n]) for n in wrong):
+                return (
+                    head + ": AdamW.step uses the lr it was made with, not each group's "
+                    "group['lr'], which nanoGPT's loop sets before every step (its warmup and "
+                    "cosine schedule)"
+                )
         if all(first[n].ndim < 2 for n in wrong):
             _, decay_all = self.torch.train(kind, weights, batches[:1], settings, decay_all=True)
             if all(agree(theirs[n], decay_all[n]) for n in wrong):
@@ -505,6 +532,73 @@ def _logits_problem(kind: str, got: np.ndarray, want: np.ndarray) -> str:
         f"torch's gives, {want.shape} (or the last position's, {want[:, -1:].shape}): "
         "sampling reads them"
     )
+
+
+def _names_problem(reply: dict[str, Any], shapes: dict[str, tuple[int, ...]]) -> str:
+    """How the learner's parameters differ from torch's names and shapes, or "" when the
+    reply is not the probe's list of them."""
+    if "names" not in reply:
+        return ""
+    theirs = {n: tuple(s) for n, s in reply["names"]}
+    missing = [n for n in shapes if n not in theirs]
+    extra = [n for n in theirs if n not in shapes]
+    problems = []
+    if "lm_head.weight" in extra:
+        problems.append(
+            "lm_head.weight is a parameter of its own: nanoGPT ties the head to the token "
+            "embedding (self.lm_head.weight = self.transformer['wte'].weight)"
+        )
+        extra.remove("lm_head.weight")
+    if missing:
+        problems.append(f"missing {', '.join(missing[:4])}")
+    if extra:
+        problems.append(f"not in torch's model: {', '.join(extra[:4])}")
+    shaped = [n for n in shapes if n in theirs and theirs[n] != shapes[n]]
+    problems += [f"{n} has shape {theirs[n]}, torch's {shapes[n]}" for n in shaped[:2]]
+    return "named_parameters() differs from torch's: " + "; ".join(problems)
+
+
+def _initial_problem(
+    cls: str, laws: dict[str, tuple[str, float]], initial: dict[str, np.ndarray]
+) -> tuple[str, str] | None:
+    """The first parameter whose initial weights cannot come from the author's law, and
+    what they show; None when every one can. A normal's or uniform's mean and standard
+    deviation must lie within 6 standard errors of the law's (wrong by chance about once
+    in 10^8 parameters; np.random is seeded, so a given init is judged the same each run),
+    a uniform's values inside its bounds and the largest near them, a constant exact."""
+    author = AUTHOR[cls]
+    for name, (law, scale) in laws.items():
+        w = initial[name]
+        n, mean, std = w.size, float(w.mean()), float(w.std())
+        if law == "constant":
+            if not np.all(w == scale):
+                return name, f"{name} is not all {scale:g}, as {author}'s starts it"
+            continue
+        sigma = scale if law == "normal" else scale / math.sqrt(3.0)
+        fits = abs(mean) <= 6 * sigma / math.sqrt(n) and abs(std - sigma) <= 6 * sigma / math.sqrt(
+            2 * n
+        )
+        if law == "uniform":
+            top = float(np.abs(w).max())
+            fits = fits and top <= scale and (n < 40 or top >= scale * (1 - 20 / n))
+            if not fits:
+                return name, (
+                    f"{name} has mean {mean:.3g}, std {std:.3g} and largest |w| {top:.3g}; "
+                    f"torch's U(-{scale:.3g}, {scale:.3g}) has 0, {sigma:.3g} and {scale:.3g}"
+                )
+        elif not fits:
+            return name, (
+                f"{name} has mean {mean:.3g} and std {std:.3g}; {author}'s N(0, {scale:.3g}) "
+                f"has 0 and {scale:.3g}"
+            )
+    return None
+
+
+#: Where a model's own initial weights come from, by the parameter found wrong.
+_INIT_LOOK = {
+    "MLP": lambda name: ["Embedding.__init__" if name.startswith("wte") else "Linear.__init__"],
+    "GPT": lambda name: ["LayerNorm.__init__" if ".ln_" in name else "GPT.__init__"],
+}
 
 
 def _wrong_grads(reply: dict[str, Any], grads: dict[str, np.ndarray]) -> list[str]:

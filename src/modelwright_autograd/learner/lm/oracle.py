@@ -12,7 +12,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .cases import GPT_CONFIG, MLP_CONFIG, OpCase
+from .cases import GPT_CONFIG, MODEL_CONFIGS, OpCase, learning_rates
 
 
 def run_op(case: OpCase) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -155,8 +155,9 @@ class GPT(nn.Module):
 
 
 MODULES = {
-    "MLP": lambda: MLP(MLP_CONFIG),
-    "GPT": lambda: GPT(GPT_CONFIG),
+    "MLP": lambda: MLP(MODEL_CONFIGS["MLP"]),
+    "GPT": lambda: GPT(MODEL_CONFIGS["GPT"]),
+    "GPT without biases": lambda: GPT(MODEL_CONFIGS["GPT without biases"]),
     "LayerNorm": lambda: nn.LayerNorm(GPT_CONFIG["n_embd"]),
     "CausalSelfAttention": lambda: CausalSelfAttention(GPT_CONFIG),
     "FeedForward": lambda: FeedForward(GPT_CONFIG),
@@ -233,13 +234,18 @@ def train(
     batches: list[tuple[np.ndarray, np.ndarray]],
     settings: dict[str, Any],
     decay_all: bool = False,
+    scheduled: bool = True,
 ) -> tuple[list[float], dict[str, np.ndarray]]:
-    """The loss before each step, and the parameters after the first step."""
+    """The loss before each step, and the parameters after the first step; each step's
+    learning rate set on every param_group first (``learning_rates``), as nanoGPT's loop
+    does (``scheduled=False``: the constructor's lr throughout)."""
     model = build(kind, weights)
     opt = optimizer(model, settings, decay_all)
     losses: list[float] = []
     first: dict[str, np.ndarray] = {}
     for step, (idx, targets) in enumerate(batches):
+        for group in opt.param_groups if scheduled else ():
+            group["lr"] = learning_rates(kind)[step]
         loss = model(torch.from_numpy(idx), torch.from_numpy(targets))
         opt.zero_grad()
         loss.backward()

@@ -76,16 +76,22 @@ def op(request: dict[str, Any]) -> dict[str, Any]:
     return {"out": _send(out.data), "grads": grads, "changed": changed}
 
 
-def _build(request: dict[str, Any]) -> tuple[Any, Any]:
+def _build(request: dict[str, Any], initial: dict[str, Any] | None = None) -> tuple[Any, Any]:
     """The learner's model from ``build`` (code in models.py's namespace), with the grader's
-    weights set by name; or a reply naming the names or shapes that differ."""
+    weights set by name; or a reply naming the names or shapes that differ. With
+    ``init_seed``, np.random is seeded first and the weights the model drew itself are put
+    in ``initial``."""
     models = _module(request, "models")
+    if "init_seed" in request:
+        np.random.seed(request["init_seed"])
     model = eval(request["build"], vars(models).copy())
     named = list(model.named_parameters())
     weights = {name: _array(x) for name, x in request["weights"].items()}
     shapes = {name: list(np.shape(p.data)) for name, p in named}
     if set(shapes) != set(weights) or any(shapes[n] != list(weights[n].shape) for n in weights):
         return None, {"names": [[n, s] for n, s in shapes.items()]}
+    if initial is not None:
+        initial.update({name: _send(p.data) for name, p in named})
     for name, p in named:
         p.data[...] = weights[name]
     return model, None
@@ -141,8 +147,10 @@ def _given_dropout(masks: list[np.ndarray], rate: float) -> Any:
 def model(request: dict[str, Any]) -> dict[str, Any]:
     """The loss of one batch and every parameter's gradient (after model.eval() when asked;
     with ``masks``, models.py's dropout replaced by ``_given_dropout`` of them), and with
-    ``logits`` the logits of a call without targets."""
-    made, mismatch = _build(request)
+    ``logits`` the logits of a call without targets; with ``init_seed`` the weights the
+    model drew itself; an error if the model wrote into the idx or targets it was given."""
+    initial: dict[str, Any] = {}
+    made, mismatch = _build(request, initial)
     if mismatch:
         return mismatch
     if request.get("eval"):
@@ -157,8 +165,9 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
             raise NameError("models.py has no dropout (from lm_ops) to call")
         masks = [_array(m) for m in request["masks"]]
         models.dropout = _given_dropout(masks, float(request["rate"]))
+    idx, targets = _array(request["idx"]), _array(request["targets"])
     try:
-        _, loss = made(_array(request["idx"]), _array(request["targets"]))
+        _, loss = made(idx, targets)
         left = len(getattr(models.dropout, "left", ()))
         if left:
             raise RuntimeError(
@@ -173,13 +182,23 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
     grads = {n: _grad(p) for n, p in made.named_parameters()}
     reply = {"loss": float(_as_array(loss.data)), "grads": grads}
     if request.get("logits"):  # the sampling call: no targets
-        reply["logits"] = _send(made(_array(request["idx"]))[0].data)
+        reply["logits"] = _send(made(idx)[0].data)
+    if "init_seed" in request:
+        reply["initial"] = initial
+    for name, given in (("idx", idx), ("targets", targets)):
+        if not np.array_equal(given, _array(request[name])):
+            raise ValueError(
+                f"the model changed the {name} array it was given (a write into the caller's "
+                "array, as np.asarray keeps it): copy it first, as np.array(idx) does"
+            )
     return reply
 
 
 def train(request: dict[str, Any]) -> dict[str, Any]:
     """Training with the learner's configure_optimizers: the loss of each batch, and the
-    parameters after the first step."""
+    parameters after the first step. Each step sets every param_group's lr first, as
+    nanoGPT's loop does, and zeroes the gradients with optimizer.zero_grad() and
+    model.zero_grad() in turn (nanoGPT's loop calls the one, makemore's the other)."""
     made, mismatch = _build(request)
     if mismatch:
         return mismatch
@@ -190,8 +209,10 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
     )
     losses, first = [], {}
     for step, (idx, targets) in enumerate(request["batches"]):
+        for group in optimizer.param_groups:
+            group["lr"] = settings["rates"][step]
         _, loss = made(_array(idx), _array(targets))
-        optimizer.zero_grad()
+        (made.zero_grad if step % 2 else optimizer.zero_grad)()
         loss.backward()
         optimizer.step()
         losses.append(float(_as_array(loss.data)))

@@ -53,8 +53,12 @@ def well_formed_lm(request: dict[str, Any], reply: dict[str, Any]) -> bool:
         )
     if do == "lm_model":
         logits = not request.get("logits") or is_sent_array(reply.get("logits"))
+        initial = "init_seed" not in request or _named(reply.get("initial"), weights)
         return (
-            isinstance(reply.get("loss"), float) and _named(reply.get("grads"), weights) and logits
+            isinstance(reply.get("loss"), float)
+            and _named(reply.get("grads"), weights)
+            and logits
+            and initial
         )
     if do == "lm_train":
         losses = reply.get("losses")

@@ -209,6 +209,12 @@ class GPT(Module):
         }
         self.lm_head = Linear(c.n_embd, c.vocab_size, bias=False)
         self.lm_head.weight = self.transformer["wte"].weight
+        for name, p in self.named_parameters():  # nanoGPT's init, which check compares
+            if p.data.ndim == 2:  # matrices, embeddings: N(0, 0.02), residual ones smaller
+                std = 0.02 / math.sqrt(2 * c.n_layer) if name.endswith("c_proj.weight") else 0.02
+                p.data[...] = np.random.normal(0.0, std, p.data.shape)
+            elif name.endswith("bias"):
+                p.data[...] = 0.0
 
     def __call__(self, idx, targets=None):
         # TODO 35: token embeddings wte(idx) plus position embeddings wpe(np.arange(T)),
@@ -219,11 +225,12 @@ class GPT(Module):
 
 # ---------------------------------------------------------------------- training
 class AdamW:
-    """torch.optim.AdamW over parameter groups [{"params": [...], "weight_decay": wd}]."""
+    """torch.optim.AdamW over parameter groups [{"params": [...], "weight_decay": wd}]; each
+    group keeps its own "lr" (lr unless given), which nanoGPT's loop sets every step."""
 
     def __init__(self, param_groups, lr, betas=(0.9, 0.99), eps=1e-8):
-        self.param_groups = param_groups
-        self.lr, self.betas, self.eps = lr, betas, eps
+        self.param_groups = [{"lr": lr, **group} for group in param_groups]
+        self.betas, self.eps = betas, eps
         self.t = 0
         params = [p for group in param_groups for p in group["params"]]
         self.m = {id(p): np.zeros_like(p.data) for p in params}
@@ -235,7 +242,8 @@ class AdamW:
                 p.grad = np.zeros_like(p.data)
 
     def step(self):
-        # TODO 36: torch's AdamW, for each group's parameters p with its weight_decay wd:
+        # TODO 36: torch's AdamW, for each group's parameters p with its weight_decay wd
+        # and its lr = group["lr"] (a schedule sets each group's lr between steps):
         #   t += 1 (once per step); p.data *= 1 - lr * wd;
         #   m = b1 m + (1 - b1) grad;  v = b2 v + (1 - b2) grad**2   (in place: m[...] = ...)
         #   p.data -= lr * (m / (1 - b1**t)) / (sqrt(v / (1 - b2**t)) + eps)

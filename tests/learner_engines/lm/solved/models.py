@@ -208,6 +208,12 @@ class GPT(Module):
         }
         self.lm_head = Linear(c.n_embd, c.vocab_size, bias=False)
         self.lm_head.weight = self.transformer["wte"].weight
+        for name, p in self.named_parameters():  # nanoGPT's init, which check compares
+            if p.data.ndim == 2:  # matrices, embeddings: N(0, 0.02), residual ones smaller
+                std = 0.02 / math.sqrt(2 * c.n_layer) if name.endswith("c_proj.weight") else 0.02
+                p.data[...] = np.random.normal(0.0, std, p.data.shape)
+            elif name.endswith("bias"):
+                p.data[...] = 0.0
 
     def __call__(self, idx, targets=None):
         idx = np.asarray(idx)
@@ -222,11 +228,12 @@ class GPT(Module):
 
 # ---------------------------------------------------------------------- training
 class AdamW:
-    """torch.optim.AdamW over parameter groups [{"params": [...], "weight_decay": wd}]."""
+    """torch.optim.AdamW over parameter groups [{"params": [...], "weight_decay": wd}]; each
+    group keeps its own "lr" (lr unless given), which nanoGPT's loop sets every step."""
 
     def __init__(self, param_groups, lr, betas=(0.9, 0.99), eps=1e-8):
-        self.param_groups = param_groups
-        self.lr, self.betas, self.eps = lr, betas, eps
+        self.param_groups = [{"lr": lr, **group} for group in param_groups]
+        self.betas, self.eps = betas, eps
         self.t = 0
         params = [p for group in param_groups for p in group["params"]]
         self.m = {id(p): np.zeros_like(p.data) for p in params}
@@ -243,12 +250,13 @@ class AdamW:
         for group in self.param_groups:
             for p in group["params"]:
                 m, v = self.m[id(p)], self.v[id(p)]
-                p.data *= 1.0 - self.lr * group["weight_decay"]
+                lr = group["lr"]
+                p.data *= 1.0 - lr * group["weight_decay"]
                 m[...] = b1 * m + (1 - b1) * p.grad
                 v[...] = b2 * v + (1 - b2) * p.grad**2
                 m_hat = m / (1 - b1**self.t)
                 v_hat = v / (1 - b2**self.t)
-                p.data -= self.lr * m_hat / (np.sqrt(v_hat) + self.eps)
+                p.data -= lr * m_hat / (np.sqrt(v_hat) + self.eps)
 
 
 def configure_optimizers(model, weight_decay, learning_rate, betas):
