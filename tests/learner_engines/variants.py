@@ -703,6 +703,12 @@ BUGS = {
         "order",
         "counted 2 times: backward() ran a node's _backward 2 times, once per path to it",
     ),
+    # a correct engine, but another library's autograd loaded beside it: not the learner's own.
+    "imports_torch": (
+        [("import math\n", "import math\n\nimport torch  # the learner's own? not with this\n")],
+        "own work",
+        "your code imported torch (in its process here): the engine must be your own",
+    ),
 }
 
 WRITTEN_DIFFERENTLY = {

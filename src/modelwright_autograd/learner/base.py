@@ -16,6 +16,18 @@ from .scalar.programs import Program, input_names, to_code
 from .words import BECAUSE, TODO
 
 MAX_HANGS = 2  # after this many timeouts the remaining checks are not run
+#: Autograd libraries the learner's code must not import: with one, the gradients are not
+#: the learner's own (``borrowed_row``); this package's Tensor and Value too.
+BORROWED = (
+    "torch",
+    "jax",
+    "tensorflow",
+    "autograd",
+    "tinygrad",
+    "micrograd",
+    "mlx",
+    "modelwright_autograd",
+)
 STOP_AT = 0.8  # the share of its timeout after which the child stops a request itself
 
 
@@ -96,3 +108,27 @@ class GraderBase:
             self.target.import_lines,
             dict(zip(["out.data", *names], [out, *grads])),
         )
+
+
+def borrowed_row(ask: Any, what: str, own: str, imports: list[str]) -> Row | None:
+    """A failing row when the learner's process (``ask``: the grader's) has imported an
+    autograd library other than ``own`` (the graded code's top-level package: a learner's
+    package may be called micrograd), after every other check (a lazy import counts once it
+    has run); None when it has not, or cannot say. ``what``: whose gradients these are meant
+    to be; ``imports``: the lines that import the learner's code, for the reproduce block."""
+    names = [name for name in BORROWED if name != own]
+    reply = ask({"do": "borrowed", "names": names})
+    modules = reply.get("modules") or []
+    if "failure" in reply or "error" in reply or not modules:
+        return None
+    text = (
+        f"your code imported {' and '.join(modules)} (in its process here): {what} must be "
+        "your own, on NumPy alone; the gate cannot pass with another library's autograd"
+    )
+    listed = ", ".join(map(repr, names))
+    lines = [
+        *imports,
+        "import sys  # an import inside a function shows once that function has run",
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & {{{listed}}}))",
+    ]
+    return Row("own work", FAIL, text, lines)

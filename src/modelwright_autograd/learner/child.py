@@ -412,6 +412,9 @@ def well_formed(request: dict[str, Any], reply: Any) -> bool:
         return well_formed_backprop(request, reply)
     if do.startswith("lm_"):
         return well_formed_lm(request, reply)
+    if do == "borrowed":
+        modules = reply.get("modules")
+        return isinstance(modules, list) and all(m in request["names"] for m in modules)
     if do == "load":
         library = reply.get("library", [] if reply.get("mlp") is False else None)
         return isinstance(reply.get("mlp"), bool) and (

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 
-from ..base import MAX_HANGS
+from ..base import MAX_HANGS, borrowed_row
 from ..locate import Target
 from ..report import FAIL, NOTE, PASS, Report, Row
 from ..words import (
@@ -68,12 +68,21 @@ class Grader(OpChecks, NetworkChecks):
                             self.add(Row("LM checks", FAIL, text))
                     else:
                         self._run_checks()
+                    self.check_own_work()
             finally:
                 self.report.seconds = time.monotonic() - started
                 self.report.engine_output = self.process.output_tail(5)
                 self.report.isolation = self.process.isolation
                 self.report.isolated = self.process.isolated
         return self.report
+
+    def check_own_work(self) -> None:
+        if self.hangs >= MAX_HANGS:
+            return
+        own = self.target.value_module.split(".")[0]
+        row = borrowed_row(self.ask, "the engine", own, self.target.import_lines)
+        if row is not None:
+            self.add(row)
 
     def _run_checks(self) -> None:
         ops = [lambda check=check: self.check_op(check) for check in OP_CHECKS]

@@ -155,6 +155,11 @@ def language_models(request: dict[str, Any]) -> dict[str, Any]:
     return HANDLERS[request["do"]](request)
 
 
+def borrowed(request: dict[str, Any]) -> dict[str, Any]:
+    """Which of the autograd libraries ``names`` the learner's code has imported."""
+    return {"modules": [name for name in request["names"] if name in sys.modules]}
+
+
 def _import(name: str, file: str | None) -> Any:
     """Import ``name``; a file whose name clashes with an imported module loads by path."""
     if file is not None and name in sys.modules:
@@ -680,6 +685,7 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
 
 HANDLERS = {
     "load": load,
+    "borrowed": borrowed,
     "backprop_load": load_backprop,
     "programs": run_programs,
     "seed": seed,
@@ -694,7 +700,7 @@ HANDLERS = {
     "chain": chain,
     "network_gradients": network_gradients,
     "train": train,
-    **dict.fromkeys(("lm_op", "lm_module", "lm_model", "lm_train"), language_models),
+    **dict.fromkeys(("lm_op", "lm_module", "lm_model", "lm_init", "lm_train"), language_models),
 }
 
 if __name__ == "__main__":
