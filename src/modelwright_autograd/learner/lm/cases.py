@@ -12,17 +12,19 @@ from typing import Any
 import numpy as np
 
 #: makemore's MLP on names (nanoGPT's names: vocab_size, block_size, n_embd; makemore's n_embd2),
-#: its sizes other than MLPConfig's defaults, so one written in as a number shows.
-MLP_CONFIG: dict[str, Any] = {"vocab_size": 27, "block_size": 5, "n_embd": 6, "n_embd2": 20}
+#: its sizes other than MLPConfig's defaults and the notebook's, so one written in as a number
+#: shows: the vocabulary too is two more than the names' 27 (their ids are below it all the same).
+MLP_CONFIG: dict[str, Any] = {"vocab_size": 29, "block_size": 5, "n_embd": 6, "n_embd2": 20}
 #: A small nanoGPT (dropout 0, its default; bias on, so every kind of parameter is there),
-#: its sizes all different, so one used for another shows (the head size, 2, is not
-#: sqrt(n_embd) either, so the two wrong attention scales differ).
+#: its sizes all different, and none the notebook's (nor Shakespeare's 65 characters), so one
+#: used for another or written in shows (the head size, 3, is not sqrt(n_embd) either, so the
+#: two wrong attention scales differ).
 GPT_CONFIG: dict[str, Any] = {
     "block_size": 12,
-    "vocab_size": 65,
-    "n_layer": 2,
+    "vocab_size": 67,
+    "n_layer": 3,
     "n_head": 8,
-    "n_embd": 16,
+    "n_embd": 24,
     "dropout": 0.0,
     "bias": True,
 }
@@ -46,14 +48,15 @@ TRAINING: dict[str, dict[str, Any]] = {
         "weight_decay": 0.1,
     },
 }
-#: nanoGPT's learning-rate schedule in the GPT's run, set on every param_group before each
-#: step as its train.py does: linear warmup, then cosine down to a tenth (makemore keeps lr).
-GPT_WARMUP = 2
-#: The configs of the model rows: the GPT again without biases (nanoGPT's train.py default).
+#: The configs of the model rows: the GPT again without biases (nanoGPT's train.py default);
+#: and larger ones built only to judge the weights each model draws itself (enough of them for
+#: tight statistics, n_layer 4 so that c_proj's 0.02 / sqrt(2 n_layer) is no other formula's).
 MODEL_CONFIGS: dict[str, dict[str, Any]] = {
     "MLP": MLP_CONFIG,
     "GPT": GPT_CONFIG,
     "GPT without biases": {**GPT_CONFIG, "bias": False},
+    "MLP init": {"vocab_size": 29, "block_size": 5, "n_embd": 24, "n_embd2": 200},
+    "GPT init": {**GPT_CONFIG, "block_size": 32, "n_layer": 4, "n_head": 4, "n_embd": 64},
 }
 SEED = 38
 #: The batch length in the model rows: shorter than block_size (the GPT's 12, the MLP's 5),
@@ -268,32 +271,34 @@ def gpt2_weights(
     return weights
 
 
-def learning_rates(kind: str) -> list[float]:
-    """The learning rate of each training step: nanoGPT's get_lr for the GPT (warmup
-    GPT_WARMUP steps, cosine to lr / 10 at the last), makemore's constant lr for the MLP."""
-    settings = TRAINING[kind]
-    lr, steps = settings["lr"], settings["steps"]
-    if kind == "MLP":
-        return [lr] * steps
+def learning_rates(lr: float, steps: int, warmup: int) -> list[float]:
+    """nanoGPT's get_lr at each step: a linear warmup over ``warmup`` steps, then a cosine
+    down to lr / 10 at the last step."""
     rates = []
     for it in range(steps):
-        if it < GPT_WARMUP:
-            rates.append(lr * (it + 1) / (GPT_WARMUP + 1))
+        if it < warmup:
+            rates.append(lr * (it + 1) / (warmup + 1))
             continue
-        ratio = (it - GPT_WARMUP) / (steps - 1 - GPT_WARMUP)
+        ratio = (it - warmup) / (steps - 1 - warmup)
         rates.append(lr / 10 + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - lr / 10))
     return rates
 
 
+#: The GPT's run sets each step's rate on every param_group first, as nanoGPT's loop does;
+#: makemore's keeps the lr the optimizer was made with.
+TRAINING["GPT"]["rates"] = learning_rates(TRAINING["GPT"]["lr"], TRAINING["GPT"]["steps"], 2)
+
+
 def initial_laws(kind: str, shapes: dict[str, tuple[int, ...]]) -> dict[str, tuple[str, float]]:
-    """How the authors' models draw each parameter before training, by name: ("normal",
+    """How the authors' models draw each parameter before training, by name (``kind`` one of
+    MODEL_CONFIGS, ``shapes`` torch's for it): ("normal",
     std), ("uniform", bound) or ("constant", value). makemore's MLP keeps torch's defaults
     (an Embedding N(0, 1), a Linear's weight and bias U(-1/sqrt(in), 1/sqrt(in))); nanoGPT's
     GPT draws every matrix from N(0, 0.02), its residual projections (c_proj) from
     N(0, 0.02 / sqrt(2 n_layer)), and starts biases at 0 and layer norms' gains at 1."""
     laws: dict[str, tuple[str, float]] = {}
     for name, shape in shapes.items():
-        if kind == "MLP":
+        if kind.startswith("MLP"):
             if name.startswith("wte"):
                 laws[name] = ("normal", 1.0)
             else:  # a Linear's weight (out, in) and its bias: the bound of the weight's in

@@ -32,7 +32,7 @@ TRAINED = ("MLP trains on names", "GPT trains on Shakespeare")
 AUTHOR = {"MLP": "makemore", "GPT": "nanoGPT"}
 #: The GPT's parts checked alone, the code that builds each, and the op rows each uses.
 PARTS = {
-    "LayerNorm": ("LayerNorm(16)", ["layer_norm"]),
+    "LayerNorm": (f"LayerNorm({GPT_CONFIG['n_embd']})", ["layer_norm"]),
     "CausalSelfAttention": (
         "CausalSelfAttention(GPTConfig(**config))",
         [
@@ -216,8 +216,8 @@ class LMChecks:
         shapes = self.torch.parameter_shapes(kind)
         weights = cases.weights_for(shapes, cases.SEED, 0.3)
         rng = np.random.default_rng(cases.SEED + 1)
-        x = rng.normal(0.0, 1.0, (2, 5, 16))
-        weight = rng.normal(0.0, 1.0, (2, 5, 16))
+        shape = (2, 5, GPT_CONFIG["n_embd"])
+        x, weight = rng.normal(0.0, 1.0, shape), rng.normal(0.0, 1.0, shape)
         request = {
             "do": "lm_module",
             "build": build.replace("**config", f"**{GPT_CONFIG!r}"),
@@ -226,7 +226,7 @@ class LMChecks:
             "weight": _send(weight),
         }
         reply = self.ask(request)
-        if self.failed_row(kind, reply, f"{kind} on a (2, 5, 16) batch") or self.names_row(
+        if self.failed_row(kind, reply, f"{kind} on a {shape} batch") or self.names_row(
             kind, reply, shapes
         ):
             return
@@ -291,6 +291,7 @@ class LMChecks:
                 if problem:
                     break
                 loss = loss or got
+            problem = problem or self.init_problem(kinds[0])
             if problem:
                 self.g.add(Row(name, FAIL, problem))
                 continue
@@ -305,12 +306,9 @@ class LMChecks:
         and torch's loss."""
         cls = kind.split()[0]
         shapes, weights, idx, targets = self.model_case(kind)
-        init = {} if kind.endswith("biases") else {"init_seed": cases.SEED + 7}
-        request = self.model_request(
-            kind, weights, idx=_ints(idx), targets=_ints(targets), logits=True, **init
-        )
-        reply = self.ask({"do": "lm_model", **request})
-        unbiased = "with bias=False (nanoGPT's train.py default), " if init == {} else ""
+        request = self.model_request(kind, weights, idx=_ints(idx), targets=_ints(targets))
+        reply = self.ask({"do": "lm_model", **request, "logits": True})
+        unbiased = "with bias=False (nanoGPT's train.py default), " if kind != cls else ""
         if "failure" in reply or "error" in reply:
             what = f"{cls}(...)(idx, targets), backward() and {cls}(...)(idx)"
             return unbiased + failure_text(reply, what), 0.0
@@ -349,16 +347,31 @@ class LMChecks:
         )
         if problem:
             return unbiased + problem + self.look_at([f"{cls}.forward"]), loss
-        if init:
-            initial = {n: array_of(a) for n, a in reply["initial"].items()}
-            wrong_law = _initial_problem(cls, cases.initial_laws(kind, shapes), initial)
-            if wrong_law:
-                return (
-                    f"the loss, gradients and logits are right, but {cls}(...) draws its own "
-                    f"weights unlike {AUTHOR[cls]}: {wrong_law[1]}"
-                    + self.look_at(_INIT_LOOK[cls](wrong_law[0]))
-                ), loss
         return "", loss
+
+    def init_problem(self, cls: str) -> str:
+        """What is wrong with the weights a model draws itself (built larger, for tight
+        statistics, np.random seeded), or ""."""
+        kind = f"{cls} init"
+        shapes = self.torch.parameter_shapes(kind)
+        build = self.model_request(kind, {})["build"]
+        request = {"do": "lm_init", "build": build, "seed": cases.SEED + 7}
+        reply = self.ask({**request, "shapes": {n: list(s) for n, s in shapes.items()}})
+        config = f"{cls}({cls}Config(**{cases.MODEL_CONFIGS[kind]!r}))"
+        if "failure" in reply or "error" in reply:
+            return failure_text(reply, f"{config} without the grader's weights")
+        problem = _names_problem(reply, shapes)
+        if problem:
+            return f"built as {config}: {problem}"
+        laws = cases.initial_laws(kind, shapes)
+        wrong = _initial_problem(cls, laws, shapes, reply["initial"])
+        if wrong is None:
+            return ""
+        return (
+            f"the loss, gradients and logits are right, but {cls}(...) draws its own weights "
+            f"unlike {AUTHOR[cls]} (built as {config}): {wrong[1]}"
+            + self.look_at(_INIT_LOOK[cls](wrong[0]))
+        )
 
     def check_eval(self) -> None:
         name = "GPT in eval mode"
@@ -386,39 +399,43 @@ class LMChecks:
         )
 
     def check_dropout(self) -> None:
+        """The GPT in training with dropout, models.py's dropout given the grader's masks:
+        new (torch's modules start in training mode), then after eval() and train(), as
+        nanoGPT's loop after each evaluation."""
         name = "GPT with dropout in training"
         if self.because(name, ["GPT in eval mode", "dropout in training"]):
             return
         _, weights, idx, targets = self.model_case("GPT")
         masks = cases.dropout_masks(*idx.shape)
-        request = self.model_request(
-            "GPT",
-            weights,
-            idx=_ints(idx),
-            targets=_ints(targets),
-            masks=[_send(m) for m in masks],
-            rate=cases.DROPOUT_P,
-            eval_then_train=True,  # as nanoGPT's loop, after each evaluation
-        )
-        p = cases.DROPOUT_P
-        request["build"] = request["build"].replace("'dropout': 0.0", f"'dropout': {p}")
-        reply = self.ask({"do": "lm_model", **request})
-        what = f"GPT(...) in training with dropout {p}, the grader's masks given to your dropout"
-        if self.failed_row(name, reply, what):
-            return
         loss, grads = self.torch.run_model("GPT", weights, idx, targets, masks)
-        wrong = _wrong_grads(reply, grads)
-        if not _close(reply["loss"], loss) or wrong:
-            text = (
-                f"with dropout {p} in training and the same masks, the loss is "
-                f"{losses_text(reply['loss'], loss)}"
-                + (f" ({wrong[0]}'s gradient differs)" if wrong else "")
-                + ": dropout goes where nanoGPT puts it, after the embeddings, on att after "
-                "softmax, and after attention's and the MLP's c_proj"
-                + self.look_at(["GPT.forward", "CausalSelfAttention.forward"])
+        p = cases.DROPOUT_P
+        for when, again in (("new", False), ("after eval() and train()", True)):
+            request = self.model_request(
+                "GPT",
+                weights,
+                idx=_ints(idx),
+                targets=_ints(targets),
+                masks=[_send(m) for m in masks],
+                rate=p,
+                eval_then_train=again,
             )
-            self.g.add(Row(name, FAIL, text))
-            return
+            request["build"] = request["build"].replace("'dropout': 0.0", f"'dropout': {p}")
+            reply = self.ask({"do": "lm_model", **request})
+            what = f"GPT(...) {when}, in training with dropout {p}, the grader's masks given to "
+            if self.failed_row(name, reply, what + "your dropout"):
+                return
+            wrong = _wrong_grads(reply, grads)
+            if not _close(reply["loss"], loss) or wrong:
+                text = (
+                    f"with dropout {p} in training and the same masks, the loss is "
+                    f"{losses_text(reply['loss'], loss)}"
+                    + (f" ({wrong[0]}'s gradient differs)" if wrong else "")
+                    + ": dropout goes where nanoGPT puts it, after the embeddings, on att after "
+                    "softmax, and after attention's and the MLP's c_proj"
+                    + self.look_at(["GPT.forward", "CausalSelfAttention.forward"])
+                )
+                self.g.add(Row(name, FAIL, text))
+                return
         self.g.add(
             Row(name, PASS, f"with dropout {p} and torch's masks, torch's loss and gradients")
         )
@@ -441,7 +458,7 @@ class LMChecks:
             uses = [model, "GPT in eval mode", "GPT with dropout in training"]
             if self.because(name, uses if kind == "GPT" else [model]):
                 continue
-            settings = {**TRAINING[kind], "rates": cases.learning_rates(kind)}
+            settings = TRAINING[kind]
             shapes = self.torch.parameter_shapes(kind)
             if kind == "GPT":
                 weights = cases.gpt2_weights(shapes, cases.SEED + 4, GPT_CONFIG["n_layer"])
@@ -481,28 +498,56 @@ class LMChecks:
         if differ is None:
             return f"{len(got)} losses came back, not one for each of the {len(losses)} batches"
         head = f"step {differ}'s loss is {losses_text(got[differ], losses[differ])}"
+        lr = settings["lr"]
+        made = next((v for v in reply["made_with"] if v is not None and not _close(v, lr)), None)
+        if made is not None:
+            return (
+                head + f": configure_optimizers made a group with lr {made:g}, not the "
+                f"learning_rate it was given ({lr:g}): pass it on to AdamW"
+            )
         if differ == 0:
             return head + ": before any update, so look at the model's forward in training mode"
         theirs = {n: array_of(a) for n, a in reply["first"].items()}
-        wrong = [n for n in first if n not in theirs or not agree(theirs[n], first[n])]
+        # both float64: the first update agrees to rounding when it is torch's formula
+        wrong = [n for n in first if n not in theirs or not _same_update(theirs[n], first[n])]
+        if not wrong and "rates" in settings:
+            frozen = {**settings, "rates": settings["rates"][:1] * len(settings["rates"])}
+            if all(map(_close, got, self.torch.train(kind, weights, batches, frozen)[0])):
+                return (
+                    head + ": these are torch's losses with the first step's lr kept throughout; "
+                    "nanoGPT's loop sets group['lr'] before every step, so AdamW.step must read "
+                    "it every step"
+                )
         if not wrong:
+            schedule = ", each group's lr (nanoGPT's loop sets it every step)" * (kind == "GPT")
             return (
                 head + ", though the first update agrees with torch's: look at what AdamW "
-                "keeps between steps (m and v, with their betas, and the step count t), and "
-                "at zero_grad (the grader calls optimizer.zero_grad() and model.zero_grad() "
-                "on alternate steps; each must zero every parameter's gradient)"
+                f"keeps between steps (m and v, with their betas, and the step count t){schedule}"
+                ", and at zero_grad (the grader calls optimizer.zero_grad() and "
+                "model.zero_grad() on alternate steps; each must zero every parameter's gradient)"
             )
         if kind == "GPT":  # the only run with a schedule
             _, constant = self.torch.train(kind, weights, batches[:1], settings, scheduled=False)
-            if all(agree(theirs[n], constant[n]) for n in wrong):
+            if all(_same_update(theirs[n], constant[n]) for n in wrong):
                 return (
                     head + ": AdamW.step uses the lr it was made with, not each group's "
                     "group['lr'], which nanoGPT's loop sets before every step (its warmup and "
                     "cosine schedule)"
                 )
+        step_lr = settings.get("rates", [lr])[0]
+        decays = {n: settings["weight_decay"] * (first[n].ndim >= 2) for n in wrong}
+        # torch: p1 = p0 (1 - lr wd) - lr u; the update u then the decay: (p0 - lr u)(1 - lr wd)
+        after = {
+            n: (weights[n] * step_lr * d + first[n]) * (1 - step_lr * d) for n, d in decays.items()
+        }
+        if all(_same_update(theirs[n], after[n]) for n in wrong):
+            return (
+                head + ": weight decay comes after the Adam update; torch's AdamW shrinks p "
+                "first (p *= 1 - lr * weight_decay), then subtracts the update"
+            )
         if all(first[n].ndim < 2 for n in wrong):
             _, decay_all = self.torch.train(kind, weights, batches[:1], settings, decay_all=True)
-            if all(agree(theirs[n], decay_all[n]) for n in wrong):
+            if all(_same_update(theirs[n], decay_all[n]) for n in wrong):
                 return (
                     head + ": weight decay reaches the biases and layer norms' gains; nanoGPT's "
                     "configure_optimizers decays only the parameters of 2 or more dimensions "
@@ -511,7 +556,7 @@ class LMChecks:
         return (
             head + f": after the first update {wrong[0]} differs from torch.optim.AdamW's: look "
             "at AdamW.step (p *= 1 - lr * weight_decay first; m and v; the bias corrections "
-            "1 - beta**t; eps outside the sqrt) and configure_optimizers' groups"
+            "1 - beta**t; eps outside the sqrt) and configure_optimizers' groups and lr"
         )
 
 
@@ -559,32 +604,33 @@ def _names_problem(reply: dict[str, Any], shapes: dict[str, tuple[int, ...]]) ->
 
 
 def _initial_problem(
-    cls: str, laws: dict[str, tuple[str, float]], initial: dict[str, np.ndarray]
+    cls: str,
+    laws: dict[str, tuple[str, float]],
+    shapes: dict[str, tuple[int, ...]],
+    stats: dict[str, list[float]],
 ) -> tuple[str, str] | None:
-    """The first parameter whose initial weights cannot come from the author's law, and
-    what they show; None when every one can. A normal's or uniform's mean and standard
-    deviation must lie within 6 standard errors of the law's (wrong by chance about once
-    in 10^8 parameters; np.random is seeded, so a given init is judged the same each run),
-    a uniform's values inside its bounds and the largest near them, a constant exact."""
+    """The first parameter whose initial weights (their mean, std, least and largest) cannot
+    come from the author's law, and what they show; None when every one can. A normal's or
+    uniform's mean and standard deviation must lie within 6 standard errors of the law's
+    (wrong by chance about once in 10^8 parameters; np.random is seeded, so a given init is
+    judged the same each run); a uniform's values inside its bounds, the least and largest
+    near them; a constant exact."""
     author = AUTHOR[cls]
     for name, (law, scale) in laws.items():
-        w = initial[name]
-        n, mean, std = w.size, float(w.mean()), float(w.std())
+        n, (mean, std, low, high) = math.prod(shapes[name]), stats[name]
         if law == "constant":
-            if not np.all(w == scale):
+            if not low == high == scale:
                 return name, f"{name} is not all {scale:g}, as {author}'s starts it"
             continue
         sigma = scale if law == "normal" else scale / math.sqrt(3.0)
-        fits = abs(mean) <= 6 * sigma / math.sqrt(n) and abs(std - sigma) <= 6 * sigma / math.sqrt(
-            2 * n
-        )
+        fits = abs(mean) <= 6 * sigma / math.sqrt(n)
+        fits = fits and abs(std - sigma) <= 6 * sigma / math.sqrt(2 * n)
         if law == "uniform":
-            top = float(np.abs(w).max())
-            fits = fits and top <= scale and (n < 40 or top >= scale * (1 - 20 / n))
-            if not fits:
+            near = scale * (1 - 20 / n) if n >= 40 else 0.0  # each missed with odds e^-20
+            if not (fits and -scale <= low <= -near and near <= high <= scale):
                 return name, (
-                    f"{name} has mean {mean:.3g}, std {std:.3g} and largest |w| {top:.3g}; "
-                    f"torch's U(-{scale:.3g}, {scale:.3g}) has 0, {sigma:.3g} and {scale:.3g}"
+                    f"{name} has mean {mean:.3g}, std {std:.3g} and values from {low:.3g} to "
+                    f"{high:.3g}; torch's U(-{scale:.3g}, {scale:.3g}) has 0 and {sigma:.3g}"
                 )
         elif not fits:
             return name, (
@@ -604,6 +650,13 @@ _INIT_LOOK = {
 def _wrong_grads(reply: dict[str, Any], grads: dict[str, np.ndarray]) -> list[str]:
     """The parameters (by name, in torch's order) whose gradient differs from torch's."""
     return [n for n in grads if not agree(array_of(reply["grads"][n]), grads[n])]
+
+
+def _same_update(got: np.ndarray, want: np.ndarray) -> bool:
+    """Parameters after one AdamW step equal to float64 rounding (1e-10 relative: a formula
+    that differs, weight decay after the update, is further off, if under the 1e-6 a loss
+    is held to)."""
+    return got.shape == want.shape and bool(np.allclose(got, want, rtol=1e-10, atol=1e-12))
 
 
 def _close(got: float, want: float) -> bool:

@@ -5,6 +5,7 @@ PyTorch float64, from the weights the grader sets (``cases``). Imported only whe
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from .cases import GPT_CONFIG, MODEL_CONFIGS, OpCase, learning_rates
+from .cases import GPT_CONFIG, MODEL_CONFIGS, OpCase
 
 
 def run_op(case: OpCase) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -155,9 +156,7 @@ class GPT(nn.Module):
 
 
 MODULES = {
-    "MLP": lambda: MLP(MODEL_CONFIGS["MLP"]),
-    "GPT": lambda: GPT(MODEL_CONFIGS["GPT"]),
-    "GPT without biases": lambda: GPT(MODEL_CONFIGS["GPT without biases"]),
+    **{k: partial(GPT if k.startswith("GPT") else MLP, c) for k, c in MODEL_CONFIGS.items()},
     "LayerNorm": lambda: nn.LayerNorm(GPT_CONFIG["n_embd"]),
     "CausalSelfAttention": lambda: CausalSelfAttention(GPT_CONFIG),
     "FeedForward": lambda: FeedForward(GPT_CONFIG),
@@ -237,15 +236,15 @@ def train(
     scheduled: bool = True,
 ) -> tuple[list[float], dict[str, np.ndarray]]:
     """The loss before each step, and the parameters after the first step; each step's
-    learning rate set on every param_group first (``learning_rates``), as nanoGPT's loop
-    does (``scheduled=False``: the constructor's lr throughout)."""
+    learning rate (``settings["rates"]``, when given) set on every param_group first, as
+    nanoGPT's loop does (``scheduled=False``: the constructor's lr throughout)."""
     model = build(kind, weights)
     opt = optimizer(model, settings, decay_all)
     losses: list[float] = []
     first: dict[str, np.ndarray] = {}
     for step, (idx, targets) in enumerate(batches):
-        for group in opt.param_groups if scheduled else ():
-            group["lr"] = learning_rates(kind)[step]
+        for group in opt.param_groups if scheduled and "rates" in settings else ():
+            group["lr"] = settings["rates"][step]
         loss = model(torch.from_numpy(idx), torch.from_numpy(targets))
         opt.zero_grad()
         loss.backward()

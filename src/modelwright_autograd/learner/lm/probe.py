@@ -76,25 +76,34 @@ def op(request: dict[str, Any]) -> dict[str, Any]:
     return {"out": _send(out.data), "grads": grads, "changed": changed}
 
 
-def _build(request: dict[str, Any], initial: dict[str, Any] | None = None) -> tuple[Any, Any]:
+def _build(request: dict[str, Any]) -> tuple[Any, Any]:
     """The learner's model from ``build`` (code in models.py's namespace), with the grader's
-    weights set by name; or a reply naming the names or shapes that differ. With
-    ``init_seed``, np.random is seeded first and the weights the model drew itself are put
-    in ``initial``."""
+    weights set by name; or a reply naming the names or shapes that differ."""
     models = _module(request, "models")
-    if "init_seed" in request:
-        np.random.seed(request["init_seed"])
     model = eval(request["build"], vars(models).copy())
     named = list(model.named_parameters())
     weights = {name: _array(x) for name, x in request["weights"].items()}
     shapes = {name: list(np.shape(p.data)) for name, p in named}
     if set(shapes) != set(weights) or any(shapes[n] != list(weights[n].shape) for n in weights):
         return None, {"names": [[n, s] for n, s in shapes.items()]}
-    if initial is not None:
-        initial.update({name: _send(p.data) for name, p in named})
     for name, p in named:
         p.data[...] = weights[name]
     return model, None
+
+
+def initial(request: dict[str, Any]) -> dict[str, Any]:
+    """The mean, standard deviation, least and largest value of each weight the model draws
+    itself, by name, np.random seeded first (the weights themselves would be megabytes); or
+    a reply naming the names or shapes that differ from ``shapes``."""
+    models = _module(request, "models")
+    np.random.seed(request["seed"])
+    named = list(eval(request["build"], vars(models).copy()).named_parameters())
+    shapes = {name: list(np.shape(p.data)) for name, p in named}
+    if shapes != request["shapes"]:
+        return {"names": [[n, s] for n, s in shapes.items()]}
+    arrays = {name: _as_array(p.data) for name, p in named}
+    stats = {n: [float(f(a)) for f in (np.mean, np.std, np.min, np.max)] for n, a in arrays.items()}
+    return {"initial": stats}
 
 
 def module(request: dict[str, Any]) -> dict[str, Any]:
@@ -144,13 +153,16 @@ def _given_dropout(masks: list[np.ndarray], rate: float) -> Any:
     return dropout
 
 
+def _any_is(value: Any, objects: list[Any]) -> bool:
+    return any(value is o for o in objects)
+
+
 def model(request: dict[str, Any]) -> dict[str, Any]:
     """The loss of one batch and every parameter's gradient (after model.eval() when asked;
-    with ``masks``, models.py's dropout replaced by ``_given_dropout`` of them), and with
-    ``logits`` the logits of a call without targets; with ``init_seed`` the weights the
-    model drew itself; an error if the model wrote into the idx or targets it was given."""
-    initial: dict[str, Any] = {}
-    made, mismatch = _build(request, initial)
+    with ``masks``, the dropout models.py calls replaced by ``_given_dropout`` of them), and with
+    ``logits`` the logits of a call without targets; an error if the model wrote into the
+    idx or targets it was given."""
+    made, mismatch = _build(request)
     if mismatch:
         return mismatch
     if request.get("eval"):
@@ -158,35 +170,43 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
     if request.get("eval_then_train"):  # train() must reach every module, as torch's
         made.eval()
         made.train()
-    models = _module(request, "models")
-    own = vars(models).get("dropout")
+    ops, models = _module(request, "ops"), _module(request, "models")
+    owns = [f for f in (vars(ops).get("dropout"), vars(models).get("dropout")) if callable(f)]
+    swapped: list[tuple[Any, str, Any]] = []
     if "masks" in request:
-        if own is None:
-            raise NameError("models.py has no dropout (from lm_ops) to call")
+        if not owns:
+            raise NameError("lm_ops.py has no dropout to give the grader's masks to")
         masks = [_array(m) for m in request["masks"]]
-        models.dropout = _given_dropout(masks, float(request["rate"]))
+        given = _given_dropout(masks, float(request["rate"]))
+        # every name models.py calls the dropout by: ``dropout``, ``dropout as drop``,
+        # ``lm_ops.dropout``
+        for where in {id(m): m for m in (ops, models)}.values():
+            swapped += [(where, k, v) for k, v in list(vars(where).items()) if _any_is(v, owns)]
+        for where, k, _ in swapped:
+            setattr(where, k, given)
     idx, targets = _array(request["idx"]), _array(request["targets"])
     try:
         _, loss = made(idx, targets)
-        left = len(getattr(models.dropout, "left", ()))
-        if left:
+        if swapped and given.left:
+            mode = (
+                "model.train() must reach every module, as model.eval() does"
+                if request.get("eval_then_train")
+                else "a new model starts in training mode, as torch's"
+            )
             raise RuntimeError(
-                f"dropout ran {len(masks) - left} of the {len(masks)} times nanoGPT's GPT runs it "
-                "in training: a dropout left out, or a module still in eval mode "
-                "(model.train() must reach every module, as model.eval() does)"
+                f"dropout ran {len(masks) - len(given.left)} of the {len(masks)} times nanoGPT's "
+                f"GPT runs it in training: a dropout left out, or a module in eval mode ({mode})"
             )
     finally:
-        if own is not None:
-            models.dropout = own
+        for where, k, own in swapped:
+            setattr(where, k, own)
     loss.backward()
     grads = {n: _grad(p) for n, p in made.named_parameters()}
     reply = {"loss": float(_as_array(loss.data)), "grads": grads}
     if request.get("logits"):  # the sampling call: no targets
         reply["logits"] = _send(made(idx)[0].data)
-    if "init_seed" in request:
-        reply["initial"] = initial
-    for name, given in (("idx", idx), ("targets", targets)):
-        if not np.array_equal(given, _array(request[name])):
+    for name, sent in (("idx", idx), ("targets", targets)):
+        if not np.array_equal(sent, _array(request[name])):
             raise ValueError(
                 f"the model changed the {name} array it was given (a write into the caller's "
                 "array, as np.asarray keeps it): copy it first, as np.array(idx) does"
@@ -196,9 +216,11 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
 
 def train(request: dict[str, Any]) -> dict[str, Any]:
     """Training with the learner's configure_optimizers: the loss of each batch, and the
-    parameters after the first step. Each step sets every param_group's lr first, as
-    nanoGPT's loop does, and zeroes the gradients with optimizer.zero_grad() and
-    model.zero_grad() in turn (nanoGPT's loop calls the one, makemore's the other)."""
+    parameters after the first step, and each group's lr as configure_optimizers made it
+    (None where a group has none). Each step sets every param_group's lr first when
+    ``rates`` are given, as nanoGPT's loop does, and zeroes the gradients with
+    optimizer.zero_grad() and model.zero_grad() in turn (nanoGPT's loop calls the one,
+    makemore's the other)."""
     made, mismatch = _build(request)
     if mismatch:
         return mismatch
@@ -207,9 +229,10 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
     optimizer = models.configure_optimizers(
         made, settings["weight_decay"], settings["lr"], tuple(settings["betas"])
     )
+    made_with = [group.get("lr") for group in optimizer.param_groups]
     losses, first = [], {}
     for step, (idx, targets) in enumerate(request["batches"]):
-        for group in optimizer.param_groups:
+        for group in optimizer.param_groups if "rates" in settings else ():
             group["lr"] = settings["rates"][step]
         _, loss = made(_array(idx), _array(targets))
         (made.zero_grad if step % 2 else optimizer.zero_grad)()
@@ -218,7 +241,14 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
         losses.append(float(_as_array(loss.data)))
         if step == 0:
             first = {n: _send(p.data) for n, p in made.named_parameters()}
-    return {"losses": losses, "first": first}
+    made_with = [float(lr) if isinstance(lr, (int, float)) else None for lr in made_with]
+    return {"losses": losses, "first": first, "made_with": made_with}
 
 
-HANDLERS = {"lm_op": op, "lm_module": module, "lm_model": model, "lm_train": train}
+HANDLERS = {
+    "lm_op": op,
+    "lm_module": module,
+    "lm_model": model,
+    "lm_init": initial,
+    "lm_train": train,
+}

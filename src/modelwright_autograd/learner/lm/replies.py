@@ -53,18 +53,26 @@ def well_formed_lm(request: dict[str, Any], reply: dict[str, Any]) -> bool:
         )
     if do == "lm_model":
         logits = not request.get("logits") or is_sent_array(reply.get("logits"))
-        initial = "init_seed" not in request or _named(reply.get("initial"), weights)
         return (
-            isinstance(reply.get("loss"), float)
-            and _named(reply.get("grads"), weights)
-            and logits
-            and initial
+            isinstance(reply.get("loss"), float) and _named(reply.get("grads"), weights) and logits
+        )
+    if do == "lm_init":
+        stats = reply.get("initial")
+        return (
+            isinstance(stats, dict)
+            and set(stats) == set(request["shapes"])
+            and all(
+                isinstance(s, list) and len(s) == 4 and all(isinstance(v, float) for v in s)
+                for s in stats.values()
+            )
         )
     if do == "lm_train":
-        losses = reply.get("losses")
+        losses, made_with = reply.get("losses"), reply.get("made_with")
         return (
             isinstance(losses, list)
             and all(isinstance(v, float) for v in losses)
             and _named(reply.get("first"), weights)
+            and isinstance(made_with, list)
+            and all(v is None or isinstance(v, float) for v in made_with)
         )
     return False

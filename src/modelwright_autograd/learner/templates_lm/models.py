@@ -141,11 +141,13 @@ def _loss(logits, targets):
 # ---------------------------------------------------------------------- nanoGPT's GPT
 @dataclass
 class GPTConfig:
-    block_size: int = 16
-    vocab_size: int = 65
-    n_layer: int = 2
-    n_head: int = 2
-    n_embd: int = 16
+    """nanoGPT's, with its defaults (GPT-2's sizes): give every size you want."""
+
+    block_size: int = 1024
+    vocab_size: int = 50304
+    n_layer: int = 12
+    n_head: int = 12
+    n_embd: int = 768
     dropout: float = 0.0
     bias: bool = True
 
