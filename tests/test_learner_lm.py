@@ -179,8 +179,9 @@ def test_a_forged_reply_is_refused():
     assert not well_formed_lm(model, {"loss": 1.0, "grads": {"w": [1.0]}})
     assert not well_formed_lm(model, {"loss": 1.0, "grads": {}})  # a gradient left out
     sampled = {**model, "logits": True}
-    assert well_formed_lm(sampled, {"loss": 1.0, "grads": {"w": array}, "logits": array})
-    assert not well_formed_lm(sampled, {"loss": 1.0, "grads": {"w": array}})
+    reply = {"loss": 1.0, "grads": {"w": array}, "logits": array, "short_logits": array}
+    assert well_formed_lm(sampled, reply)
+    assert not well_formed_lm(sampled, {"loss": 1.0, "grads": {"w": array}, "logits": array})
     op = {"do": "lm_op", "case": {"tensors": {"x": array}}}
     assert not well_formed_lm(op, {"out": array, "grads": {"x": {"shape": [2]}}})
     assert not well_formed_lm(op, {"out": array, "grads": {"y": array}})
@@ -188,13 +189,16 @@ def test_a_forged_reply_is_refused():
     assert not well_formed_lm(op, {"out": array, "grads": {"x": array}})  # changed left out
     assert not well_formed_lm(op, {"out": array, "grads": {"x": array}, "changed": ["\x1b[2J"]})
     init = {"do": "lm_init", "shapes": {"w": [1]}}  # the weights the model drew itself
-    assert well_formed_lm(init, {"initial": {"w": [0.0, 1.0, -2.0, 2.0]}})  # mean, std, ends
-    assert not well_formed_lm(init, {"initial": {"v": [0.0, 1.0, -2.0, 2.0]}})
-    assert not well_formed_lm(init, {"initial": {"w": [0.0, 1.0]}})
-    assert not well_formed_lm(init, {"initial": {"w": [0.0, 1.0, -2.0, "2"]}})
+    stats = [0.0, 1.0, -2.0, 2.0, 3.0, 0.5, -0.5]  # mean, std, ends, kurtosis, two values
+    assert well_formed_lm(init, {"initial": {"w": stats}})
+    assert not well_formed_lm(init, {"initial": {"v": stats}})
+    assert not well_formed_lm(init, {"initial": {"w": stats[:4]}})
+    assert not well_formed_lm(init, {"initial": {"w": [*stats[:6], "2"]}})
     train = {"do": "lm_train", "weights": {"w": array}}
     trained = {"losses": [1.0, 2.0], "first": {"w": array}, "made_with": [0.1, None]}
-    assert well_formed_lm(train, trained)
+    assert well_formed_lm(train, {**trained, "repeated": ["w"]})
+    assert not well_formed_lm(train, {**trained, "repeated": ["v"]})
+    trained["repeated"] = []
     assert not well_formed_lm(train, {**trained, "losses": [1.0, "2"]})
     assert not well_formed_lm(train, {**trained, "made_with": ["0.1"]})
     assert well_formed_lm(train, {"names": [["w", [2, 3]]]})
@@ -221,7 +225,11 @@ def test_an_init_is_judged_by_the_authors_laws():
     from modelwright_autograd.learner.lm.checks import _initial_problem
 
     def judged(kind, drawn):
-        stats = {n: [f(a) for f in (np.mean, np.std, np.min, np.max)] for n, a in drawn.items()}
+        def stats(a):  # the probe's: mean, std, ends, kurtosis, the first two values
+            kurtosis = np.mean((a - a.mean()) ** 4) / a.std() ** 4 if a.std() else 0.0
+            return [a.mean(), a.std(), a.min(), a.max(), kurtosis, *a.ravel()[:2]]
+
+        stats = {n: stats(a) for n, a in drawn.items()}
         shapes = {n: a.shape for n, a in drawn.items()}
         found = _initial_problem(kind[:3], cases.initial_laws(kind, shapes), shapes, stats)
         return found and found[0]
@@ -243,6 +251,12 @@ def test_an_init_is_judged_by_the_authors_laws():
     over_n_layer = rng.normal(0.0, 0.02 / 4, (32, 128))
     assert judged("GPT init", {**gpt, "c_proj.weight": over_n_layer}) == "c_proj.weight"
     assert judged("GPT init", {**gpt, "ln.weight": np.full(32, 0.5)}) == "ln.weight"
+    flat = rng.uniform(-0.02 * np.sqrt(3), 0.02 * np.sqrt(3), (96, 32))  # N(0, 0.02)'s std
+    assert judged("GPT init", {**gpt, "w.weight": flat}) == "w.weight"  # kurtosis 1.8, not 3
+    twins = {**gpt, "x.weight": gpt["w.weight"].copy()}  # drawn alike: one seeded afresh
+    shapes_twins = {**shapes, "x.weight": (96, 32)}
+    assert cases.initial_laws("GPT init", shapes_twins)["x.weight"] == ("normal", 0.02)
+    assert judged("GPT init", twins) == "x.weight"
     bound = 1 / np.sqrt(120)
     mlp = {
         "wte.weight": rng.normal(0.0, 1.0, (30, 24)),

@@ -397,7 +397,7 @@ BUGS = {
             )
         ],
         "GPT",
-        "could not be broadcast",
+        "could not be broadcast together with shapes (4,11,24) (12,24)",
     ),
     "position_rows_from_end": (
         "models.py",
@@ -531,7 +531,7 @@ BUGS = {
             )
         ],
         "GPT",
-        "c_proj.weight has mean 0.000407 and std 0.02; nanoGPT's N(0, 0.00707)",
+        "c_proj.weight has mean 0.000407, std 0.02 and kurtosis",
     ),
     "linear_init_normal": (
         "models.py",
@@ -578,7 +578,7 @@ BUGS = {
         "models.py",
         [("0.02 / math.sqrt(2 * c.n_layer) if", "0.02 / c.n_layer if")],
         "GPT",
-        "c_proj.weight has mean 0.000102 and std 0.00501; nanoGPT's N(0, 0.00707)",
+        "c_proj.weight has mean 0.000102, std 0.00501 and kurtosis",
     ),
     "mlp_bias_init_too_small": (
         "models.py",
@@ -637,6 +637,127 @@ BUGS = {
         ],
         "own work",
         "your code imported torch (in its process here): the engine must be your own",
+    ),
+    "torch_hidden_under_another_name": (
+        "models.py",
+        [
+            (
+                "    def step(self):\n",
+                "    def step(self):\n"
+                "        import sys\n\n"
+                "        if '_t' not in sys.modules:  # torch, kept out of sight\n"
+                "            __import__('torch')\n"
+                "            sys.modules['_t'] = sys.modules.pop('torch')\n",
+            )
+        ],
+        "own work",
+        "your code imported torch (in its process here): the engine must be your own",
+    ),
+    "mask_kept_from_the_first_call": (
+        "models.py",
+        [
+            (
+                "        att = masked_fill(att, np.triu(np.ones((t, t), dtype=bool), 1),",
+                "        if not hasattr(self, 'mask'):\n"
+                "            self.mask = np.triu(np.ones((t, t), dtype=bool), 1)\n"
+                "        att = masked_fill(att, self.mask,",
+            )
+        ],
+        "GPT",
+        "GPT(...)(idx[:, :2]) raised ValueError: operands could not be broadcast together with "
+        "remapped shapes [original->remapped]: (11,11)  and requested shape (4,8,2,2)",
+    ),
+    "adamw_in_the_papers_efficient_form": (
+        "models.py",
+        [
+            (ADAMW_BIAS_CORRECTION, ""),
+            (
+                "                p.data -= lr * m_hat / (np.sqrt(v_hat) + self.eps)\n",
+                "                step = lr * math.sqrt(1 - b2**self.t) / (1 - b1**self.t)\n"
+                "                p.data -= step * m / (np.sqrt(v) + self.eps)\n",
+            ),
+        ],
+        "MLP trains on names",
+        "by less than moves a loss",
+    ),
+    "adamw_moments_in_float32": (
+        "models.py",
+        [
+            (
+                "        self.m = {id(p): np.zeros_like(p.data) for p in params}\n"
+                "        self.v = {id(p): np.zeros_like(p.data) for p in params}\n",
+                "        self.m = {id(p): np.zeros_like(p.data, np.float32) for p in params}\n"
+                "        self.v = {id(p): np.zeros_like(p.data, np.float32) for p in params}\n",
+            )
+        ],
+        "MLP trains on names",
+        "by less than moves a loss",
+    ),
+    "init_reseeded_for_each_parameter": (
+        "models.py",
+        [
+            (
+                "                p.data[...] = np.random.normal(0.0, std, p.data.shape)\n",
+                "                rng = np.random.default_rng(1337)\n"
+                "                p.data[...] = rng.normal(0.0, std, p.data.shape)\n",
+            )
+        ],
+        "GPT",
+        "starts with the same values as",
+    ),
+    "init_uniform_where_nanogpt_draws_a_normal": (
+        "models.py",
+        [
+            (
+                "                p.data[...] = np.random.normal(0.0, std, p.data.shape)\n",
+                "                bound = std * math.sqrt(3.0)\n"
+                "                p.data[...] = np.random.uniform(-bound, bound, p.data.shape)\n",
+            )
+        ],
+        "GPT",
+        "and kurtosis 1.8",
+    ),
+    "head_made_before_the_embedding": (
+        "models.py",
+        [
+            (
+                "        c = config\n        self.transformer = {\n",
+                "        c = config\n"
+                "        self.lm_head = Linear(c.n_embd, c.vocab_size, bias=False)\n"
+                "        self.transformer = {\n",
+            ),
+            (
+                "        self.lm_head = Linear(c.n_embd, c.vocab_size, bias=False)\n"
+                '        self.lm_head.weight = self.transformer["wte"].weight\n',
+                '        self.transformer["wte"].weight = self.lm_head.weight\n',
+            ),
+        ],
+        "GPT",
+        "listed as lm_head.weight: tied, but the head was made first",
+    ),
+    "probabilities_without_targets": (
+        "models.py",
+        [
+            (
+                '        logits = self.lm_head(tr["ln_f"](x))\n',
+                '        logits = self.lm_head(tr["ln_f"](x))\n'
+                "        if targets is None:\n"
+                "            return softmax(logits, dim=-1), None\n",
+            )
+        ],
+        "GPT",
+        "returns probabilities, not the logits",
+    ),
+    "groups_list_a_weight_twice": (
+        "models.py",
+        [
+            (
+                "    params = model.parameters()\n",
+                "    params = model.parameters()\n    params += params[:1]\n",
+            )
+        ],
+        "MLP trains on names",
+        "configure_optimizers' groups list wte.weight more than once",
     ),
     "gpt_eats_memory": (
         "models.py",

@@ -22,7 +22,7 @@ from ..report import FAIL, NOTE, PASS, Row
 from ..tensor.oracle import agree, array_of
 from ..words import TODO, array_text, failure_text
 from . import cases
-from .cases import GPT_CONFIG, TRAINING, OpCase
+from .cases import GPT_CONFIG, SHORT_LENGTH, TRAINING, OpCase
 
 if TYPE_CHECKING:
     from ..base import GraderBase as Grader
@@ -307,10 +307,13 @@ class LMChecks:
         cls = kind.split()[0]
         shapes, weights, idx, targets = self.model_case(kind)
         request = self.model_request(kind, weights, idx=_ints(idx), targets=_ints(targets))
-        reply = self.ask({"do": "lm_model", **request, "logits": True})
+        reply = self.ask({"do": "lm_model", **request, "logits": True, "short": SHORT_LENGTH})
         unbiased = "with bias=False (nanoGPT's train.py default), " if kind != cls else ""
         if "failure" in reply or "error" in reply:
-            what = f"{cls}(...)(idx, targets), backward() and {cls}(...)(idx)"
+            what = (
+                f"{cls}(...)(idx, targets), backward(), {cls}(...)(idx) and "
+                f"{cls}(...)(idx[:, :{SHORT_LENGTH}])"
+            )
             return unbiased + failure_text(reply, what), 0.0
         problem = _names_problem(reply, shapes)
         if problem:
@@ -345,6 +348,12 @@ class LMChecks:
         problem = _logits_problem(
             cls, array_of(reply["logits"]), self.torch.logits(kind, weights, idx)
         )
+        shorter = idx[:, :SHORT_LENGTH]
+        short = _logits_problem(
+            cls, array_of(reply["short_logits"]), self.torch.logits(kind, weights, shorter)
+        )
+        if not problem and short:  # something kept from the first call, at its length
+            problem = f"called again with {SHORT_LENGTH} positions (after {idx.shape[1]}), {short}"
         if problem:
             return unbiased + problem + self.look_at([f"{cls}.forward"]), loss
         return "", loss
@@ -471,12 +480,17 @@ class LMChecks:
             what = f"{settings['steps']} steps of configure_optimizers(...) and step()"
             if self.failed_row(name, reply, what) or self.names_row(name, reply, shapes):
                 continue
-            losses, _ = self.torch.train(kind, weights, batches, settings)
+            losses, first = self.torch.train(kind, weights, batches, settings)
             got = reply["losses"]
-            if len(got) == len(losses) and all(map(_close, got, losses)):
+            if (
+                len(got) == len(losses)
+                and all(map(_close, got, losses))
+                and not _wrong_update(reply, first)
+            ):
                 text = (
                     f"loss {losses[0]:.4f} -> {losses[-1]:.4f} in {len(losses)} AdamW steps "
-                    "from torch's weights and batches, every step equal to torch's (1e-6)"
+                    "from torch's weights and batches, every step equal to torch's (1e-6), "
+                    "the first update to 1e-10"
                 )
                 self.g.add(Row(name, PASS, text))
                 continue
@@ -495,9 +509,22 @@ class LMChecks:
         losses, first = self.torch.train(kind, weights, batches, settings)
         got = reply["losses"]
         differ = next((i for i, (a, b) in enumerate(zip(got, losses)) if not _close(a, b)), None)
-        if differ is None:
+        if differ is None and len(got) != len(losses):
             return f"{len(got)} losses came back, not one for each of the {len(losses)} batches"
+        if differ is None:
+            wrong = _wrong_update(reply, first)
+            return (
+                f"every loss is torch's to 1e-6, but after the first update {wrong[0]} is not "
+                "torch.optim.AdamW's to 1e-10 (both float64), by less than moves a loss: "
+                "torch adds eps to sqrt(v_hat), after both bias corrections, and keeps m and v "
+                "in float64"
+            )
         head = f"step {differ}'s loss is {losses_text(got[differ], losses[differ])}"
+        if reply["repeated"]:
+            return (
+                head + f": configure_optimizers' groups list {reply['repeated'][0]} more than "
+                "once, so it takes more than one step each time: list each parameter once"
+            )
         lr = settings["lr"]
         made = next((v for v in reply["made_with"] if v is not None and not _close(v, lr)), None)
         if made is not None:
@@ -508,8 +535,7 @@ class LMChecks:
         if differ == 0:
             return head + ": before any update, so look at the model's forward in training mode"
         theirs = {n: array_of(a) for n, a in reply["first"].items()}
-        # both float64: the first update agrees to rounding when it is torch's formula
-        wrong = [n for n in first if n not in theirs or not _same_update(theirs[n], first[n])]
+        wrong = _wrong_update(reply, first)
         if not wrong and "rates" in settings:
             frozen = {**settings, "rates": settings["rates"][:1] * len(settings["rates"])}
             if all(map(_close, got, self.torch.train(kind, weights, batches, frozen)[0])):
@@ -555,8 +581,9 @@ class LMChecks:
                 )
         return (
             head + f": after the first update {wrong[0]} differs from torch.optim.AdamW's: look "
-            "at AdamW.step (p *= 1 - lr * weight_decay first; m and v; the bias corrections "
-            "1 - beta**t; eps outside the sqrt) and configure_optimizers' groups and lr"
+            "at AdamW.step (p *= 1 - lr * weight_decay first; m and v, in float64; the bias "
+            "corrections 1 - beta**t; eps added to sqrt(v_hat), after both corrections) and "
+            "configure_optimizers' groups and lr"
         )
 
 
@@ -572,6 +599,18 @@ def _logits_problem(kind: str, got: np.ndarray, want: np.ndarray) -> str:
     every position's, or the last one's only (nanoGPT's, at inference), or ""."""
     if agree(got, want) or agree(got, want[:, -1:]):
         return ""
+    if got.shape in (want.shape, want[:, -1:].shape):
+        wanted = want if got.shape == want.shape else want[:, -1:]
+        shifted = np.exp(wanted - wanted.max(axis=-1, keepdims=True))
+        if agree(got, shifted / shifted.sum(axis=-1, keepdims=True)):
+            return (
+                f"{kind}(idx) without targets returns probabilities, not the logits: sampling "
+                "divides the logits by a temperature before its softmax"
+            )
+        return (
+            f"{kind}(idx) without targets returns other numbers than torch's logits, in their "
+            f"shape {got.shape}: sampling reads them"
+        )
     return (
         f"{kind}(idx) without targets returns an array of shape {got.shape}, not the logits "
         f"torch's gives, {want.shape} (or the last position's, {want[:, -1:].shape}): "
@@ -588,7 +627,14 @@ def _names_problem(reply: dict[str, Any], shapes: dict[str, tuple[int, ...]]) ->
     missing = [n for n in shapes if n not in theirs]
     extra = [n for n in theirs if n not in shapes]
     problems = []
-    if "lm_head.weight" in extra:
+    if "lm_head.weight" in extra and "transformer.wte.weight" in missing:
+        problems.append(
+            "the token embedding is listed as lm_head.weight: tied, but the head was made "
+            "first; make transformer first, then the head, as nanoGPT does"
+        )
+        extra.remove("lm_head.weight")
+        missing.remove("transformer.wte.weight")
+    elif "lm_head.weight" in extra:
         problems.append(
             "lm_head.weight is a parameter of its own: nanoGPT ties the head to the token "
             "embedding (self.lm_head.weight = self.transformer['wte'].weight)"
@@ -609,33 +655,43 @@ def _initial_problem(
     shapes: dict[str, tuple[int, ...]],
     stats: dict[str, list[float]],
 ) -> tuple[str, str] | None:
-    """The first parameter whose initial weights (their mean, std, least and largest) cannot
-    come from the author's law, and what they show; None when every one can. A normal's or
-    uniform's mean and standard deviation must lie within 6 standard errors of the law's
-    (wrong by chance about once in 10^8 parameters; np.random is seeded, so a given init is
-    judged the same each run); a uniform's values inside its bounds, the least and largest
-    near them; a constant exact."""
-    author = AUTHOR[cls]
+    """The first parameter whose initial weights (the probe's ``_stats``: mean, std, least,
+    largest, kurtosis, first two values) cannot come from the author's law, and what they
+    show; None when every one can. A normal's or uniform's mean and standard deviation must
+    lie within 6 standard errors of the law's (wrong by chance about once in 10^8
+    parameters; np.random is seeded, so a given init is judged the same each run), and its
+    kurtosis too (3 for a normal, 1.8 for a uniform; 1,000 values or more); a uniform's
+    values inside its bounds, the least and largest near them; a constant exact; and no
+    two parameters may start with the same two values (drawn alike, not each its own)."""
+    author, seen = AUTHOR[cls], {}
     for name, (law, scale) in laws.items():
-        n, (mean, std, low, high) = math.prod(shapes[name]), stats[name]
+        n, (mean, std, low, high, kurtosis, *start) = math.prod(shapes[name]), stats[name]
         if law == "constant":
             if not low == high == scale:
                 return name, f"{name} is not all {scale:g}, as {author}'s starts it"
             continue
+        if tuple(start) in seen:
+            return name, (
+                f"{name} starts with the same values as {seen[tuple(start)]}: each parameter "
+                "is drawn on its own (one generator, not one seeded afresh for each)"
+            )
+        seen[tuple(start)] = name
         sigma = scale if law == "normal" else scale / math.sqrt(3.0)
         fits = abs(mean) <= 6 * sigma / math.sqrt(n)
         fits = fits and abs(std - sigma) <= 6 * sigma / math.sqrt(2 * n)
+        peaked = 3.0 if law == "normal" else 1.8
+        shape = n < 1000 or abs(kurtosis - peaked) <= 6 * math.sqrt(24 / n)
         if law == "uniform":
             near = scale * (1 - 20 / n) if n >= 40 else 0.0  # each missed with odds e^-20
-            if not (fits and -scale <= low <= -near and near <= high <= scale):
+            if not (fits and shape and -scale <= low <= -near and near <= high <= scale):
                 return name, (
                     f"{name} has mean {mean:.3g}, std {std:.3g} and values from {low:.3g} to "
                     f"{high:.3g}; torch's U(-{scale:.3g}, {scale:.3g}) has 0 and {sigma:.3g}"
                 )
-        elif not fits:
+        elif not (fits and shape):
             return name, (
-                f"{name} has mean {mean:.3g} and std {std:.3g}; {author}'s N(0, {scale:.3g}) "
-                f"has 0 and {scale:.3g}"
+                f"{name} has mean {mean:.3g}, std {std:.3g} and kurtosis {kurtosis:.3g}; "
+                f"{author}'s N(0, {scale:.3g}) has 0, {scale:.3g} and 3"
             )
     return None
 
@@ -650,6 +706,14 @@ _INIT_LOOK = {
 def _wrong_grads(reply: dict[str, Any], grads: dict[str, np.ndarray]) -> list[str]:
     """The parameters (by name, in torch's order) whose gradient differs from torch's."""
     return [n for n in grads if not agree(array_of(reply["grads"][n]), grads[n])]
+
+
+def _wrong_update(reply: dict[str, Any], first: dict[str, np.ndarray]) -> list[str]:
+    """The parameters whose values after the first step are not torch's to float64 rounding:
+    both sides float64, so a formula that differs (eps placed otherwise, m and v in float32)
+    shows here even when it moves no loss by 1e-6."""
+    theirs = {n: array_of(a) for n, a in reply["first"].items()}
+    return [n for n in first if n not in theirs or not _same_update(theirs[n], first[n])]
 
 
 def _same_update(got: np.ndarray, want: np.ndarray) -> bool:

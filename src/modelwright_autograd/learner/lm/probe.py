@@ -92,18 +92,25 @@ def _build(request: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def initial(request: dict[str, Any]) -> dict[str, Any]:
-    """The mean, standard deviation, least and largest value of each weight the model draws
-    itself, by name, np.random seeded first (the weights themselves would be megabytes); or
-    a reply naming the names or shapes that differ from ``shapes``."""
+    """``_stats`` of each weight the model draws itself, by name, np.random seeded first (the
+    weights themselves would be megabytes); or a reply naming the names or shapes that
+    differ from ``shapes``."""
     models = _module(request, "models")
     np.random.seed(request["seed"])
     named = list(eval(request["build"], vars(models).copy()).named_parameters())
     shapes = {name: list(np.shape(p.data)) for name, p in named}
     if shapes != request["shapes"]:
         return {"names": [[n, s] for n, s in shapes.items()]}
-    arrays = {name: _as_array(p.data) for name, p in named}
-    stats = {n: [float(f(a)) for f in (np.mean, np.std, np.min, np.max)] for n, a in arrays.items()}
-    return {"initial": stats}
+    return {"initial": {name: _stats(_as_array(p.data)) for name, p in named}}
+
+
+def _stats(a: np.ndarray) -> list[float]:
+    """mean, std, least, largest, kurtosis (E[(x - mean)^4] / std^4; 0 when constant) and
+    the first two values (two parameters drawn alike start alike) of ``a``."""
+    mean, std = float(a.mean()), float(a.std())
+    kurtosis = float(np.mean((a - mean) ** 4) / std**4) if std > 0 else 0.0
+    first = [float(v) for v in a.ravel()[:2]] + [0.0] * max(0, 2 - a.size)
+    return [mean, std, float(a.min()), float(a.max()), kurtosis, *first]
 
 
 def module(request: dict[str, Any]) -> dict[str, Any]:
@@ -193,9 +200,12 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
                 if request.get("eval_then_train")
                 else "a new model starts in training mode, as torch's"
             )
+            ran = len(masks) - len(given.left)
+            own = "; models.py must call lm_ops' dropout(x, p, training): the grader's masks "
+            own = own + "reach the model through it" if ran == 0 else ""
             raise RuntimeError(
-                f"dropout ran {len(masks) - len(given.left)} of the {len(masks)} times nanoGPT's "
-                f"GPT runs it in training: a dropout left out, or a module in eval mode ({mode})"
+                f"dropout ran {ran} of the {len(masks)} times nanoGPT's GPT runs it in "
+                f"training: a dropout left out, or a module in eval mode ({mode}){own}"
             )
     finally:
         for where, k, own in swapped:
@@ -203,8 +213,9 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
     loss.backward()
     grads = {n: _grad(p) for n, p in made.named_parameters()}
     reply = {"loss": float(_as_array(loss.data)), "grads": grads}
-    if request.get("logits"):  # the sampling call: no targets
+    if request.get("logits"):  # the sampling call: no targets; again, fewer positions
         reply["logits"] = _send(made(idx)[0].data)
+        reply["short_logits"] = _send(made(idx[:, : request["short"]])[0].data)
     for name, sent in (("idx", idx), ("targets", targets)):
         if not np.array_equal(sent, _array(request[name])):
             raise ValueError(
@@ -217,7 +228,8 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
 def train(request: dict[str, Any]) -> dict[str, Any]:
     """Training with the learner's configure_optimizers: the loss of each batch, and the
     parameters after the first step, and each group's lr as configure_optimizers made it
-    (None where a group has none). Each step sets every param_group's lr first when
+    (None where a group has none), and the parameters its groups list more than once. Each
+    step sets every param_group's lr first when
     ``rates`` are given, as nanoGPT's loop does, and zeroes the gradients with
     optimizer.zero_grad() and model.zero_grad() in turn (nanoGPT's loop calls the one,
     makemore's the other)."""
@@ -230,6 +242,9 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
         made, settings["weight_decay"], settings["lr"], tuple(settings["betas"])
     )
     made_with = [group.get("lr") for group in optimizer.param_groups]
+    names = {id(p): n for n, p in made.named_parameters()}
+    listed = [names.get(id(p), "") for g in optimizer.param_groups for p in g.get("params", [])]
+    repeated = sorted({n for n in listed if n and listed.count(n) > 1})
     losses, first = [], {}
     for step, (idx, targets) in enumerate(request["batches"]):
         for group in optimizer.param_groups if "rates" in settings else ():
@@ -242,7 +257,7 @@ def train(request: dict[str, Any]) -> dict[str, Any]:
         if step == 0:
             first = {n: _send(p.data) for n, p in made.named_parameters()}
     made_with = [float(lr) if isinstance(lr, (int, float)) else None for lr in made_with]
-    return {"losses": losses, "first": first, "made_with": made_with}
+    return {"losses": losses, "first": first, "made_with": made_with, "repeated": repeated}
 
 
 HANDLERS = {

@@ -52,7 +52,9 @@ def well_formed_lm(request: dict[str, Any], reply: dict[str, Any]) -> bool:
             and _named(reply.get("grads"), weights)
         )
     if do == "lm_model":
-        logits = not request.get("logits") or is_sent_array(reply.get("logits"))
+        logits = not request.get("logits") or (
+            is_sent_array(reply.get("logits")) and is_sent_array(reply.get("short_logits"))
+        )
         return (
             isinstance(reply.get("loss"), float) and _named(reply.get("grads"), weights) and logits
         )
@@ -62,17 +64,19 @@ def well_formed_lm(request: dict[str, Any], reply: dict[str, Any]) -> bool:
             isinstance(stats, dict)
             and set(stats) == set(request["shapes"])
             and all(
-                isinstance(s, list) and len(s) == 4 and all(isinstance(v, float) for v in s)
+                isinstance(s, list) and len(s) == 7 and all(isinstance(v, float) for v in s)
                 for s in stats.values()
             )
         )
     if do == "lm_train":
-        losses, made_with = reply.get("losses"), reply.get("made_with")
+        losses, made_with, repeated = (reply.get(k) for k in ("losses", "made_with", "repeated"))
         return (
             isinstance(losses, list)
             and all(isinstance(v, float) for v in losses)
             and _named(reply.get("first"), weights)
             and isinstance(made_with, list)
             and all(v is None or isinstance(v, float) for v in made_with)
+            and isinstance(repeated, list)
+            and all(isinstance(n, str) and n in weights for n in repeated)
         )
     return False

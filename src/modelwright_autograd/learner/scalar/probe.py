@@ -156,8 +156,13 @@ def language_models(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def borrowed(request: dict[str, Any]) -> dict[str, Any]:
-    """Which of the autograd libraries ``names`` the learner's code has imported."""
-    return {"modules": [name for name in request["names"] if name in sys.modules]}
+    """Which of the autograd libraries ``names`` the learner's code has imported: a module
+    of sys.modules by its key or its own ``__name__`` (one moved to another key counts)."""
+    loaded = set()
+    for key, module in list(sys.modules.items()):
+        name = getattr(module, "__name__", None)
+        loaded.update(n.split(".")[0] for n in (key, name) if isinstance(n, str))
+    return {"modules": [name for name in request["names"] if name in loaded]}
 
 
 def _import(name: str, file: str | None) -> Any:
