@@ -63,8 +63,9 @@ SEED = 38
 #: so a position embedding that adds the whole table, or the wrong rows of it, and an MLP
 #: that needs block_size tokens (sampling starts from one) show.
 MODEL_LENGTH = {"GPT": 11, "MLP": 3}
-#: The positions of a second call without targets on the same model (as sampling makes):
-#: a mask or position ids kept from the first call, at its length, show.
+#: The positions of a second call without targets on the same model, on one row (as
+#: sampling makes): a mask or position ids kept from the first call, at its length, and a
+#: batch of one squeezed away, show.
 SHORT_LENGTH = 2
 
 

@@ -215,7 +215,7 @@ def model(request: dict[str, Any]) -> dict[str, Any]:
     reply = {"loss": float(_as_array(loss.data)), "grads": grads}
     if request.get("logits"):  # the sampling call: no targets; again, fewer positions
         reply["logits"] = _send(made(idx)[0].data)
-        reply["short_logits"] = _send(made(idx[:, : request["short"]])[0].data)
+        reply["short_logits"] = _send(made(idx[:1, : request["short"]])[0].data)
     for name, sent in (("idx", idx), ("targets", targets)):
         if not np.array_equal(sent, _array(request[name])):
             raise ValueError(
