@@ -494,7 +494,8 @@ class LMChecks:
                 )
                 self.g.add(Row(name, PASS, text))
                 continue
-            self.g.add(Row(name, FAIL, self.training_text(kind, reply, weights, batches)))
+            text = self.training_text(kind, reply, weights, batches, (losses, first))
+            self.g.add(Row(name, FAIL, text))
 
     def training_text(
         self,
@@ -502,11 +503,13 @@ class LMChecks:
         reply: dict[str, Any],
         weights: dict[str, np.ndarray],
         batches: list[tuple[np.ndarray, np.ndarray]],
+        torchs: tuple[list[float], dict[str, np.ndarray]],
     ) -> str:
-        """Why the learner's training left torch's: the first step whose loss differs,
-        and what the parameters after the first update show."""
+        """Why the learner's training left torch's (``torchs``: its losses and parameters
+        after the first update): the first step whose loss differs, and what the parameters
+        after the first update show."""
         settings = TRAINING[kind]
-        losses, first = self.torch.train(kind, weights, batches, settings)
+        losses, first = torchs
         got = reply["losses"]
         differ = next((i for i, (a, b) in enumerate(zip(got, losses)) if not _close(a, b)), None)
         if differ is None and len(got) != len(losses):
